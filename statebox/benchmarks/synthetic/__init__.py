@@ -1,0 +1,1 @@
+"""statebox.benchmarks.synthetic"""

@@ -1,0 +1,1 @@
+"""CLI command groups, one module each; every module exposes `register(app)`."""

@@ -1,0 +1,96 @@
+"""The policy profile: every limit and switch an attempt runs under, validated at load time.
+
+Profiles are YAML files (`default.yaml`, `strict.yaml` beside this module, or a
+user's own path). The sandbox reads the limits, the gateway the model
+allow-list and budgets, the auditor the honeytoken switch and the actions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from statebox.errors import UserError
+
+POLICY_DIR = Path(__file__).parent
+
+
+class Limits(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    time_limit_s: float = Field(1800, gt=0, description="wall-clock limit, enforced from the host")
+    cpus: float = Field(1.0, gt=0)
+    memory_mb: int = Field(2048, ge=64, description="hard limit, no swap")
+    pids: int = Field(256, ge=16)
+    tmp_mb: int = Field(512, ge=16, description="tmpfs size of /tmp")
+    home_mb: int = Field(256, ge=16, description="tmpfs size of the agent's home")
+    workspace_mb: int = Field(2048, ge=16, description="largest the workspace may grow (checked after the run)")
+
+
+class Budgets(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    models: list[str] = Field(default_factory=list, description="allowed model names (glob); empty = any")
+    max_input_tokens: int | None = None
+    max_output_tokens: int | None = None
+    max_total_tokens: int | None = 2_000_000
+    max_cost_usd: float | None = None
+    max_requests: int | None = 500
+    max_steps: int = 50  # for agents that run a loop on the host (react, video-agent)
+
+
+class AuditPolicy(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    honeytokens: bool = True
+    on_suspicious: Literal["none", "flag", "void"] = "flag"
+    on_contaminated: Literal["none", "flag", "void"] = "void"
+    llm_second_pass: bool = False
+    llm_model: str | None = None
+
+
+class Policy(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    limits: Limits = Field(default_factory=Limits)
+    env_allow: dict[str, str] = Field(
+        default_factory=lambda: {"HOME": "/home/agent", "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
+        description="the container's whole environment (never inherited from the host)",
+    )
+    prohibitions: str = ""
+    budgets: Budgets = Field(default_factory=Budgets)
+    audit: AuditPolicy = Field(default_factory=AuditPolicy)
+    reencode: bool = False
+    gpu: Literal["auto", "never", "require"] = "auto"
+
+
+def load_policy(name_or_path: str | Path = "default") -> Policy:
+    """Load a built-in profile by name or a YAML file by path; bad input is one clear line."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = POLICY_DIR / f"{name_or_path}.yaml"
+        if not path.exists():
+            known = ", ".join(sorted(p.stem for p in POLICY_DIR.glob("*.yaml")))
+            raise UserError(f"unknown policy {name_or_path!r} (built-in: {known})")
+    if not path.exists():
+        raise UserError(f"{path}: policy file not found")
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else "?"
+        raise UserError(f"{path}:{line}: not valid YAML") from exc
+    if not isinstance(raw, dict):
+        raise UserError(f"{path}: a policy must be a mapping")
+    raw.setdefault("name", path.stem)
+    try:
+        return Policy.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise UserError(f"{path}: {where}: {first['msg']}") from exc

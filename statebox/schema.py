@@ -1,0 +1,248 @@
+"""The data contracts every part of statebox agrees on.
+
+Benchmarks produce `Item`s; the harness plans `Attempt`s; agents return a
+`Session`; the auditor turns a session into a `Verdict`; the scorer turns
+responses into `ScoreRow`s and a `ScoreReport`. These are the only shapes that
+cross module boundaries, so they are pydantic models: a malformed value fails
+loudly at the boundary instead of deep inside a metric.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from enum import Enum
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+BenchmarkName = Literal["vstat", "vcbench", "ecbench", "eocbench", "cpbench"]
+BENCHMARKS: tuple[str, ...] = ("vstat", "vcbench", "ecbench", "eocbench", "cpbench")
+
+AnswerType = Literal["mcq", "number", "text", "set", "interval"]
+
+
+class Query(BaseModel):
+    """One moment at which a question is asked.
+
+    Streaming benchmarks (VCBench) ask the same question at several times, each
+    answered from the video cut at `time`; other benchmarks have a single query
+    whose `time` is None (the whole video).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int = 0
+    time: float | None = None
+    target: Any = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class Span(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    start: float
+    end: float
+
+
+class Item(BaseModel):
+    """One benchmark question about one video, with everything needed to score it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    benchmark: str
+    video: str  # path as given by the annotation file (relative to a video root, or absolute)
+    question: str
+    choices: list[str] = Field(default_factory=list)
+    answer_type: AnswerType
+    target: Any = None
+    queries: list[Query] = Field(default_factory=lambda: [Query()])
+    evidence: list[Span] = Field(default_factory=list)
+    labels: dict[str, str] = Field(default_factory=dict)
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def is_streaming(self) -> bool:
+        return any(q.time is not None for q in self.queries)
+
+
+class Attempt(BaseModel):
+    """One agent answering one query of one item, once (an epoch)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run_id: str
+    agent: str
+    item_id: str
+    query_index: int = 0
+    epoch: int = 0
+    dataset: str = ""  # the dataset (annotation file) label inside a run
+
+    @property
+    def attempt_id(self) -> str:
+        """A stable, filesystem-safe id: the same attempt always maps to the same folder/row."""
+        raw = f"{self.run_id}|{self.dataset}|{self.agent}|{self.item_id}|{self.query_index}|{self.epoch}"
+        digest = hashlib.sha256(raw.encode()).hexdigest()[:16]
+        safe_agent = "".join(c if c.isalnum() or c in "-_" else "-" for c in self.agent)
+        return f"{safe_agent}-{digest}"
+
+
+class EventKind(str, Enum):
+    """Kinds of session events; the auditor reads these, whatever agent produced them."""
+
+    model_request = "model_request"
+    model_response = "model_response"
+    model_text = "model_text"
+    tool_call = "tool_call"
+    tool_output = "tool_output"
+    shell_command = "shell_command"
+    file_read = "file_read"
+    file_write = "file_write"
+    network_attempt = "network_attempt"
+    message = "message"
+    frames = "frames"  # frames decoded or sent to a model (frame accounting)
+    final_answer = "final_answer"
+    error = "error"
+
+
+class Event(BaseModel):
+    """One normalised thing that happened in a session, with a pointer to its raw source line."""
+
+    model_config = ConfigDict(extra="allow")
+
+    seq: int
+    kind: EventKind
+    time: float | None = None  # seconds since the attempt started, when known
+    source: str = ""  # which raw log it came from, e.g. "claude.stream.jsonl"
+    line: int | None = None  # 1-based line in that raw log
+    text: str = ""  # the human-readable payload (command, message text, output)
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+AttemptStatus = Literal["ok", "timeout", "error", "oom", "voided", "abstain"]
+
+
+class FrameAccount(BaseModel):
+    """Which frames an attempt decoded and which it showed to a model (none of the anchors has this)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decoded: list[float] = Field(default_factory=list)  # timestamps (s)
+    model_visible: list[float] = Field(default_factory=list)  # timestamps (s) sent as images
+    images_sent: int = 0
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    requests: int = 0
+
+
+class Session(BaseModel):
+    """The normalised record of one attempt: what happened and what the agent answered."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    attempt_id: str
+    agent: str
+    status: AttemptStatus = "ok"
+    reason: str = ""  # why the status is not ok, one line
+    response: str = ""  # the final response text handed to the scorer
+    events: list[Event] = Field(default_factory=list)
+    raw_logs: list[str] = Field(default_factory=list)  # file names (in the attempt dir) of raw logs
+    frames: FrameAccount = Field(default_factory=FrameAccount)
+    usage: Usage = Field(default_factory=Usage)
+    started_at: float = 0.0
+    duration_s: float = 0.0
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+Severity = Literal["low", "medium", "high", "proof"]
+FindingCategory = Literal[
+    "self_recognition",
+    "filesystem_walk",
+    "network",
+    "local_cache",
+    "env_dump",
+    "qa_metadata",
+    "original_filename",
+    "honeytoken",
+]
+VerdictLabel = Literal["clean", "suspicious", "contaminated"]
+
+
+class Finding(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    category: FindingCategory
+    severity: Severity
+    event: int | None = None  # Event.seq that proves it
+    quote: str = ""
+    rule: str = ""
+
+
+class Verdict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    attempt_id: str
+    verdict: VerdictLabel = "clean"
+    findings: list[Finding] = Field(default_factory=list)
+    action: Literal["none", "flag", "void"] = "none"
+
+
+class ScoreRow(BaseModel):
+    """The scorer's view of one answered query."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_id: str
+    query_index: int = 0
+    parsed: Any = None
+    parse_ok: bool = True
+    metrics: dict[str, float] = Field(default_factory=dict)
+    status: AttemptStatus = "ok"
+    duration_s: float = 0.0
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class GroupScore(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    n: int
+    metrics: dict[str, float | None]
+
+
+class ScoreReport(BaseModel):
+    """What `statebox score --json` prints; a contract outside checks depend on."""
+
+    model_config = ConfigDict(extra="allow")
+
+    benchmark: str
+    n: int
+    metrics: dict[str, float | None]
+    groups: dict[str, GroupScore] = Field(default_factory=dict)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class Prediction(BaseModel):
+    """One line of a predictions JSONL file given to `statebox score`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    query_index: int | None = None
+    response: str = ""
+    clips: str | None = None
+
+
+def resolve_video(item: Item, videos_dir: Path | None) -> Path:
+    """Where an item's video lives on the host (annotation paths are relative to a video root)."""
+    path = Path(item.video)
+    if path.is_absolute() or videos_dir is None:
+        return path
+    return videos_dir / path
