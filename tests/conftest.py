@@ -1,0 +1,57 @@
+"""Shared test fixtures.
+
+Docker-backed tests use the `docker_engine` fixture: on CI (CI=true) a missing engine
+is a failure, never a silent skip; elsewhere the test is skipped with the reason printed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DIR = Path(os.environ.get("STATEBOX_SHARED", REPO_ROOT.parent / "shared"))
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    if not SHARED_DIR.exists():
+        pytest.fail(f"the shared folder is missing at {SHARED_DIR} (set STATEBOX_SHARED)")
+    return SHARED_DIR
+
+
+def _engine_problem() -> str | None:
+    try:
+        import docker
+
+        client = docker.from_env(timeout=10)
+        client.ping()
+        client.close()
+        return None
+    except Exception as exc:  # noqa: BLE001 - any failure means "no engine"
+        return f"no Docker engine reachable ({type(exc).__name__}: {exc})"
+
+
+@pytest.fixture(scope="session")
+def docker_engine():
+    """A reachable Docker engine, or a loud skip (local) / failure (CI)."""
+    problem = _engine_problem()
+    if problem:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the Docker tests: {problem}")
+        pytest.skip(f"skipped: {problem}")
+    from statebox.sandbox.docker import SandboxEngine
+
+    return SandboxEngine()
+
+
+@pytest.fixture(scope="session")
+def tiny_suite(tmp_path_factory) -> Path:
+    """The built-in tiny suite, generated once per test session; returns the suite folder."""
+    from statebox.benchmarks.synthetic.suite import make_suite
+
+    out = tmp_path_factory.mktemp("suite")
+    make_suite(out, size="tiny", seed=0)
+    return out
