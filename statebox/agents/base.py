@@ -68,6 +68,8 @@ class AttemptContext:
     engine: "SandboxEngine | None" = None
     gateway: "Gateway | None" = None
     started_at: float = field(default_factory=time.time)
+    dataset_items: list[Item] = field(default_factory=list)  # the whole dataset (chance baselines)
+    videos_dir: Path | None = None  # host video root; only host-side baselines may read it
 
     @property
     def instruction(self) -> str:

@@ -1,9 +1,143 @@
-"""`statebox run` (placeholder until its issue lands)."""
+"""`statebox run`: plan, run (C at a time), audit, score, store; resumable."""
 
 from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Optional
 
 import typer
 
 
+def _options_from_flags(**flags: object) -> dict:
+    return {k: v for k, v in flags.items() if v is not None}
+
+
 def register(app: typer.Typer) -> None:
-    """Nothing registered yet."""
+    @app.command("run")
+    def run(
+        agent: list[str] = typer.Option([], "--agent", "-a", help="agent to run (repeatable)"),
+        bench: Optional[str] = typer.Option(None, help="benchmark of --data: vstat|vcbench|ecbench|eocbench|cpbench"),
+        data: Optional[Path] = typer.Option(None, help="annotation file"),
+        videos: Optional[Path] = typer.Option(None, help="folder the annotation's video paths are relative to"),
+        suite: Optional[Path] = typer.Option(None, help="a generated suite folder (statebox bench make)"),
+        limit: Optional[int] = typer.Option(None, help="first N items of each dataset"),
+        epochs: int = typer.Option(1, help="attempts per query"),
+        concurrency: int = typer.Option(1, "--concurrency", "-c", help="sandboxes at once"),
+        policy: str = typer.Option("default", help="policy name or YAML path"),
+        run_dir: Optional[Path] = typer.Option(None, help="where results go (default: runs/<config hash>)"),
+        resume: Optional[Path] = typer.Option(None, help="continue the run in this folder"),
+        model: Optional[str] = typer.Option(None, help="model name for model-driven agents"),
+        provider: Optional[str] = typer.Option(None, help="anthropic|openai (default: from the model name)"),
+        effort: Optional[str] = typer.Option(None, help="reasoning effort / thinking setting"),
+        prompt_template: Optional[Path] = typer.Option(None, help="prompt template file"),
+        frames: Optional[int] = typer.Option(None, help="mllm: N uniform frames"),
+        fps: Optional[float] = typer.Option(None, help="mllm: frames per second"),
+        timestamps: bool = typer.Option(True, help="show timestamps with frames"),
+        weights: Optional[Path] = typer.Option(None, help="tracker: weights file"),
+        as_json: bool = typer.Option(False, "--json", help="print the results as JSON on stdout"),
+    ) -> None:
+        """Run agents on a benchmark or the generated suite; rerun the same command to resume."""
+        from statebox.errors import UserError
+        from statebox.harness.plan import RunConfig, dataset_from_flags, datasets_from_suite
+
+        if resume is not None:
+            config = RunConfig.load(resume)
+            target_dir = resume
+        else:
+            if not agent:
+                raise UserError("name at least one --agent")
+            if suite is not None:
+                if not (suite / "suite.json").exists():
+                    raise UserError(f"{suite}: not a suite folder (no suite.json); make one with `statebox bench make --out {suite}`")
+                datasets = datasets_from_suite(suite)
+            elif bench and data:
+                datasets = [dataset_from_flags(bench, data, videos)]
+            else:
+                raise UserError("give --suite DIR, or --bench NAME --data FILE [--videos DIR]")
+            options = _options_from_flags(
+                model=model,
+                provider=provider,
+                effort=effort,
+                prompt_template=str(prompt_template) if prompt_template else None,
+                frames=frames,
+                fps=fps,
+                weights=str(weights) if weights else None,
+            )
+            if not timestamps:
+                options["timestamps"] = False
+            fingerprint = json.dumps(
+                {
+                    "agents": agent,
+                    "datasets": [d.model_dump() for d in datasets],
+                    "limit": limit,
+                    "epochs": epochs,
+                    "policy": policy,
+                    "options": options,
+                },
+                sort_keys=True,
+            )
+            digest = hashlib.sha256(fingerprint.encode()).hexdigest()[:10]
+            target_dir = run_dir or Path("runs") / digest
+            run_id = digest
+            if (target_dir / "run.json").exists():
+                run_id = RunConfig.load(target_dir).run_id  # same folder, same attempt ids: resume
+            config = RunConfig(
+                run_id=run_id,
+                agents=list(agent),
+                datasets=datasets,
+                limit=limit,
+                epochs=epochs,
+                concurrency=concurrency,
+                policy=policy,
+                agent_options={a: options for a in agent},
+                suite=str(suite.resolve()) if suite else None,
+            )
+        execute_run(config, target_dir, as_json=as_json)
+
+
+def execute_run(config, run_dir: Path, *, as_json: bool = False, title: str = "statebox leaderboard") -> list:
+    """Run with a live progress display, then print the leaderboard (or JSON)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from statebox.harness.aggregate import score_run
+    from statebox.harness.plan import load_datasets
+    from statebox.harness.runner import run_planned
+    from statebox.harness.summary import print_leaderboard
+
+    console = Console(stderr=True) if as_json else Console()
+    progress = Progress(
+        TextColumn("[bold]{task.fields[agent]:<16}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        TextColumn("fail {task.fields[failed]}  tok {task.fields[tokens]}  ${task.fields[cost]:.4f}"),
+        console=console,
+        transient=False,
+    )
+    task_ids: dict[str, int] = {}
+
+    def on_start(tallies) -> None:
+        for name, tally in tallies.items():
+            task_ids[name] = progress.add_task(name, total=tally.total, completed=tally.done, agent=name, failed=0, tokens=0, cost=0.0)
+
+    def on_progress(agent_name, row, tally) -> None:
+        progress.update(task_ids[agent_name], completed=tally.done, failed=tally.failed, tokens=tally.tokens, cost=tally.cost)
+
+    with progress:
+        store = run_planned(config, run_dir, progress=on_progress, on_start=on_start)
+    rows = store.rows()
+    store.close()
+    items = {d.spec.label: d.items for d in load_datasets(config)}
+    scores = score_run(rows, items)
+    if as_json:
+        payload = {"run_dir": str(run_dir), "results": [s.to_json() for s in scores]}
+        sys.stdout.write(json.dumps(payload, default=str) + "\n")
+    else:
+        print_leaderboard(scores, console, title=title)
+        console.print(f"results: {run_dir}/results.sqlite  (report: statebox report {run_dir})")
+    return scores

@@ -1,0 +1,100 @@
+"""Reference agents that need no sandbox: the two chance baselines and the oracle.
+
+They anchor every leaderboard: an agent that does not beat `chance-frequency`
+has learned nothing from the pixels, and `oracle` proves the pipeline from
+ground truth through the scorer reaches 100% on the generated suite.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from statebox.agents.base import AgentOptions, AttemptContext
+from statebox.recorder import SessionRecorder
+from statebox.schema import EventKind, Item, Session
+
+
+def format_target(item: Item, target: Any) -> str:
+    """Write a ground-truth value as the response text a perfect model would give."""
+    if isinstance(target, (list, tuple, set)):
+        return ",".join(str(v) for v in sorted(target))
+    if isinstance(target, float) and target.is_integer():
+        return str(int(target))
+    if item.answer_type == "mcq" and isinstance(target, int) and item.choices:
+        return "ABCDEFGH"[target]
+    return str(target)
+
+
+class _HostAgent:
+    """Shared plumbing: record the answer as a session of two events."""
+
+    name = "baseline"
+    needs_sandbox = False
+    needs_gateway = False
+
+    def __init__(self, options: AgentOptions) -> None:
+        self.options = options
+
+    def answer(self, ctx: AttemptContext) -> str:
+        raise NotImplementedError
+
+    def run(self, ctx: AttemptContext) -> Session:
+        started = time.time()
+        with SessionRecorder(ctx.attempt_dir, started) as rec:
+            rec.add(EventKind.message, ctx.item.question, data={"role": "user"})
+            status, reason = "ok", ""
+            try:
+                response = self.answer(ctx)
+            except ValueError as exc:
+                response, status, reason = "", "error", str(exc)
+            rec.add(EventKind.final_answer, response)
+            return Session(
+                attempt_id=ctx.attempt.attempt_id,
+                agent=self.name,
+                status=status,
+                reason=reason,
+                response=response,
+                events=list(rec.events),
+                raw_logs=["events.jsonl"],
+                started_at=started,
+                duration_s=time.time() - started,
+            )
+
+
+def _rng(ctx: AttemptContext) -> random.Random:
+    """Seeded per attempt, so a resumed run answers exactly as the uninterrupted one."""
+    return random.Random(f"{ctx.attempt.attempt_id}|{ctx.options.extra.get('seed', 0)}")
+
+
+class ChanceRandomAgent(_HostAgent):
+    name = "chance-random"
+
+    def answer(self, ctx: AttemptContext) -> str:
+        from statebox.scoring import chance_response
+
+        items = ctx.dataset_items or [ctx.item]
+        return chance_response(ctx.item.benchmark, ctx.item, ctx.query.index, items, "random", _rng(ctx))
+
+
+class ChanceFrequencyAgent(_HostAgent):
+    name = "chance-frequency"
+
+    def answer(self, ctx: AttemptContext) -> str:
+        from statebox.scoring import chance_response
+
+        items = ctx.dataset_items or [ctx.item]
+        return chance_response(ctx.item.benchmark, ctx.item, ctx.query.index, items, "frequency", _rng(ctx))
+
+
+class OracleAgent(_HostAgent):
+    """Answers from ground truth; only meaningful (and only allowed) on the generated suite."""
+
+    name = "oracle"
+
+    def answer(self, ctx: AttemptContext) -> str:
+        if not ctx.options.extra.get("suite"):
+            raise ValueError("the oracle runs only on the generated suite (--suite DIR)")
+        target = ctx.query.target if ctx.query.target is not None else ctx.item.target
+        return format_target(ctx.item, target)

@@ -1,0 +1,137 @@
+"""Planning a run: which datasets, which items, and the attempts (agent x query x epoch).
+
+The plan is a pure function of the run configuration, so re-running the same
+command (or `--resume`) re-derives exactly the same attempt ids, and the store
+tells which of them are already done.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from statebox.errors import UserError
+from statebox.schema import BENCHMARKS, Attempt, Item, Query
+
+RUN_CONFIG_FILE = "run.json"
+
+
+class DatasetSpec(BaseModel):
+    """One annotation file plus the folder its videos live in."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: str  # unique inside a run, e.g. "cube_count" or "vcbench"
+    bench: str
+    data: str
+    videos: str | None = None
+
+
+class RunConfig(BaseModel):
+    """Everything that defines a run; saved as RUN_DIR/run.json so `--resume` needs nothing else."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    agents: list[str]
+    datasets: list[DatasetSpec]
+    limit: int | None = None
+    epochs: int = 1
+    concurrency: int = 1
+    policy: str = "default"
+    agent_options: dict[str, Any] = Field(default_factory=dict)
+    suite: str | None = None
+
+    def save(self, run_dir: Path) -> None:
+        path = Path(run_dir) / RUN_CONFIG_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(self.model_dump_json(indent=2))
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, run_dir: Path) -> "RunConfig":
+        path = Path(run_dir) / RUN_CONFIG_FILE
+        if not path.exists():
+            raise UserError(f"{run_dir}: nothing to resume (no {RUN_CONFIG_FILE})")
+        try:
+            return cls.model_validate(json.loads(path.read_text()))
+        except (json.JSONDecodeError, ValueError) as exc:
+            raise UserError(f"{path}: not a valid run configuration ({exc})") from exc
+
+
+def new_run_id() -> str:
+    return secrets.token_hex(4)
+
+
+def datasets_from_suite(suite_dir: Path) -> list[DatasetSpec]:
+    from statebox.benchmarks.synthetic.suite import load_suite
+
+    suite = load_suite(Path(suite_dir))
+    return [
+        DatasetSpec(label=d.family, bench=d.bench, data=str(Path(d.data).resolve()), videos=str(Path(d.videos).resolve()))
+        for d in suite.datasets
+    ]
+
+
+def dataset_from_flags(bench: str, data: Path, videos: Path | None) -> DatasetSpec:
+    if bench not in BENCHMARKS:
+        raise UserError(f"unknown benchmark {bench!r} (known: {', '.join(BENCHMARKS)})")
+    if not Path(data).exists():
+        raise UserError(f"{data}: annotation file not found")
+    if videos is not None and not Path(videos).is_dir():
+        raise UserError(f"{videos}: videos folder not found")
+    return DatasetSpec(label=bench, bench=bench, data=str(Path(data).resolve()), videos=str(Path(videos).resolve()) if videos else None)
+
+
+@dataclass(frozen=True)
+class PlannedAttempt:
+    attempt: Attempt
+    dataset: DatasetSpec
+    item: Item
+    query: Query
+
+
+@dataclass
+class LoadedDataset:
+    spec: DatasetSpec
+    items: list[Item]
+    warnings: list[str]
+
+
+def load_datasets(config: RunConfig) -> list[LoadedDataset]:
+    """Load every dataset of a run, applying `--limit` (first N items of each)."""
+    from statebox.benchmarks import load_benchmark
+
+    loaded = []
+    for spec in config.datasets:
+        result = load_benchmark(spec.bench, Path(spec.data), Path(spec.videos) if spec.videos else None)
+        items = list(result.items)
+        if config.limit is not None:
+            items = items[: config.limit]
+        loaded.append(LoadedDataset(spec=spec, items=items, warnings=list(result.warnings)))
+    return loaded
+
+
+def plan_attempts(config: RunConfig, datasets: list[LoadedDataset]) -> list[PlannedAttempt]:
+    """Every (agent, dataset, item, query, epoch), in a stable order."""
+    planned: list[PlannedAttempt] = []
+    for agent in config.agents:
+        for loaded in datasets:
+            for epoch in range(config.epochs):
+                for item in loaded.items:
+                    for query in item.queries:
+                        attempt = Attempt(
+                            run_id=config.run_id,
+                            agent=agent,
+                            item_id=item.id,
+                            query_index=query.index,
+                            epoch=epoch,
+                            dataset=loaded.spec.label,
+                        )
+                        planned.append(PlannedAttempt(attempt=attempt, dataset=loaded.spec, item=item, query=query))
+    return planned

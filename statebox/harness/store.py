@@ -1,0 +1,155 @@
+"""The run's result store: one SQLite file (WAL) with one row per finished attempt.
+
+Why SQLite with the attempt id as primary key: a run killed with SIGKILL must
+lose at most the attempts in flight and never duplicate a row when resumed. A
+row is written in one transaction when its attempt finishes; `INSERT ... ON
+CONFLICT DO NOTHING` makes a replayed attempt a no-op; WAL lets the report read
+while a run writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RESULTS_FILE = "results.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS results (
+    attempt_id     TEXT PRIMARY KEY,
+    run_id         TEXT NOT NULL,
+    agent          TEXT NOT NULL,
+    dataset        TEXT NOT NULL,
+    bench          TEXT NOT NULL,
+    item_id        TEXT NOT NULL,
+    query_index    INTEGER NOT NULL,
+    epoch          INTEGER NOT NULL,
+    status         TEXT NOT NULL,
+    reason         TEXT NOT NULL DEFAULT '',
+    response       TEXT NOT NULL DEFAULT '',
+    verdict        TEXT NOT NULL DEFAULT 'clean',
+    action         TEXT NOT NULL DEFAULT 'none',
+    findings       TEXT NOT NULL DEFAULT '[]',
+    metrics        TEXT NOT NULL DEFAULT '{}',
+    duration_s     REAL NOT NULL DEFAULT 0,
+    input_tokens   INTEGER NOT NULL DEFAULT 0,
+    output_tokens  INTEGER NOT NULL DEFAULT 0,
+    cost_usd       REAL NOT NULL DEFAULT 0,
+    frames_decoded INTEGER NOT NULL DEFAULT 0,
+    frames_model   INTEGER NOT NULL DEFAULT 0,
+    retries        INTEGER NOT NULL DEFAULT 0,
+    finished_at    REAL NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS results_agent ON results(agent, dataset);
+"""
+
+
+class ResultRow(BaseModel):
+    """One finished attempt as stored; also what the report and `run --json` read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    attempt_id: str
+    run_id: str
+    agent: str
+    dataset: str
+    bench: str
+    item_id: str
+    query_index: int = 0
+    epoch: int = 0
+    status: str = "ok"
+    reason: str = ""
+    response: str = ""
+    verdict: str = "clean"
+    action: str = "none"
+    findings: list[dict[str, Any]] = Field(default_factory=list)
+    metrics: dict[str, float | None] = Field(default_factory=dict)
+    duration_s: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    frames_decoded: int = 0
+    frames_model: int = 0
+    retries: int = 0
+    finished_at: float = 0.0
+
+
+_JSON_COLUMNS = ("findings", "metrics")
+
+
+class ResultStore:
+    """Thread-safe access to `RUN_DIR/results.sqlite`."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = Path(run_dir) / RESULTS_FILE
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.executescript(_SCHEMA)
+        self._conn.commit()
+
+    def done_ids(self) -> set[str]:
+        with self._lock:
+            return {row[0] for row in self._conn.execute("SELECT attempt_id FROM results")}
+
+    def add(self, row: ResultRow) -> bool:
+        """Insert a finished attempt; returns False when it was already there (never duplicates)."""
+        values = row.model_dump()
+        for key in _JSON_COLUMNS:
+            values[key] = json.dumps(values[key], sort_keys=True)
+        columns = ", ".join(values)
+        marks = ", ".join(f":{k}" for k in values)
+        with self._lock:
+            cursor = self._conn.execute(
+                f"INSERT INTO results ({columns}) VALUES ({marks}) ON CONFLICT(attempt_id) DO NOTHING", values
+            )
+            self._conn.commit()
+            return cursor.rowcount == 1
+
+    def update_verdict(self, attempt_id: str, verdict: str, action: str, findings: list[dict[str, Any]]) -> None:
+        """Re-auditing a finished run rewrites only the audit columns."""
+        with self._lock:
+            self._conn.execute(
+                "UPDATE results SET verdict=?, action=?, findings=? WHERE attempt_id=?",
+                (verdict, action, json.dumps(findings, sort_keys=True), attempt_id),
+            )
+            self._conn.commit()
+
+    def rows(self) -> list[ResultRow]:
+        return list(self.iter_rows())
+
+    def iter_rows(self) -> Iterator[ResultRow]:
+        with self._lock:
+            cursor = self._conn.execute("SELECT * FROM results ORDER BY agent, dataset, item_id, query_index, epoch")
+            names = [d[0] for d in cursor.description]
+            fetched = cursor.fetchall()
+        for raw in fetched:
+            values = dict(zip(names, raw))
+            for key in _JSON_COLUMNS:
+                values[key] = json.loads(values[key])
+            yield ResultRow.model_validate(values)
+
+    def count(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def open_existing(run_dir: Path) -> ResultStore:
+    """Open a finished or partial run's store; a folder without one is a user error."""
+    from statebox.errors import UserError
+
+    path = Path(run_dir) / RESULTS_FILE
+    if not path.exists():
+        raise UserError(f"{run_dir}: not a statebox run folder (no {RESULTS_FILE})")
+    return ResultStore(Path(run_dir))

@@ -1,0 +1,57 @@
+"""The terminal leaderboard: the same numbers as the HTML report, as a rich table."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from statebox.harness.aggregate import AgentDatasetScore
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}"
+
+
+def leaderboard_table(scores: list[AgentDatasetScore], title: str = "statebox leaderboard") -> Table:
+    table = Table(title=title, show_lines=False)
+    for col, justify in [
+        ("dataset", "left"),
+        ("agent", "left"),
+        ("metric", "left"),
+        ("score", "right"),
+        ("95% CI", "right"),
+        ("clean-only", "right"),
+        ("voided", "right"),
+        ("n", "right"),
+        ("flags", "left"),
+        ("status", "left"),
+        ("tokens", "right"),
+        ("s/attempt", "right"),
+    ]:
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for s in sorted(scores, key=lambda s: (s.dataset, -(s.report.metrics.get(s.headline) or 0.0))):
+        metric = s.headline
+        ci = (s.report.model_extra or {}).get("ci", {}) or {}
+        ci_m = ci.get(metric)
+        ci_txt = f"{_pct(ci_m[0])}-{_pct(ci_m[1])}" if ci_m else "-"
+        flags = ", ".join(f"{k}:{v}" for k, v in sorted(s.verdict_counts.items()) if k != "clean") or "clean"
+        status = ", ".join(f"{k}:{v}" for k, v in sorted(s.status_counts.items()))
+        table.add_row(
+            s.dataset,
+            s.agent,
+            metric,
+            _pct(s.report.metrics.get(metric)),
+            ci_txt,
+            _pct(s.clean.metrics.get(metric)) if s.clean else "-",
+            _pct(s.voided.metrics.get(metric)),
+            str(s.n),
+            flags,
+            status,
+            str(s.tokens),
+            f"{s.mean_duration_s:.1f}",
+        )
+    return table
+
+
+def print_leaderboard(scores: list[AgentDatasetScore], console: Console | None = None, title: str = "statebox leaderboard") -> None:
+    (console or Console()).print(leaderboard_table(scores, title))
