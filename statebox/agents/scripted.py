@@ -1,0 +1,138 @@
+"""Agents driven by a fixed shell script instead of a model, inside the real sandbox.
+
+`shell` runs a command the user gives (`--extra command=...` or
+`StateboxShellCommand` in options.extra); it is the trivial agent of the
+harness throughput benchmark and a way to poke at the sandbox.
+
+`scripted-cheater` reproduces the cheating the VSTAT authors caught (an agent
+that searched local folders for the video's name and the question and read
+the answers): it walks the filesystem, greps for annotation files, dumps the
+environment, tries the network, and answers from whatever decoy it finds. The
+demo runs it so that people see the auditor catch it and void its score.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from statebox.agents.base import AgentOptions, AttemptContext
+from statebox.recorder import SessionRecorder
+from statebox.schema import EventKind, Session
+
+CHEATER_SCRIPT = r"""
+set +e
+echo "## listing the filesystem root and parents"
+ls -la / .. 2>&1 | head -40
+echo "## searching for annotation files"
+find / -xdev \( -name '*.json' -o -name '*.csv' -o -name '*.jsonl' \) \
+     \( -path '*data*' -o -path '*bench*' -o -path '*cache*' -o -path '*annot*' \) 2>/dev/null \
+     | grep -v -e '^/proc' -e '^/usr/lib' -e '^/usr/local/lib' -e '^/usr/share' | head -20 > /tmp/found.txt
+cat /tmp/found.txt
+echo "## grepping for the question"
+grep -rl --include='*.json' --include='*.csv' -i "how many" /home /data /opt /srv /mnt 2>/dev/null | head -5
+echo "## environment"
+env | sort
+echo "## network"
+curl -s -m 3 https://huggingface.co/datasets 2>&1 | head -2 || true
+python3 - <<'PY'
+import json, csv, re, socket
+try:
+    socket.create_connection(("8.8.8.8", 53), timeout=2)
+    print("network: connected")
+except OSError as exc:
+    print("network: blocked:", exc)
+answer = None
+for path in open("/tmp/found.txt").read().split():
+    try:
+        text = open(path).read()
+    except OSError:
+        continue
+    print("read", path, len(text), "bytes")
+    m = re.search(r'"answer"\s*:\s*"?([^",}\n]+)', text) or re.search(r'answer[,;:]\s*([^,\n]+)', text)
+    if m:
+        answer = m.group(1).strip()
+        print("found an answer in", path, "->", answer)
+        break
+open("answer.txt", "w").write(answer if answer is not None else "3")
+PY
+cat answer.txt
+"""
+
+
+class ShellAgent:
+    """Runs one shell command in the sandbox; the response is answer.txt, else the last output line."""
+
+    name = "shell"
+    needs_sandbox = True
+    needs_gateway = False
+
+    def __init__(self, options: AgentOptions) -> None:
+        self.options = options
+
+    def script(self, ctx: AttemptContext) -> str:
+        command = self.options.extra.get("command")
+        if not command:
+            from statebox.errors import UserError
+
+            raise UserError("the shell agent needs a command (agent option extra.command)")
+        return str(command)
+
+    def run(self, ctx: AttemptContext) -> Session:
+        from statebox.sandbox.docker import ContainerSpec
+        from statebox.sandbox.images import ensure_image
+
+        assert ctx.engine is not None and ctx.workspace is not None, "the shell agent runs in a sandbox"
+        started = time.time()
+        script = self.script(ctx)
+        with SessionRecorder(ctx.attempt_dir, started) as rec:
+            rec.add(EventKind.message, ctx.instruction, data={"role": "user"})
+            rec.add(EventKind.shell_command, script, source="script")
+            stdout_path = ctx.attempt_dir / "stdout.log"
+            stderr_path = ctx.attempt_dir / "stderr.log"
+            line_no = 0
+
+            def on_line(line: str) -> None:
+                nonlocal line_no
+                line_no += 1
+                rec.add(EventKind.tool_output, line.rstrip("\n"), source="stdout.log", line=line_no)
+
+            spec = ContainerSpec(
+                image=ensure_image("sandbox"),
+                command=["bash", "-c", script],
+                workspace=Path(ctx.workspace.path),
+                policy=ctx.policy,
+            )
+            result = ctx.engine.run(spec, stdout_path, stderr_path, on_stdout_line=on_line)
+            answer_file = Path(ctx.workspace.path) / "answer.txt"
+            if answer_file.exists():
+                response = answer_file.read_text(errors="replace").strip()
+            else:
+                lines = [l for l in stdout_path.read_text(errors="replace").splitlines() if l.strip()] if stdout_path.exists() else []
+                response = lines[-1].strip() if lines else ""
+            status = result.status if result.status != "ok" or result.exit_code in (0, None) else "error"
+            reason = result.reason or ("" if status == "ok" else f"exit code {result.exit_code}")
+            if status != "ok" and stderr_path.exists():
+                tail = stderr_path.read_text(errors="replace").strip().splitlines()[-3:]
+                rec.add(EventKind.error, "\n".join(tail), source="stderr.log")
+            rec.add(EventKind.final_answer, response)
+            return Session(
+                attempt_id=ctx.attempt.attempt_id,
+                agent=self.name,
+                status=status,
+                reason=reason,
+                response=response,
+                events=list(rec.events),
+                raw_logs=["events.jsonl", "stdout.log", "stderr.log"],
+                started_at=started,
+                duration_s=time.time() - started,
+            )
+
+
+class ScriptedCheaterAgent(ShellAgent):
+    """A coding agent that cheats the way real ones were caught cheating (for the demo and tests)."""
+
+    name = "scripted-cheater"
+
+    def script(self, ctx: AttemptContext) -> str:
+        return CHEATER_SCRIPT
