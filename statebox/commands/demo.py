@@ -1,9 +1,102 @@
-"""`statebox demo` (placeholder until its issue lands)."""
+"""`statebox demo`: the main job on the built-in suite, end to end, with no API key.
+
+Generates the tiny suite, runs the tracker baseline and a cheating coding agent
+in sandboxes beside the chance baselines and the oracle, audits every session,
+scores, writes the report and prints the leaderboard. With ANTHROPIC_API_KEY or
+OPENAI_API_KEY set it also runs the real coding agent on a few items.
+"""
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
+from typing import Optional
+
 import typer
+
+DEMO_AGENTS = ["oracle", "chance-random", "chance-frequency", "tracker", "scripted-cheater"]
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing registered yet."""
+    @app.command("demo")
+    def demo(
+        out: Path = typer.Option(Path("demo-run"), help="folder for the suite, the run and the report"),
+        concurrency: int = typer.Option(2, "--concurrency", "-c", help="sandboxes at once"),
+        seed: int = typer.Option(0, help="suite seed"),
+        agents: Optional[list[str]] = typer.Option(None, "--agent", help="override the demo's agents"),
+        real_items: int = typer.Option(3, help="items per dataset for a real coding agent when an API key is set"),
+    ) -> None:
+        """Run the main job on the built-in tiny suite and print the leaderboard and report path."""
+        from rich.console import Console
+
+        from statebox.benchmarks.synthetic.suite import make_suite
+        from statebox.commands.run import execute_run
+        from statebox.harness.plan import RunConfig, datasets_from_suite
+        from statebox.harness.report import write_report
+        from statebox.sandbox.docker import SandboxEngine
+        from statebox.sandbox.images import ensure_image
+
+        console = Console()
+        t0 = time.time()
+        out = out.resolve()
+        out.mkdir(parents=True, exist_ok=True)
+        SandboxEngine()  # no engine -> one clear line, before anything else happens
+        chosen = list(agents) if agents else list(DEMO_AGENTS)
+        console.rule("[bold]statebox demo")
+        console.print("images: making sure the sandbox images exist (built once, then cached by content hash)")
+        ensure_image("sandbox")
+        if "tracker" in chosen:
+            ensure_image("tracker")
+        suite_dir = out / "suite"
+        if not (suite_dir / "suite.json").exists():
+            console.print(f"suite: generating the tiny built-in suite into {suite_dir}")
+            make_suite(suite_dir, size="tiny", seed=seed)
+        datasets = datasets_from_suite(suite_dir)
+        run_dir = out / "run"
+        run_id = RunConfig.load(run_dir).run_id if (run_dir / "run.json").exists() else f"demo-{seed}"
+        config = RunConfig(
+            run_id=run_id,
+            agents=chosen,
+            datasets=datasets,
+            concurrency=concurrency,
+            policy="default",
+            agent_options={},
+            suite=str(suite_dir),
+        )
+        scores = execute_run(config, run_dir, title="statebox demo — built-in tiny suite")
+        real = _real_agent()
+        if real is not None:
+            agent_name, model = real
+            console.print(f"API key found: adding the real {agent_name} ({model}) on {real_items} items per dataset")
+            real_config = RunConfig(
+                run_id=f"{run_id}-real",
+                agents=[agent_name],
+                datasets=datasets,
+                limit=real_items,
+                concurrency=1,
+                policy="default",
+                agent_options={agent_name: {"model": model}},
+                suite=str(suite_dir),
+            )
+            execute_run(real_config, out / "run-real", title=f"statebox demo — {agent_name}")
+            write_report(out / "run-real")
+        path, scores, rows = write_report(run_dir)
+        cheats = [r for r in rows if r.agent == "scripted-cheater"]
+        if cheats:
+            caught = sum(1 for r in cheats if r.verdict == "contaminated")
+            console.print(
+                f"[bold]auditor:[/] scripted-cheater attempts flagged contaminated: {caught}/{len(cheats)} "
+                f"(their answers are voided in the 'voided' column)"
+            )
+        console.print(f"[bold]report:[/] {path}")
+        console.print(f"demo finished in {time.time() - t0:.0f} s")
+
+
+def _real_agent() -> tuple[str, str] | None:
+    """Which real coding agent the demo can add, from the keys the user set."""
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        return "claude-code", os.environ.get("STATEBOX_DEMO_MODEL", "claude-sonnet-4-5")
+    if os.environ.get("OPENAI_API_KEY"):
+        return "codex", os.environ.get("STATEBOX_DEMO_MODEL", "gpt-5")
+    return None

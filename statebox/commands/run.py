@@ -37,6 +37,7 @@ def register(app: typer.Typer) -> None:
         fps: Optional[float] = typer.Option(None, help="mllm: frames per second"),
         timestamps: bool = typer.Option(True, help="show timestamps with frames"),
         weights: Optional[Path] = typer.Option(None, help="tracker: weights file"),
+        agent_option: list[str] = typer.Option([], "--option", "-o", help="extra agent option KEY=VALUE (repeatable)"),
         as_json: bool = typer.Option(False, "--json", help="print the results as JSON on stdout"),
     ) -> None:
         """Run agents on a benchmark or the generated suite; rerun the same command to resume."""
@@ -68,6 +69,14 @@ def register(app: typer.Typer) -> None:
             )
             if not timestamps:
                 options["timestamps"] = False
+            extra = {}
+            for pair in agent_option:
+                key, sep, value = pair.partition("=")
+                if not sep or not key:
+                    raise UserError(f"--option {pair!r}: expected KEY=VALUE")
+                extra[key] = value
+            if extra:
+                options["extra"] = extra
             fingerprint = json.dumps(
                 {
                     "agents": agent,
