@@ -290,6 +290,14 @@ def render_report(run_dir: Path, rows: list[ResultRow], scores: list[AgentDatase
 {_query_time_curves(rows, items)}
 <h2>Attempts</h2>
 {_attempts(rows, items, run_dir)}
+<script>
+// #open=N opens the N-th attempt and its transcript (links from the leaderboard, screenshot tests)
+const m = location.hash.match(/^#open=(\d+)$/);
+if (m) {{
+  const d = document.querySelectorAll('details.attempt')[Number(m[1])];
+  if (d) {{ d.open = true; d.querySelectorAll('details').forEach(x => x.open = true); d.scrollIntoView(); }}
+}}
+</script>
 </body></html>
 """
 
