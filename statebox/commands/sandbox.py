@@ -1,9 +1,79 @@
-"""`statebox sandbox` (placeholder until its issue lands)."""
+"""`statebox sandbox build | doctor | run`: build the images, check the machine, try a sandbox by hand."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import Optional
+
 import typer
+
+sandbox_app = typer.Typer(help="Sandbox images, engine checks, and running one command in a sandbox.", no_args_is_help=True)
+
+
+def _say(msg: str) -> None:
+    print(f"[sandbox] {msg}", file=sys.stderr, flush=True)
+
+
+@sandbox_app.command("build")
+def build(
+    target: str = typer.Option("sandbox", "--target", help="image target (see statebox/sandbox/image/targets.yaml)"),
+    base: Optional[str] = typer.Option(None, "--base", help="base image to build on (default: python:3.11-slim, else a local base)"),
+    offline_base: bool = typer.Option(False, "--offline-base", help="make the base locally with debootstrap; never touch a registry"),
+    ca_bundle: Optional[Path] = typer.Option(None, "--ca-bundle", help="CA bundle pip trusts during the build (default: the host's)"),
+    force: bool = typer.Option(False, "--force", help="rebuild even when the content hash is unchanged"),
+) -> None:
+    """Build (only when its inputs changed) and tag an image target; prints the tag."""
+    import time
+
+    from statebox.sandbox.images import ensure_image
+
+    started = time.monotonic()
+    tag = ensure_image(target, base=base, offline_base=offline_base, ca_bundle=ca_bundle, force=force, progress=_say)
+    _say(f"{target}: {tag} ({time.monotonic() - started:.1f}s)")
+    print(tag)
+
+
+@sandbox_app.command("doctor")
+def doctor() -> None:
+    """Check the engine, images, base, CA bundle and GPU runtime; print a fix for each problem."""
+    from statebox.sandbox.doctor import run_doctor
+
+    raise typer.Exit(run_doctor())
+
+
+@sandbox_app.command(
+    "run",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def run(
+    ctx: typer.Context,
+    video: Path = typer.Option(..., "--video", help="the video the sandbox receives (copied, renamed, de-identified)"),
+    question: str = typer.Option(..., "--question", help="the question written to instruction.txt"),
+    query_time: Optional[float] = typer.Option(None, "--query-time", help="streaming query: cut the video at T seconds"),
+    policy: str = typer.Option("default", "--policy", help="policy profile name or YAML path"),
+    reencode: bool = typer.Option(False, "--reencode", help="re-encode the whole video (changes its bytes)"),
+    keep: bool = typer.Option(False, "--keep", help="keep the workspace folder afterwards (its path goes to stderr)"),
+) -> None:
+    """Run COMMAND (after --) in a fresh sandbox exactly as an agent would see it.
+
+    The command's output is printed, its exit status is the exit status, and the
+    attempt status (ok | timeout | oom | error) goes to stderr. `-- bash` with a
+    terminal attached gives an interactive shell inside the sandbox.
+    """
+    from statebox.sandbox.interactive import run_command
+
+    command = list(ctx.args)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        from statebox.errors import UserError
+
+        raise UserError("no command given: statebox sandbox run --video FILE --question TEXT -- COMMAND...")
+    code = run_command(video=video, question=question, query_time=query_time, policy_name=policy,
+                       command=command, reencode=reencode, keep=keep)
+    raise typer.Exit(code)
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing registered yet."""
+    app.add_typer(sandbox_app, name="sandbox")

@@ -1,0 +1,548 @@
+"""Hardened containers on the real Docker engine (docker SDK), one per attempt.
+
+Every container gets the same hardening (see `host_config`): no network, read-only
+root, tmpfs /tmp and home with size limits, only the workspace bind-mounted rw at
+/workspace plus explicitly requested read-only mounts, user `agent`, all capabilities
+dropped, no-new-privileges, pids/memory (no swap)/CPU limits, stdin closed, an init
+process, an environment built only from the policy's allow-list. The wall clock is
+enforced from the host (kill -> `timeout`), OOM kills are reported (`oom`), output is
+streamed to host files as it arrives, and the container is removed on every path out,
+Ctrl-C included. Containers carry labels so the next start removes those a killed run
+left behind.
+
+Round trips per `run`: create, attach, start, wait (+ inspect only on a non-zero exit),
+remove — the same as `docker run --rm`, which is why the overhead stays near the CLI's.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shlex
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from statebox.errors import InfrastructureError, UserError
+from statebox.policies.model import Policy
+from statebox.sandbox.engine_client import docker_client
+
+AGENT_USER = "1000:1000"
+WORKDIR = "/workspace"
+HOME = "/home/agent"
+LABEL = "statebox"
+OUTPUT_CAP_BYTES = 64 * 1024 * 1024  # per stream; an output flood must not fill the host disk
+STOP_GRACE_S = 2.0  # SIGTERM first, SIGKILL after this; an agent ignoring SIGTERM still dies
+WATCH_INTERVAL_S = 1.0
+
+ContainerStatus = Literal["ok", "timeout", "oom", "error"]
+
+
+class Mount(BaseModel):
+    """An extra bind mount; read-only unless said otherwise (honeytokens, gateway socket dir, weights)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: Path
+    target: str
+    read_only: bool = True
+
+
+class ContainerSpec(BaseModel):
+    """What to run and under which policy; the hardening itself is not negotiable here."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    image: str
+    command: list[str] | str
+    workspace: Path | None = Field(None, description="host folder mounted rw at /workspace (the working directory)")
+    policy: Policy
+    env: dict[str, str] = Field(default_factory=dict, description="added to policy.env_allow; the host's is never inherited")
+    mounts: list[Mount] = Field(default_factory=list)
+    gpu: bool = False
+    run_id: str = ""
+    attempt_id: str = ""
+    time_limit_s: float | None = Field(None, description="overrides policy.limits.time_limit_s")
+    tty: bool = False  # only for a person at a terminal (`statebox sandbox run -- bash`)
+
+    @field_validator("workspace", mode="before")
+    @classmethod
+    def _workspace_path(cls, value: Any) -> Any:
+        """Accept a `Workspace` (anything with `.path`) as well as a plain folder."""
+        return getattr(value, "path", value)
+
+    def workspace_dir(self) -> Path | None:
+        return Path(self.workspace) if self.workspace is not None else None
+
+
+class ContainerResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: ContainerStatus
+    exit_code: int | None
+    duration_s: float
+    reason: str = ""
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    truncated: bool = False
+    gpu: bool = False
+
+
+class ExecResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    duration_s: float = 0.0
+
+
+def _infra(what: str, exc: Exception) -> Exception:
+    """Client errors (4xx) are the caller's; engine/connection failures are retried by the harness."""
+    import docker.errors
+
+    msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if isinstance(exc, docker.errors.ImageNotFound):
+        return InfrastructureError(f"{what}: image missing ({msg}); run `statebox sandbox build`")
+    if isinstance(exc, docker.errors.APIError) and exc.is_client_error():
+        return UserError(f"{what}: {msg[:300]}")
+    return InfrastructureError(f"{what}: {msg[:300]}")
+
+
+def _dir_size(path: Path, limit: int) -> int:
+    """Bytes under `path` (not following symlinks); stops counting once over `limit`."""
+    total = 0
+    stack = [str(path)]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for entry in it:
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+                        else:
+                            total += entry.stat(follow_symlinks=False).st_blocks * 512
+                    except OSError:
+                        continue
+                    if total > limit:
+                        return total
+        except OSError:
+            continue
+    return total
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class _Sink:
+    """Appends one stream to a host file as it arrives, capped; feeds complete lines to a callback."""
+
+    def __init__(self, path: Path | None, on_line: Callable[[str], None] | None) -> None:
+        self.file = path.open("ab", buffering=0) if path is not None else None
+        self.on_line = on_line
+        self.partial = b""
+        self.bytes = 0
+        self.truncated = False
+
+    def write(self, data: bytes) -> None:
+        self.bytes += len(data)
+        if self.file is not None and not self.truncated:
+            room = OUTPUT_CAP_BYTES - (self.bytes - len(data))
+            if len(data) > room:
+                data = data[: max(room, 0)]
+                self.truncated = True
+            self.file.write(data)
+            if self.truncated:
+                self.file.write(b"\n[statebox: output truncated at %d bytes]\n" % OUTPUT_CAP_BYTES)
+        if self.on_line is not None:
+            self.partial += data
+            *lines, self.partial = self.partial.split(b"\n")
+            for line in lines:
+                self._emit(line)
+            if len(self.partial) > 1_000_000:  # a line with no end: hand it over in pieces
+                self._emit(self.partial)
+                self.partial = b""
+
+    def _emit(self, line: bytes) -> None:
+        try:
+            self.on_line(line.decode("utf-8", "replace"))  # type: ignore[misc]
+        except Exception:  # noqa: BLE001 - a parser bug must not kill the stream to the file
+            pass
+
+    def close(self) -> None:
+        if self.partial and self.on_line is not None:
+            self._emit(self.partial)
+            self.partial = b""
+        if self.file is not None:
+            self.file.close()
+
+
+class SandboxEngine:
+    """The Docker engine, as statebox uses it: hardened containers only. Thread-safe."""
+
+    _gc_done: set[str] = set()
+    _gc_lock = threading.Lock()
+
+    def __init__(self, docker_host: str | None = None) -> None:
+        self.docker_host = docker_host
+        self.client = docker_client(docker_host)  # UserError with a fix when no engine answers
+        self.api = self.client.api
+        self._gpu_runtime: bool | None = None
+        self.gc_stale()
+
+    # ------------------------------------------------------------ housekeeping
+
+    def gc_stale(self) -> int:
+        """Remove containers a killed statebox process left behind (its pid is gone); once per engine."""
+        key = self.docker_host or os.environ.get("DOCKER_HOST", "")
+        with self._gc_lock:
+            if key in self._gc_done:
+                return 0
+            self._gc_done.add(key)
+        removed = 0
+        try:
+            stale = self.api.containers(all=True, filters={"label": [f"{LABEL}=1", f"{LABEL}.host={socket.gethostname()}"]})
+        except Exception:  # noqa: BLE001 - housekeeping never blocks a run
+            return 0
+        for c in stale:
+            pid = int(c.get("Labels", {}).get(f"{LABEL}.pid", "0") or 0)
+            if pid and pid != os.getpid() and not _pid_alive(pid):
+                try:
+                    self.api.remove_container(c["Id"], force=True)
+                    removed += 1
+                except Exception:  # noqa: BLE001
+                    pass
+        return removed
+
+    def has_gpu_runtime(self) -> bool:
+        """True when the engine knows the NVIDIA runtime (nvidia-container-toolkit installed)."""
+        if self._gpu_runtime is None:
+            try:
+                info = self.client.info()
+                self._gpu_runtime = "nvidia" in (info.get("Runtimes") or {})
+            except Exception:  # noqa: BLE001
+                self._gpu_runtime = False
+        return self._gpu_runtime
+
+    def _gpu_request(self, spec: ContainerSpec) -> bool:
+        mode = spec.policy.gpu
+        wanted = spec.gpu or mode == "require"
+        if not wanted or mode == "never":
+            return False
+        if self.has_gpu_runtime():
+            return True
+        if mode == "require":
+            raise UserError("policy requires a GPU but the Docker engine has no NVIDIA runtime; "
+                            "install nvidia-container-toolkit and restart dockerd, or set gpu: auto")
+        return False
+
+    # ------------------------------------------------------------ container config
+
+    def environment(self, spec: ContainerSpec) -> dict[str, str]:
+        return {**spec.policy.env_allow, **spec.env}
+
+    def labels(self, spec: ContainerSpec) -> dict[str, str]:
+        return {
+            LABEL: "1",
+            f"{LABEL}.run": spec.run_id,
+            f"{LABEL}.attempt": spec.attempt_id,
+            f"{LABEL}.host": socket.gethostname(),
+            f"{LABEL}.pid": str(os.getpid()),
+        }
+
+    def host_config(self, spec: ContainerSpec, gpu: bool) -> dict[str, Any]:
+        lim = spec.policy.limits
+        binds: dict[str, dict[str, str]] = {}
+        ws = spec.workspace_dir()
+        if ws is not None:
+            if not ws.is_dir():
+                raise UserError(f"{ws}: workspace folder not found")
+            binds[str(ws.resolve())] = {"bind": WORKDIR, "mode": "rw"}
+        for m in spec.mounts:
+            if not Path(m.source).exists():
+                raise UserError(f"{m.source}: mount source not found (for {m.target})")
+            if m.target in (WORKDIR, "/", "/tmp", HOME) or not m.target.startswith("/"):
+                raise UserError(f"mount target {m.target!r} is not allowed")
+            binds[str(Path(m.source).resolve())] = {"bind": m.target, "mode": "ro" if m.read_only else "rw"}
+        mem = f"{lim.memory_mb}m"
+        kwargs: dict[str, Any] = dict(
+            binds=binds,
+            network_mode="none",
+            read_only=True,
+            tmpfs={
+                "/tmp": f"rw,nosuid,nodev,size={lim.tmp_mb}m,mode=1777",
+                HOME: f"rw,nosuid,nodev,size={lim.home_mb}m,uid=1000,gid=1000,mode=0700",
+            },
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            pids_limit=lim.pids,
+            mem_limit=mem,
+            memswap_limit=mem,
+            nano_cpus=int(lim.cpus * 1e9),
+            shm_size="64m",
+            init=True,
+            log_config={"type": "none", "config": {}},
+            ulimits=[{"Name": "core", "Soft": 0, "Hard": 0}],
+        )
+        if gpu:
+            import docker.types
+
+            kwargs["device_requests"] = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])]
+        return self.api.create_host_config(**kwargs)
+
+    def _create(self, spec: ContainerSpec, command: list[str] | str, gpu: bool) -> str:
+        try:
+            created = self.api.create_container(
+                image=spec.image,
+                command=command,
+                user=AGENT_USER,
+                working_dir=WORKDIR,
+                environment=self.environment(spec),
+                hostname="sandbox",
+                labels=self.labels(spec),
+                stdin_open=spec.tty,
+                tty=spec.tty,
+                network_disabled=True,
+                host_config=self.host_config(spec, gpu),
+                name=f"statebox-{secrets.token_hex(6)}",
+            )
+        except UserError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise _infra("creating the sandbox container", exc) from exc
+        return created["Id"]
+
+    def _remove(self, cid: str) -> None:
+        import docker.errors
+
+        for _ in range(3):
+            try:
+                self.api.remove_container(cid, force=True)
+                return
+            except docker.errors.NotFound:
+                return
+            except docker.errors.APIError as exc:
+                if "already in progress" in str(exc):
+                    return
+                time.sleep(0.2)
+            except Exception:  # noqa: BLE001
+                time.sleep(0.2)
+
+    def _stop(self, cid: str) -> None:
+        try:
+            self.api.stop(cid, timeout=int(STOP_GRACE_S))
+        except Exception:  # noqa: BLE001 - already gone is fine
+            try:
+                self.api.kill(cid)
+            except Exception:  # noqa: BLE001
+                pass
+
+    # ------------------------------------------------------------ run
+
+    def run(self, spec: ContainerSpec, stdout_path: Path | str | None, stderr_path: Path | str | None,
+            on_stdout_line: Callable[[str], None] | None = None) -> ContainerResult:
+        """Run `spec.command` to completion (or the time limit) in a fresh hardened container."""
+        gpu = self._gpu_request(spec)
+        limit = spec.time_limit_s or spec.policy.limits.time_limit_s
+        ws = spec.workspace_dir()
+        ws_cap = spec.policy.limits.workspace_mb * 1024 * 1024
+        out = _Sink(Path(stdout_path) if stdout_path else None, on_stdout_line)
+        err = _Sink(Path(stderr_path) if stderr_path else None, None)
+        started = time.monotonic()
+        cid = self._create(spec, spec.command, gpu)
+        verdict: dict[str, str] = {}
+        done = threading.Event()
+        reader: threading.Thread | None = None
+        try:
+            try:
+                stream = self.api.attach(cid, stdout=True, stderr=True, stream=True, logs=False, demux=True)
+            except Exception as exc:  # noqa: BLE001
+                raise _infra("attaching to the sandbox container", exc) from exc
+
+            def pump() -> None:
+                try:
+                    for chunk_out, chunk_err in stream:
+                        if chunk_out:
+                            out.write(chunk_out)
+                        if chunk_err:
+                            err.write(chunk_err)
+                except Exception:  # noqa: BLE001 - the stream ends when the container is removed
+                    pass
+
+            reader = threading.Thread(target=pump, name=f"statebox-out-{cid[:8]}", daemon=True)
+            reader.start()
+            try:
+                self.api.start(cid)
+            except Exception as exc:  # noqa: BLE001
+                raise _infra("starting the sandbox container", exc) from exc
+            started = time.monotonic()
+            deadline = started + limit
+
+            def watch() -> None:
+                """Host-side wall clock and workspace size; kills the container on a breach."""
+                while not done.wait(min(WATCH_INTERVAL_S, max(deadline - time.monotonic(), 0.0))):
+                    if time.monotonic() >= deadline:
+                        verdict.setdefault("status", "timeout")
+                        verdict.setdefault("reason", f"wall-clock limit of {limit:g}s reached; killed")
+                        self._stop(cid)
+                        return
+                    if ws is not None and _dir_size(ws, ws_cap) > ws_cap:
+                        verdict.setdefault("status", "error")
+                        verdict.setdefault("reason", f"workspace grew past {spec.policy.limits.workspace_mb} MB; killed")
+                        try:
+                            self.api.kill(cid)
+                        except Exception:  # noqa: BLE001
+                            pass
+                        return
+
+            watcher = threading.Thread(target=watch, name=f"statebox-watch-{cid[:8]}", daemon=True)
+            watcher.start()
+            try:
+                waited = self.api.wait(cid, timeout=None)
+            except Exception as exc:  # noqa: BLE001
+                raise _infra("waiting for the sandbox container", exc) from exc
+            duration = time.monotonic() - started
+            done.set()
+            exit_code = waited.get("StatusCode")
+            reader.join(timeout=5)
+            status: ContainerStatus = "ok" if exit_code == 0 else "error"
+            reason = "" if exit_code == 0 else f"exit code {exit_code}"
+            if exit_code != 0:
+                try:
+                    state = self.api.inspect_container(cid)["State"]
+                except Exception:  # noqa: BLE001
+                    state = {}
+                if state.get("OOMKilled"):
+                    status, reason = "oom", f"killed: out of memory (limit {spec.policy.limits.memory_mb} MB)"
+            if verdict:
+                status, reason = verdict["status"], verdict["reason"]  # type: ignore[assignment]
+            return ContainerResult(status=status, exit_code=exit_code, duration_s=round(duration, 3), reason=reason,
+                                   stdout_bytes=out.bytes, stderr_bytes=err.bytes,
+                                   truncated=out.truncated or err.truncated, gpu=gpu)
+        finally:
+            done.set()
+            self._remove(cid)  # also on Ctrl-C and on every error above
+            if reader is not None:
+                reader.join(timeout=2)
+            out.close()
+            err.close()
+
+    # ------------------------------------------------------------ long-lived sandboxes
+
+    def start(self, spec: ContainerSpec) -> "RunningSandbox":
+        """A container kept alive (an idle init + sleep) for tools driven by `docker exec`."""
+        gpu = self._gpu_request(spec)
+        cid = self._create(spec, ["sleep", "infinity"], gpu)
+        try:
+            self.api.start(cid)
+        except Exception as exc:  # noqa: BLE001
+            self._remove(cid)
+            raise _infra("starting the sandbox container", exc) from exc
+        return RunningSandbox(self, cid, spec)
+
+    def cli_args(self, spec: ContainerSpec) -> list[str]:
+        """The equivalent `docker run` arguments (for a terminal session and for the perf peer)."""
+        lim = spec.policy.limits
+        args = ["docker", "run", "--rm", "--network", "none", "--read-only",
+                "--tmpfs", f"/tmp:rw,nosuid,nodev,size={lim.tmp_mb}m,mode=1777",
+                "--tmpfs", f"{HOME}:rw,nosuid,nodev,size={lim.home_mb}m,uid=1000,gid=1000,mode=0700",
+                "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+                "--pids-limit", str(lim.pids), "--memory", f"{lim.memory_mb}m", "--memory-swap", f"{lim.memory_mb}m",
+                "--cpus", f"{lim.cpus:g}", "--shm-size", "64m", "--init", "--log-driver", "none",
+                "--ulimit", "core=0:0", "--user", AGENT_USER, "--workdir", WORKDIR, "--hostname", "sandbox"]
+        for key, value in self.labels(spec).items():
+            args += ["--label", f"{key}={value}"]
+        for key, value in self.environment(spec).items():
+            args += ["--env", f"{key}={value}"]
+        ws = spec.workspace_dir()
+        if ws is not None:
+            args += ["--volume", f"{ws.resolve()}:{WORKDIR}:rw"]
+        for m in spec.mounts:
+            args += ["--volume", f"{Path(m.source).resolve()}:{m.target}:{'ro' if m.read_only else 'rw'}"]
+        if spec.tty:
+            args += ["-it"]
+        args.append(spec.image)
+        args += ["/bin/sh", "-c", spec.command] if isinstance(spec.command, str) else list(spec.command)
+        return args
+
+
+class RunningSandbox:
+    """A started hardened container; `exec` runs commands in it, `stop` removes it.
+
+    The policy's wall clock still applies: a watchdog removes the container when it runs out.
+    """
+
+    def __init__(self, engine: SandboxEngine, container_id: str, spec: ContainerSpec) -> None:
+        self.engine = engine
+        self.api = engine.api
+        self.id = container_id
+        self.spec = spec
+        self.started = time.monotonic()
+        self._stopped = threading.Event()
+        self.expired = False
+        limit = spec.time_limit_s or spec.policy.limits.time_limit_s
+        self._watchdog = threading.Timer(limit, self._expire)
+        self._watchdog.daemon = True
+        self._watchdog.start()
+
+    def _expire(self) -> None:
+        self.expired = True
+        self.stop()
+
+    def exec(self, cmd: Sequence[str] | str, timeout_s: float = 60.0) -> ExecResult:
+        """Run one command as `agent` in /workspace; killed (inside the container) after timeout_s."""
+        if self._stopped.is_set():
+            raise InfrastructureError("the sandbox was stopped" + (" (its wall-clock limit ran out)" if self.expired else ""))
+        argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+        wrapped = ["timeout", "-k", "2", f"{max(timeout_s, 0.1):g}", *argv]
+        started = time.monotonic()
+        try:
+            exec_id = self.api.exec_create(self.id, wrapped, user=AGENT_USER, workdir=WORKDIR,
+                                           environment=self.engine.environment(self.spec), stdin=False)["Id"]
+            stream = self.api.exec_start(exec_id, stream=True, demux=True)
+            out, err = bytearray(), bytearray()
+            for chunk_out, chunk_err in stream:
+                if chunk_out and len(out) < OUTPUT_CAP_BYTES:
+                    out += chunk_out
+                if chunk_err and len(err) < OUTPUT_CAP_BYTES:
+                    err += chunk_err
+            code = self.api.exec_inspect(exec_id).get("ExitCode")
+        except Exception as exc:  # noqa: BLE001
+            if self._stopped.is_set():
+                raise InfrastructureError("the sandbox was stopped while a command ran"
+                                          + (" (wall-clock limit)" if self.expired else "")) from exc
+            raise _infra("running a command in the sandbox", exc) from exc
+        elapsed = time.monotonic() - started
+        timed_out = code in (124, 137) and elapsed >= timeout_s * 0.98
+        return ExecResult(exit_code=code, stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
+                          timed_out=timed_out, duration_s=round(elapsed, 3))
+
+    def stop(self) -> None:
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        self._watchdog.cancel()
+        self.engine._remove(self.id)
+
+    def __enter__(self) -> "RunningSandbox":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def quote_command(command: list[str] | str) -> str:
+    return command if isinstance(command, str) else shlex.join(command)
