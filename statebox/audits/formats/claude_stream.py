@@ -1,0 +1,169 @@
+"""Claude Code `--output-format stream-json --verbose` lines -> normalised events.
+
+One JSON object per line: `system` (init, api_retry, ...), `assistant` (one content
+block per line: text, thinking or tool_use), `user` (tool_result blocks), and a final
+`result`. Pure functions: the claude-code agent feeds them live, the auditor offline.
+
+Tool calls are also mapped to what they *do*, because the contamination rules look for
+actions, not tool names: `Bash` -> shell_command, `Read`/`Glob`/`Grep`/`LS` -> file_read
+(with the path or pattern), `Write`/`Edit`/`NotebookEdit` -> file_write,
+`WebFetch`/`WebSearch` -> network_attempt.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+from statebox.audits.formats import EventDraft, clip
+from statebox.schema import EventKind
+
+RAW_LOG = "claude.stream.jsonl"
+
+_READ_TOOLS = {"Read": "file_path", "Glob": "path", "Grep": "path", "LS": "path"}
+_WRITE_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
+_NETWORK_TOOLS = {"WebFetch": "url", "WebSearch": "query"}
+
+
+def parse_line(obj: dict[str, Any], line_no: int = 0) -> list[EventDraft]:
+    """Normalise one stream-json object; unknown shapes become a `message` so nothing is lost."""
+    kind = obj.get("type")
+    if kind == "system":
+        return _system(obj)
+    if kind == "assistant":
+        if obj.get("is_api_error_message") or obj.get("error"):
+            # the CLI reports a failed model call as a synthetic assistant message
+            text = " ".join(str(b.get("text", "")) for b in _blocks(obj)) or str(obj.get("error"))
+            return [EventDraft(EventKind.error, clip(text), {"api_error_status": obj.get("api_error_status")})]
+        return [d for block in _blocks(obj) for d in _assistant_block(block, obj)]
+    if kind == "user":
+        return [d for block in _blocks(obj) for d in _user_block(block, obj)]
+    if kind == "result":
+        return _result(obj)
+    if kind == "stream_event":  # partial chunks (--include-partial-messages); the full blocks follow
+        return []
+    return [EventDraft(EventKind.message, clip(json.dumps(obj)[:2000]), {"type": kind})]
+
+
+class ClaudeNormaliser:
+    """Live normaliser: `parse_line` plus what the agent needs at the end (final text, failure)."""
+
+    def __init__(self) -> None:
+        self.final_answer: str | None = None
+        self.failure: str | None = None
+
+    def feed(self, obj: dict[str, Any], line_no: int = 0) -> list[EventDraft]:
+        drafts = parse_line(obj, line_no)
+        for d in drafts:
+            if d.kind is EventKind.final_answer:
+                self.final_answer = d.text
+            elif d.kind is EventKind.error:
+                self.failure = d.text
+        return drafts
+
+
+def parse_lines(lines: Iterable[str]) -> list[tuple[int, EventDraft]]:
+    """Normalise a whole raw log: (1-based line number, draft); torn or non-JSON lines are kept as messages."""
+    out: list[tuple[int, EventDraft]] = []
+    for n, raw in enumerate(lines, start=1):
+        raw = raw.strip()
+        if not raw:
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError:
+            out.append((n, EventDraft(EventKind.message, clip(raw), {"unparsed": True})))
+            continue
+        if isinstance(obj, dict):
+            out.extend((n, d) for d in parse_line(obj, n))
+    return out
+
+
+def _blocks(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    content = (obj.get("message") or {}).get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or [] if isinstance(b, dict)]
+
+
+def _system(obj: dict[str, Any]) -> list[EventDraft]:
+    subtype = obj.get("subtype", "")
+    if subtype == "init":
+        data = {k: obj.get(k) for k in ("model", "tools", "cwd", "permissionMode", "claude_code_version", "apiKeySource")}
+        return [EventDraft(EventKind.message, f"claude-code session start (model {obj.get('model')})", data)]
+    if subtype == "api_retry":
+        data = {k: obj.get(k) for k in ("attempt", "max_retries", "retry_delay_ms", "error_status", "error")}
+        text = f"model API retry {obj.get('attempt')}/{obj.get('max_retries')}: {obj.get('error_status')} {obj.get('error')}"
+        return [EventDraft(EventKind.message, text, data)]
+    return [EventDraft(EventKind.message, f"system: {subtype}", {"subtype": subtype})]
+
+
+def _assistant_block(block: dict[str, Any], obj: dict[str, Any]) -> list[EventDraft]:
+    btype = block.get("type")
+    if btype == "text":
+        return [EventDraft(EventKind.model_text, clip(block.get("text", "")), {"message_id": _message_id(obj)})]
+    if btype in ("thinking", "redacted_thinking"):
+        return [EventDraft(EventKind.model_text, clip(block.get("thinking", "")), {"thinking": True})]
+    if btype in ("tool_use", "server_tool_use"):
+        return _tool_use(block)
+    return [EventDraft(EventKind.message, clip(json.dumps(block)[:2000]), {"block_type": btype})]
+
+
+def _tool_use(block: dict[str, Any]) -> list[EventDraft]:
+    name = str(block.get("name", ""))
+    args = block.get("input") if isinstance(block.get("input"), dict) else {}
+    call_id = block.get("id", "")
+    base = {"tool": name, "call_id": call_id}
+    drafts = [EventDraft(EventKind.tool_call, clip(json.dumps(args, ensure_ascii=False)), {**base, "input": args})]
+    if name == "Bash":
+        drafts.append(EventDraft(EventKind.shell_command, clip(str(args.get("command", ""))), base))
+    elif name in _READ_TOOLS:
+        target = args.get(_READ_TOOLS[name]) or args.get("pattern") or ""
+        drafts.append(EventDraft(EventKind.file_read, str(target), {**base, "path": str(target), "pattern": args.get("pattern")}))
+    elif name in _WRITE_TOOLS:
+        target = str(args.get(_WRITE_TOOLS[name], ""))
+        drafts.append(EventDraft(EventKind.file_write, target, {**base, "path": target}))
+    elif name in _NETWORK_TOOLS:
+        target = str(args.get(_NETWORK_TOOLS[name], ""))
+        drafts.append(EventDraft(EventKind.network_attempt, target, {**base, "url": target}))
+    return drafts
+
+
+def _user_block(block: dict[str, Any], obj: dict[str, Any]) -> list[EventDraft]:
+    if block.get("type") == "tool_result":
+        data = {"call_id": block.get("tool_use_id", ""), "is_error": bool(block.get("is_error"))}
+        extra = obj.get("tool_use_result")
+        if isinstance(extra, dict) and ("stdout" in extra or "stderr" in extra):
+            data["stderr"] = clip(str(extra.get("stderr", "")), 4000)
+        return [EventDraft(EventKind.tool_output, clip(_result_text(block.get("content"))), data)]
+    if block.get("type") == "text":
+        return [EventDraft(EventKind.message, clip(block.get("text", "")), {"role": "user"})]
+    return []
+
+
+def _result_text(content: Any) -> str:
+    """A tool_result's content is a string or a list of blocks; images are summarised, not inlined."""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for item in content or []:
+        if isinstance(item, dict) and item.get("type") == "text":
+            parts.append(str(item.get("text", "")))
+        elif isinstance(item, dict) and item.get("type") == "image":
+            parts.append("[image]")
+    return "\n".join(parts)
+
+
+def _result(obj: dict[str, Any]) -> list[EventDraft]:
+    data = {
+        k: obj.get(k)
+        for k in ("subtype", "is_error", "num_turns", "total_cost_usd", "usage", "terminal_reason", "api_error_status", "duration_ms")
+    }
+    text = str(obj.get("result") or "")
+    if obj.get("is_error") or str(obj.get("subtype", "")).startswith("error"):
+        return [EventDraft(EventKind.error, clip(text or f"claude-code ended with {obj.get('subtype')}"), data)]
+    return [EventDraft(EventKind.final_answer, clip(text), data)]
+
+
+def _message_id(obj: dict[str, Any]) -> str:
+    return str((obj.get("message") or {}).get("id", ""))
