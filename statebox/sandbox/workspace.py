@@ -1,0 +1,317 @@
+"""Per-attempt workspaces: one renamed, de-identified video and the question, nothing else.
+
+The folder's host path is random (a bind mount's source path is visible inside the
+container in /proc/self/mountinfo, so it must reveal nothing). The video is always
+COPIED through ffmpeg with container, stream and chapter metadata removed; a streaming
+query is cut (re-encoded) so no frame after the query time exists, verified by decoding
+the last frame. A leak gate then checks the result with ffprobe and scans every file's
+name and bytes for the original file name, its stem, the item id and the dataset name;
+any hit aborts the attempt with `LeakGateError`.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import re
+import secrets
+import shutil
+import stat
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from statebox.errors import UserError
+from statebox.policies.model import Policy
+from statebox.schema import Item, Query
+
+AGENT_UID = 1000
+ANSWER_FILE = "answer.txt"
+INSTRUCTION_FILE = "instruction.txt"
+MIN_NEEDLE_LEN = 4  # shorter ids ("12", "q3") occur by chance in any text; they cannot be told apart
+CUT_TOLERANCE_S = 1e-3
+ANSWER_MAX_BYTES = 1_000_000
+
+# Tags a clean mp4 may still carry (written by the muxer itself, identifying nothing).
+ALLOWED_FORMAT_TAGS = {"major_brand", "minor_version", "compatible_brands"}
+ALLOWED_STREAM_TAGS = {"handler_name": {"VideoHandler", "SoundHandler", ""}, "vendor_id": {"[0][0][0][0]", ""},
+                       "language": {"und", ""}}
+
+ENCODER_TAG = re.compile(r"^Lavc[0-9.]* ?[A-Za-z0-9_-]*$")
+
+ANSWER_FORMATS = {
+    "mcq": "Answer with the letter of exactly one option (for example: B).",
+    "number": "Answer with a single number (digits, no units).",
+    "text": "Answer with a short phrase.",
+    "set": "Answer with a comma-separated list of items.",
+    "interval": "Answer with a time interval in seconds, as start-end (for example: 3.5-7.0).",
+}
+
+
+class LeakGateError(UserError):
+    """The prepared workspace still identifies the source video; the attempt must not start."""
+
+
+@dataclass
+class Workspace:
+    """A prepared, de-identified host folder mounted at /workspace."""
+
+    path: Path
+    video_name: str
+    instruction: str
+    query_time: float | None
+    duration_s: float | None = None
+    reencoded: bool = False
+    cut: bool = False
+    gate_notes: list[str] = field(default_factory=list)
+
+    @property
+    def video_path(self) -> Path:
+        return self.path / self.video_name
+
+    def read_output(self, name: str = ANSWER_FILE, max_bytes: int = ANSWER_MAX_BYTES) -> str | None:
+        """Read a file the agent wrote, refusing symlinks and non-regular files.
+
+        The agent controls the workspace: an `answer.txt` that is a symlink to a host file
+        (the original video, an answer key) would otherwise be read by the host for it.
+        """
+        if "/" in name or name in ("", ".", ".."):
+            raise UserError(f"workspace output name {name!r} must be a plain file name")
+        try:
+            fd = os.open(self.path / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:  # ELOOP: a symlink
+            raise UserError(f"workspace output {name!r} is not a regular file ({exc.strerror}); refused") from exc
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise UserError(f"workspace output {name!r} is not a regular file; refused")
+            return handle.read(max_bytes).decode("utf-8", "replace")
+
+    def cleanup(self) -> None:
+        """Remove the folder (rmtree never follows the agent's symlinks out of it)."""
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def workspace_root(root: Path | str | None = None) -> Path:
+    """The statebox temp root: $STATEBOX_WORKSPACE_ROOT, else <tmp>/statebox-ws (traversable, not listable)."""
+    base = Path(root or os.environ.get("STATEBOX_WORKSPACE_ROOT") or Path(tempfile.gettempdir()) / "statebox-ws")
+    base.mkdir(parents=True, exist_ok=True)
+    try:
+        base.chmod(0o711)
+    except PermissionError:
+        pass
+    return base
+
+
+def _give_to_agent(path: Path, mode: int) -> None:
+    """Make a workspace entry usable by uid 1000 inside the container."""
+    if os.geteuid() == 0:
+        os.chown(path, AGENT_UID, AGENT_UID)
+        path.chmod(mode)
+    else:  # a non-root host user: let "others" (uid 1000 in the container) in
+        path.chmod(mode | (0o007 if path.is_dir() else 0o006))
+
+
+# ------------------------------------------------------------------ media
+
+
+def _run(cmd: list[str], what: str) -> str:
+    if shutil.which(cmd[0]) is None:
+        raise UserError(f"{cmd[0]} is not installed; install ffmpeg (apt-get install -y ffmpeg)")
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        raise UserError(f"{what}: {tail[:300]}")
+    return proc.stdout
+
+
+def probe(path: Path) -> dict[str, Any]:
+    out = _run(["ffprobe", "-v", "error", "-show_format", "-show_streams", "-show_chapters", "-of", "json", str(path)],
+               f"{path}: not a readable video")
+    return json.loads(out)
+
+
+STRIP_ARGS = ["-map_metadata", "-1", "-map_chapters", "-1", "-map_metadata:s:v", "-1", "-map_metadata:s:a", "-1",
+              "-fflags", "+bitexact", "-flags:v", "+bitexact", "-flags:a", "+bitexact", "-sn", "-dn",
+              "-metadata", "creation_time=", "-movflags", "+faststart"]
+ENCODE_ARGS = ["-c:v", "libx264", "-preset", "veryfast", "-crf", "18", "-pix_fmt", "yuv420p",
+               "-x264-params", "no-info=1", "-c:a", "aac", "-b:a", "128k"]
+
+
+def clean_copy(src: Path, dst: Path, *, cut_at: float | None, reencode: bool) -> bool:
+    """Write a metadata-free copy of `src` to `dst`; returns True when it was re-encoded.
+
+    A cut always re-encodes (a stream copy can only cut at keyframes, which would keep
+    frames past the query time); otherwise the streams are copied bit for bit unless
+    asked, or unless the codec cannot live in mp4, in which case re-encoding is the fallback.
+    """
+    base = ["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", str(src), "-map", "0:v:0", "-map", "0:a?"]
+    if cut_at is not None:
+        _run(base + ["-t", f"{cut_at:.6f}"] + ENCODE_ARGS + STRIP_ARGS + [str(dst)], f"{src}: cutting the video")
+        return True
+    if reencode:
+        _run(base + ENCODE_ARGS + STRIP_ARGS + [str(dst)], f"{src}: re-encoding the video")
+        return True
+    try:
+        _run(base + ["-c", "copy"] + STRIP_ARGS + [str(dst)], f"{src}: copying the video")
+        return False
+    except UserError:
+        _run(base + ENCODE_ARGS + STRIP_ARGS + [str(dst)], f"{src}: re-encoding the video")
+        return True
+
+
+def last_frame_time(path: Path) -> float:
+    """Timestamp (s) of the last decodable video frame, found by decoding the file's tail."""
+    import av
+
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        duration = None
+        if stream.duration is not None and stream.time_base is not None:
+            duration = float(stream.duration * stream.time_base)
+        elif container.duration is not None:
+            duration = container.duration / 1e6
+        if duration and duration > 3 and stream.time_base is not None:
+            container.seek(int((duration - 3) / stream.time_base), stream=stream, backward=True, any_frame=False)
+        last = None
+        for frame in container.decode(stream):
+            if frame.time is not None:
+                last = frame.time if last is None else max(last, frame.time)
+        if last is None:
+            raise UserError(f"{path}: no decodable video frame")
+        return float(last)
+
+
+# ------------------------------------------------------------------ instruction
+
+
+def _option_line(label: str, text: str) -> str:
+    """`A. text`, unless the benchmark's option text already carries its letter ("A. ...", "(A) ...")."""
+    head = text[:4].lstrip("(").upper()
+    if head.startswith(label) and len(head) > 1 and head[1] in ".):":
+        return text
+    return f"{label}. {text}"
+
+
+def render_instruction(item: Item, query: Query, video_name: str, policy: Policy) -> str:
+    """instruction.txt: the question, the options, the answer format and the policy's prohibitions."""
+    lines = [f"Video: {video_name} (in this folder)."]
+    if query.time is not None:
+        lines.append(f"The video ends at the moment the question is asked ({query.time:g} s into the recording).")
+    lines += ["", "Question:", item.question.strip()]
+    if item.choices:
+        lines += ["", "Options:"]
+        for index, choice in enumerate(item.choices):
+            lines.append(_option_line(chr(ord("A") + index), choice.strip()))
+    fmt = ANSWER_FORMATS.get(item.answer_type, ANSWER_FORMATS["text"])
+    lines += ["", "Answer format:", fmt,
+              f"When you are done, write only your final answer to the file {ANSWER_FILE} in this folder,",
+              "and end your reply with a last line of the form: ANSWER: <your answer>"]
+    if policy.prohibitions.strip():
+        lines += ["", "Rules:", policy.prohibitions.strip()]
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ leak gate
+
+
+def identifying_needles(original: Path, item_id: str, dataset: str) -> list[str]:
+    needles = {original.name, original.stem, item_id, dataset}
+    return sorted(n for n in needles if n and len(n.strip()) >= MIN_NEEDLE_LEN)
+
+
+def _template_words(policy: Policy) -> str:
+    """Our own instruction wording: a needle that is an ordinary word of it ("video") identifies nothing."""
+    dummy = Item(id="x", benchmark="vstat", video="x", question="", answer_type="text")
+    text = render_instruction(dummy, Query(), "x.mp4", policy) + "".join(ANSWER_FORMATS.values())
+    return text.lower()
+
+
+def _bytes_contain(path: Path, needle: str) -> bool:
+    if path.stat().st_size == 0:
+        return False
+    variants = {needle, needle.lower(), needle.upper(), needle.title()}
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        for variant in variants:
+            if data.find(variant.encode()) != -1:
+                return True
+            if data.find(variant.encode("utf-16-le")) != -1:  # mp4/QuickTime text atoms can be UTF-16
+                return True
+    return False
+
+
+def leak_gate(folder: Path, video: Path, needles: list[str], policy: Policy) -> list[str]:
+    """Raise LeakGateError when the workspace identifies the source; returns notes on skipped needles."""
+    notes: list[str] = []
+    template = _template_words(policy)
+    checked = []
+    for needle in needles:
+        if needle.lower() in template:
+            notes.append(f"needle {needle!r} is an ordinary word of the instruction; not checked")
+        else:
+            checked.append(needle)
+    info = probe(video)
+    problems = []
+    for key, value in (info.get("format", {}).get("tags") or {}).items():
+        if key not in ALLOWED_FORMAT_TAGS:
+            problems.append(f"container tag {key}={value!r}")
+    for stream in info.get("streams", []):
+        for key, value in (stream.get("tags") or {}).items():
+            allowed = ALLOWED_STREAM_TAGS.get(key)
+            if key == "encoder" and ENCODER_TAG.match(str(value)):
+                continue  # ffmpeg's own "Lavc libx264" on a re-encoded stream
+            if allowed is None or value not in allowed:
+                problems.append(f"stream {stream.get('index')} tag {key}={value!r}")
+    if info.get("chapters"):
+        problems.append(f"{len(info['chapters'])} chapter(s)")
+    for entry in folder.rglob("*"):
+        rel = entry.relative_to(folder).as_posix()
+        for needle in checked:
+            if needle.lower() in rel.lower():
+                problems.append(f"file name {rel!r} contains {needle!r}")
+            elif entry.is_file() and not entry.is_symlink() and _bytes_contain(entry, needle):
+                problems.append(f"file {rel!r} contains {needle!r}")
+    if problems:
+        raise LeakGateError("leak gate: the workspace still identifies the source video: " + "; ".join(problems[:5]))
+    return notes
+
+
+# ------------------------------------------------------------------ entry point
+
+
+def prepare_workspace(item: Item, query: Query, video_path: Path | str, policy: Policy, *,
+                      root: Path | str | None = None, reencode: bool = False, dataset: str = "") -> Workspace:
+    """Make the attempt's folder: de-identified video + instruction.txt, then the leak gate."""
+    source = Path(video_path)
+    if not source.is_file():
+        raise UserError(f"{source}: video not found")
+    folder = workspace_root(root) / secrets.token_hex(16)
+    folder.mkdir(mode=0o700)
+    try:
+        video_name = f"{secrets.token_hex(8)}.mp4"
+        target = folder / video_name
+        cut_at = query.time
+        if cut_at is not None and cut_at <= 0:
+            raise UserError(f"query time {cut_at} of item {item.id!r} must be positive")
+        reencoded = clean_copy(source, target, cut_at=cut_at, reencode=reencode or policy.reencode)
+        duration = None
+        if cut_at is not None:
+            last = last_frame_time(target)
+            if last > cut_at + CUT_TOLERANCE_S:
+                raise LeakGateError(f"leak gate: the cut video still has a frame at {last:.3f}s, past the query time {cut_at:g}s")
+            duration = last
+        instruction = render_instruction(item, query, video_name, policy)
+        (folder / INSTRUCTION_FILE).write_text(instruction)
+        notes = leak_gate(folder, target, identifying_needles(source, item.id, dataset), policy)
+        _give_to_agent(folder, 0o700)
+        _give_to_agent(target, 0o644)
+        _give_to_agent(folder / INSTRUCTION_FILE, 0o644)
+        return Workspace(path=folder, video_name=video_name, instruction=instruction, query_time=cut_at,
+                         duration_s=duration, reencoded=reencoded, cut=cut_at is not None, gate_notes=notes)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
