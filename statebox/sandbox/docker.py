@@ -353,14 +353,19 @@ class SandboxEngine:
     # ------------------------------------------------------------ run
 
     def run(self, spec: ContainerSpec, stdout_path: Path | str | None, stderr_path: Path | str | None,
-            on_stdout_line: Callable[[str], None] | None = None) -> ContainerResult:
-        """Run `spec.command` to completion (or the time limit) in a fresh hardened container."""
+            on_stdout_line: Callable[[str], None] | None = None,
+            on_stderr_line: Callable[[str], None] | None = None) -> ContainerResult:
+        """Run `spec.command` to completion (or the time limit) in a fresh hardened container.
+
+        Output goes to the host files as it arrives; `on_stdout_line` (live parsing of a
+        CLI's JSON stream) and `on_stderr_line` get each complete line as well.
+        """
         gpu = self._gpu_request(spec)
         limit = spec.time_limit_s or spec.policy.limits.time_limit_s
         ws = spec.workspace_dir()
         ws_cap = spec.policy.limits.workspace_mb * 1024 * 1024
         out = _Sink(Path(stdout_path) if stdout_path else None, on_stdout_line)
-        err = _Sink(Path(stderr_path) if stderr_path else None, None)
+        err = _Sink(Path(stderr_path) if stderr_path else None, on_stderr_line)
         started = time.monotonic()
         cid = self._create(spec, spec.command, gpu)
         verdict: dict[str, str] = {}

@@ -326,3 +326,29 @@ def list_images(docker_host: str | None = None) -> list[dict]:
             rows.append({"tags": tags, "id": image.short_id, "size_mb": image.attrs.get("Size", 0) / 1e6,
                          "created": image.attrs.get("Created", "")})
     return rows
+
+
+def expected_base(client) -> str | None:
+    """The base `ensure_image` would use now, without pulling or building anything."""
+    for ref in (PUBLIC_BASE, local_base_tag()):
+        if _image_id(client, ref):
+            return ref
+    return None
+
+
+def image_status(target: str, docker_host: str | None = None) -> dict:
+    """Side-effect-free status of a target: the tag its current inputs would get, and whether it exists."""
+    client = docker_client(docker_host)
+    spec = get_target(target)
+    if spec.parent is None:
+        parent_ref = expected_base(client)
+        parent_ok = parent_ref is not None
+    else:
+        parent = image_status(spec.parent, docker_host)
+        parent_ref, parent_ok = parent["tag"], parent["present"]
+    tag = None
+    if parent_ok and parent_ref:
+        tag = f"{spec.repository}:{content_hash(spec, _image_id(client, parent_ref) or parent_ref)}"
+    latest = _image_id(client, f"{spec.repository}:latest")
+    return {"target": target, "tag": tag, "parent": parent_ref, "present": bool(tag and _image_id(client, tag)),
+            "latest_present": latest is not None}

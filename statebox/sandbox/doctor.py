@@ -1,0 +1,102 @@
+"""`statebox sandbox doctor`: is this machine ready to run sandboxes? Each problem comes with its fix."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from statebox.errors import UserError
+
+
+@dataclass
+class Check:
+    name: str
+    state: str  # ok | warn | fail | info
+    detail: str
+    fix: str = ""
+
+
+def gather_checks(docker_host: str | None = None) -> list[Check]:
+    from statebox.sandbox import images
+    from statebox.sandbox.engine_client import docker_client, start_hint
+
+    checks: list[Check] = []
+    try:
+        client = docker_client(docker_host)
+        info = client.info()
+        checks.append(Check("engine", "ok", f"Docker {info.get('ServerVersion')} ({info.get('Driver')}, cgroup v{info.get('CgroupVersion', '?')})"))
+    except UserError as exc:
+        checks.append(Check("engine", "fail", str(exc).split(";")[0], start_hint()))
+        return checks
+
+    base = images.expected_base(client)
+    if base:
+        checks.append(Check("base image", "ok", base))
+    else:
+        checks.append(Check("base image", "warn", f"neither {images.PUBLIC_BASE} nor {images.local_base_tag()} is present",
+                            "`statebox sandbox build` (pulls, or makes a local base with debootstrap; --offline-base forces that)"))
+    if shutil.which("debootstrap") is None:
+        checks.append(Check("debootstrap", "warn" if not base else "info", "not installed (only needed when no registry answers)",
+                            "apt-get install -y debootstrap"))
+
+    for name in sorted(images.load_targets()):
+        try:
+            status = images.image_status(name, docker_host)
+        except UserError as exc:
+            checks.append(Check(f"image {name}", "fail", str(exc), "fix the target entry in statebox/sandbox/image/targets.yaml"))
+            continue
+        if status["present"]:
+            checks.append(Check(f"image {name}", "ok", status["tag"]))
+        elif status["latest_present"]:
+            checks.append(Check(f"image {name}", "warn", "out of date (its Dockerfile, files or parent changed)",
+                                f"statebox sandbox build --target {name}"))
+        else:
+            checks.append(Check(f"image {name}", "fail" if name == "sandbox" else "warn", "not built",
+                                f"statebox sandbox build --target {name}"))
+
+    bundle = images.DEFAULT_CA_BUNDLE
+    if bundle.is_file():
+        checks.append(Check("CA bundle", "ok", f"{bundle} (given to pip during builds)"))
+    else:
+        checks.append(Check("CA bundle", "warn", f"{bundle} missing: pip behind a TLS-intercepting proxy will fail",
+                            "statebox sandbox build --ca-bundle /path/to/your-proxy-ca.pem"))
+
+    runtimes = sorted((info.get("Runtimes") or {}).keys())
+    if "nvidia" in runtimes:
+        checks.append(Check("GPU runtime", "ok", "nvidia runtime present: policies with gpu auto|require get GPUs"))
+    else:
+        checks.append(Check("GPU runtime", "info", f"no nvidia runtime (runtimes: {', '.join(runtimes) or 'none'}); sandboxes run on CPU",
+                            "for GPUs: install nvidia-container-toolkit, `nvidia-ctk runtime configure`, restart dockerd"))
+
+    for tool in ("ffmpeg", "ffprobe"):
+        if shutil.which(tool) is None:
+            checks.append(Check(tool, "fail", "not on the host (workspaces need it)", "apt-get install -y ffmpeg"))
+    from statebox.sandbox.workspace import workspace_root
+
+    try:
+        root = workspace_root()
+        probe = root / f".doctor-{os.getpid()}"
+        probe.mkdir()
+        probe.rmdir()
+        checks.append(Check("workspace root", "ok", str(root)))
+    except OSError as exc:
+        checks.append(Check("workspace root", "fail", f"{exc}", "set STATEBOX_WORKSPACE_ROOT to a writable folder"))
+    return checks
+
+
+def run_doctor(docker_host: str | None = None) -> int:
+    """Print the checks as a table; exit status 1 when any check failed."""
+    from rich.console import Console
+    from rich.table import Table
+
+    checks = gather_checks(docker_host)
+    table = Table(title="statebox sandbox doctor")
+    for col in ("check", "state", "detail", "fix"):
+        table.add_column(col, overflow="fold")
+    colour = {"ok": "green", "warn": "yellow", "fail": "red", "info": "cyan"}
+    for c in checks:
+        table.add_row(c.name, f"[{colour[c.state]}]{c.state}[/]", c.detail, c.fix)
+    Console().print(table)
+    return 1 if any(c.state == "fail" for c in checks) else 0
