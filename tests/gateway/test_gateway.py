@@ -1,0 +1,270 @@
+"""The gateway with the scripted model as upstream, driven by the real anthropic and openai clients."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import stat
+
+import anthropic
+import openai
+import pytest
+
+from statebox.errors import UserError
+from statebox.policies.model import Budgets
+from statebox.sandbox.gateway import (
+    Gateway,
+    anthropic_client,
+    container_env,
+    host_async_http_client,
+    host_http_client,
+    openai_client,
+)
+from statebox.testing.scripted_model import ScriptedModelServer, Turn
+
+from .conftest import DECOY_ANTHROPIC, DECOY_OPENAI
+
+BASH = [{"name": "Bash", "description": "run a shell command",
+         "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}]
+EXEC = [{"type": "function", "name": "exec_command", "description": "run",
+         "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}]
+CHAT_BASH = [{"type": "function", "function": {"name": "bash", "description": "run",
+              "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}}]
+
+
+def log_lines(lease):
+    return [json.loads(line) for line in lease.log_path.read_text().splitlines()]
+
+
+def assert_no_secret(lease, *secrets):
+    text = lease.log_path.read_text()
+    for secret in secrets:
+        assert secret not in text
+
+
+def test_anthropic_non_streaming_and_streaming_key_swap(lease, scripted):
+    client = anthropic_client(lease, max_retries=0)
+    first = client.messages.create(model="claude-sonnet-4-5", max_tokens=64, tools=BASH,
+                                   messages=[{"role": "user", "content": "list the files"}])
+    assert first.stop_reason == "tool_use"
+    call = first.content[0]
+    assert call.name == "Bash" and call.input["command"] == "ls -la"
+    messages = [{"role": "user", "content": "list the files"},
+                {"role": "assistant", "content": [c.model_dump(exclude_none=True) for c in first.content]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "a.mp4"}]}]
+    with client.messages.stream(model="claude-sonnet-4-5", max_tokens=64, tools=BASH, messages=messages) as s:
+        deltas = [e.type for e in s]
+        final = s.get_final_message()
+    assert final.stop_reason == "end_turn" and final.content[0].text == "The answer is 42."
+    assert "content_block_delta" in deltas
+    # The upstream got the real (decoy) key, never the token; the log has neither.
+    gen = [r for r in scripted.requests if r.path == "/v1/messages"]
+    assert [r.headers.get("x-api-key") for r in gen] == [DECOY_ANTHROPIC, DECOY_ANTHROPIC]
+    assert all("authorization" not in r.headers for r in gen)
+    lines = log_lines(lease)
+    assert [l["status"] for l in lines] == [200, 200]
+    assert lines[1]["stream"] is True
+    assert lines[1]["response"]["content"][0]["text"] == "The answer is 42."  # SSE assembled
+    assert lines[0]["response"]["content"][0]["input"] == {"command": "ls -la", "description": "Run a shell command"}
+    assert lines[1]["request"]["messages"][2]["content"][0]["content"] == "a.mp4"
+    assert lease.usage.requests == 2 and lease.usage.input_tokens > 0 and lease.usage.output_tokens > 0
+    assert_no_secret(lease, DECOY_ANTHROPIC, DECOY_OPENAI, lease.token)
+    assert lease.exceeded is None
+
+
+def test_anthropic_streaming_tool_use_and_count_tokens(lease, scripted):
+    client = anthropic_client(lease, max_retries=0)
+    with client.messages.stream(model="claude-haiku-4-5", max_tokens=64, tools=BASH,
+                                messages=[{"role": "user", "content": "go"}]) as s:
+        final = s.get_final_message()
+    assert final.content[0].type == "tool_use" and final.content[0].input["command"] == "ls -la"
+    count = client.messages.count_tokens(model="claude-haiku-4-5", messages=[{"role": "user", "content": "go"}])
+    assert count.input_tokens > 0
+    assert lease.usage.requests == 1  # count_tokens is not a generation request
+    line = log_lines(lease)[0]
+    assert line["response"]["content"][0]["input"]["command"] == "ls -la"
+    assert line["response"]["stop_reason"] == "tool_use"
+    assert line["usage"]["output_tokens"] > 0
+
+
+def test_openai_responses_streaming_and_not(lease, scripted):
+    client = openai_client(lease, max_retries=0)
+    resp = client.responses.create(model="gpt-5-mini", input="list", tools=EXEC)
+    fc = resp.output[0]
+    assert fc.type == "function_call" and fc.name == "exec_command" and json.loads(fc.arguments) == {"cmd": "ls -la"}
+    follow = [{"role": "user", "content": "list"}, fc.model_dump(exclude_none=True),
+              {"type": "function_call_output", "call_id": fc.call_id, "output": "a.mp4"}]
+    events = list(client.responses.create(model="gpt-5-mini", input=follow, tools=EXEC, stream=True))
+    kinds = [e.type for e in events]
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    assert "response.output_item.done" in kinds
+    assert events[-1].response.output_text == "The answer is 42."
+    auth = [r.headers.get("authorization") for r in scripted.requests if r.path == "/v1/responses"]
+    assert auth == [f"Bearer {DECOY_OPENAI}"] * 2
+    lines = log_lines(lease)
+    assert lines[1]["response"]["output"][0]["content"][0]["text"] == "The answer is 42."
+    assert lines[1]["usage"]["input_tokens"] > 0
+    assert_no_secret(lease, DECOY_ANTHROPIC, DECOY_OPENAI, lease.token)
+
+
+def test_openai_chat_streaming_gets_usage_and_tool_calls(lease, scripted):
+    client = openai_client(lease, max_retries=0)
+    done = client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}],
+                                          tools=CHAT_BASH)
+    call = done.choices[0].message.tool_calls[0]
+    assert call.function.name == "bash" and json.loads(call.function.arguments) == {"command": "ls -la"}
+    chunks = list(client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}],
+                                                 tools=CHAT_BASH, stream=True))
+    # The gateway asked upstream for the usage chunk, so the stream can be budgeted.
+    assert scripted.requests[-1].body["stream_options"] == {"include_usage": True}
+    assert chunks[-1].usage is not None and chunks[-1].usage.prompt_tokens > 0
+    line = log_lines(lease)[1]
+    assert line["response"]["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "bash"
+    assert line["response"]["choices"][0]["finish_reason"] == "tool_calls"
+    assert lease.usage.requests == 2
+
+
+def test_async_client_through_socket(lease):
+    import asyncio
+
+    async def go():
+        client = openai.AsyncOpenAI(base_url="http://localhost/v1", api_key=lease.token,
+                                    http_client=host_async_http_client(lease, sdk="openai"), max_retries=0)
+        out = await client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}])
+        await client.close()
+        return out
+
+    out = asyncio.run(go())
+    assert out.choices[0].message.content == "OK"  # no tools offered: the scripted model's side reply
+
+
+def test_wrong_token_is_refused_in_provider_shape(lease, scripted):
+    bad = anthropic.Anthropic(base_url="http://localhost", api_key="sbx-wrong",
+                              http_client=anthropic_client(lease)._client, max_retries=0)
+    with pytest.raises(anthropic.AuthenticationError) as info:
+        bad.messages.create(model="claude-x", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+    assert info.value.body["type"] == "error" and info.value.body["error"]["type"] == "authentication_error"
+    bad_oa = openai.OpenAI(base_url="http://localhost/v1", api_key="sbx-wrong",
+                           http_client=openai_client(lease)._client, max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        bad_oa.responses.create(model="gpt-5", input="x")
+    assert not [r for r in scripted.requests if r.method == "POST"]  # nothing reached the upstream
+    assert [l["status"] for l in log_lines(lease)] == [401, 401]
+
+
+def test_model_allow_list(gateway, socket_dir, tmp_path, scripted):
+    lease = gateway.lease("a-allow", socket_dir, tmp_path / "g.jsonl", Budgets(models=["claude-haiku-*"]))
+    client = anthropic_client(lease, max_retries=0)
+    ok = client.messages.create(model="claude-haiku-4-5", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+    assert ok.content
+    with pytest.raises(anthropic.PermissionDeniedError) as info:
+        client.messages.create(model="claude-opus-4-5", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+    assert "claude-opus-4-5" in info.value.body["error"]["message"]
+    assert "not allowed" in lease.exceeded
+    assert [r.body["model"] for r in scripted.requests if r.method == "POST"] == ["claude-haiku-4-5"]
+    lease.close()
+
+
+def test_token_budget_exceeded(socket_dir, tmp_path, monkeypatch):
+    script = [Turn(shell="ls", usage={"input_tokens": 900, "output_tokens": 200}), Turn(text="done")]
+    with ScriptedModelServer(script) as upstream, Gateway(
+        anthropic_base_url=upstream.base_url, openai_base_url=upstream.openai_base_url,
+        anthropic_api_key=DECOY_ANTHROPIC, openai_api_key=DECOY_OPENAI, env={}
+    ) as gw:
+        lease = gw.lease("a-budget", socket_dir, tmp_path / "g.jsonl", Budgets(max_total_tokens=1000))
+        client = openai_client(lease, max_retries=0)
+        first = client.responses.create(model="gpt-5", input="x", tools=EXEC)
+        assert first.output[0].type == "function_call"  # the reply that crossed the limit is delivered
+        assert lease.exceeded and "token budget exceeded: 1100 tokens used, limit 1000" in lease.exceeded
+        with pytest.raises(openai.RateLimitError) as info:
+            client.responses.create(model="gpt-5", input="x", tools=EXEC)
+        assert info.value.body["code"] == "insufficient_quota"
+        assert len([r for r in upstream.requests if r.method == "POST"]) == 1
+        a = anthropic_client(lease, max_retries=0)
+        with pytest.raises(anthropic.BadRequestError) as ainfo:
+            a.messages.create(model="claude-haiku-4-5", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+        assert ainfo.value.body["error"]["type"] == "invalid_request_error"
+        assert "budget" in ainfo.value.body["error"]["message"]
+        lines = log_lines(lease)
+        assert [l["status"] for l in lines] == [200, 429, 400]
+        assert lines[0]["exceeded"] == lease.exceeded
+        lease.close()
+
+
+def test_request_and_cost_budgets(socket_dir, tmp_path):
+    with ScriptedModelServer([Turn(text="a", usage={"input_tokens": 1000, "output_tokens": 1000})] * 5) as up, Gateway(
+        anthropic_base_url=up.base_url, anthropic_api_key="k" * 20, env={},
+        prices={"claude-x": (1000.0, 1000.0)},
+    ) as gw:
+        lease = gw.lease("a-req", socket_dir, tmp_path / "r.jsonl", Budgets(max_requests=2, max_total_tokens=None))
+        client = anthropic_client(lease, max_retries=0)
+        for _ in range(2):
+            client.messages.create(model="claude-y", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+        with pytest.raises(anthropic.BadRequestError):
+            client.messages.create(model="claude-y", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+        assert lease.exceeded.startswith("request budget exceeded")
+        lease.close()
+        lease2 = gw.lease("a-cost", socket_dir, tmp_path / "c.jsonl", Budgets(max_cost_usd=1.5, max_total_tokens=None))
+        client = anthropic_client(lease2, max_retries=0)
+        client.messages.create(model="claude-x", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+        assert lease2.usage.cost_usd == pytest.approx(2.0)
+        assert lease2.exceeded.startswith("cost budget exceeded")
+        lease2.close()
+
+
+def test_images_are_summarised_in_the_log(lease):
+    png = bytes(range(256)) * 8
+    b64 = base64.b64encode(png).decode()
+    client = anthropic_client(lease, max_retries=0)
+    client.messages.create(model="claude-x", max_tokens=8, messages=[{"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64}},
+        {"type": "text", "text": "what is this"}]}])
+    oa = openai_client(lease, max_retries=0)
+    oa.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64}"}}]}])
+    text = lease.log_path.read_text()
+    assert b64[:200] not in text
+    want = {"image": {"bytes": len(png), "sha256": hashlib.sha256(png).hexdigest()}}
+    lines = log_lines(lease)
+    assert lines[0]["request"]["messages"][0]["content"][0]["source"]["data"] == want
+    assert lines[1]["request"]["messages"][0]["content"][0]["image_url"]["url"] == want
+
+
+def test_socket_mode_env_and_close(lease):
+    mode = os.stat(lease.socket_path).st_mode
+    assert stat.S_ISSOCK(mode) and mode & 0o777 == 0o666
+    env = container_env(lease, "anthropic")
+    assert env == {"ANTHROPIC_UNIX_SOCKET": "/run/statebox/gateway.sock", "ANTHROPIC_BASE_URL": "http://localhost",
+                   "ANTHROPIC_API_KEY": lease.token}
+    oenv = container_env(lease, "openai", relay_port=9999)
+    assert oenv["OPENAI_BASE_URL"] == "http://127.0.0.1:9999/v1" and oenv["OPENAI_API_KEY"] == lease.token
+    assert DECOY_ANTHROPIC not in json.dumps([env, oenv])
+    lease.close()
+    assert not lease.socket_path.exists()
+
+
+def test_long_socket_path(gateway, tmp_path):
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    lease = gateway.lease("a-deep", deep, tmp_path / "g.jsonl")
+    assert len(str(lease.socket_path)) > 108
+    out = anthropic_client(lease, max_retries=0).messages.create(
+        model="claude-x", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+    assert out.content
+    lease.close()
+
+
+def test_check_ready():
+    with pytest.raises(UserError, match="ANTHROPIC_API_KEY"):
+        Gateway(env={}).check_ready("anthropic")
+    with pytest.raises(UserError, match="OPENAI_API_KEY"):
+        Gateway(env={"ANTHROPIC_API_KEY": "x"}).check_ready("openai")
+    Gateway(env={"OPENAI_BASE_URL": "http://127.0.0.1:8000/v1"}).check_ready("openai")  # local vLLM, no key
+    Gateway(env={"ANTHROPIC_API_KEY": "x"}).check_ready("anthropic")
+
+
+def test_head_root_is_harmless(lease):
+    with host_http_client(lease) as c:
+        assert c.head("http://localhost/").status_code == 200
+        assert c.get("http://localhost/").status_code == 200
