@@ -1,0 +1,200 @@
+"""Chance baselines computed from the annotations themselves.
+
+- `random`: a uniformly random MCQ letter (or letter set), or a random number from
+  the answer range of the item's group;
+- `frequency`: the most frequent answer of the item's group, or for numeric
+  metrics the best constant (the value maximising the benchmark's metric over
+  the group's targets).
+
+Groups follow each paper's baseline: VSTAT per task, VCBench per subtype,
+EC-Bench per category (A-F), EOC-Bench per category and question type,
+CP-Bench per setting. A model that does not beat these has learned nothing
+from the video; reports print them beside every score.
+"""
+
+from __future__ import annotations
+
+import random as _random
+from collections import Counter, defaultdict
+from typing import Any
+
+import numpy as np
+
+from statebox.errors import UserError
+from statebox.schema import Item
+from statebox.scoring.judge import split_items
+from statebox.scoring.metrics import gpa_point, mra, msta
+from statebox.scoring.parsing import ecbench_normalize, ecbench_numbers
+
+KINDS = ("random", "frequency")
+MAX_CONSTANT_SPAN = 2000
+
+
+def _randint(rng: Any, low: int, high: int) -> int:
+    """Uniform integer in [low, high] from a numpy Generator or a random.Random."""
+    if isinstance(rng, _random.Random):
+        return rng.randint(low, high)
+    return int(rng.integers(low, high + 1))
+
+
+def _uniform(rng: Any, low: float, high: float) -> float:
+    return rng.uniform(low, high) if isinstance(rng, _random.Random) else float(rng.uniform(low, high))
+
+
+def _pick(rng: Any, options: list[Any]) -> Any:
+    return options[_randint(rng, 0, len(options) - 1)]
+
+
+def _mode(values: list[Any]) -> Any:
+    counts = Counter(values)
+    best = max(counts.values())
+    return sorted((v for v, c in counts.items() if c == best), key=str)[0]
+
+
+def _best_constant(targets: list[float], score) -> float:
+    """The constant c maximising sum(score(c, g)): every integer in [min, max] when that span is small."""
+    low, high = int(np.floor(min(targets))), int(np.ceil(max(targets)))
+    if high - low <= MAX_CONSTANT_SPAN:
+        candidates: list[float] = list(range(low, high + 1))
+    else:
+        candidates = sorted(set(targets))
+    best, best_total = candidates[0], -1.0
+    for c in candidates:
+        total = sum(score(c, g) for g in targets)
+        if total > best_total + 1e-12:
+            best, best_total = c, total
+    return best
+
+
+def _fmt(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+class ChanceModel:
+    """Per-group answer statistics of one benchmark's items, computed once."""
+
+    def __init__(self, bench: str, items: list[Item]) -> None:
+        self.bench = bench
+        self.groups: dict[str, list[Item]] = defaultdict(list)
+        for item in items:
+            self.groups[self.group_of(item)].append(item)
+        self._cache: dict[tuple[str, str], Any] = {}
+
+    def group_of(self, item: Item) -> str:
+        labels = item.labels
+        if self.bench == "vstat":
+            return f"{labels.get('source_task', '')}|{item.answer_type}"
+        if self.bench == "vcbench":
+            return labels.get("counting_subtype", "")
+        if self.bench == "ecbench":
+            return f"{labels.get('question_type', '')}|{labels.get('task_type', '')}"
+        if self.bench == "eocbench":
+            return f"{labels.get('video_type', '')}|{labels.get('choice_type', '')}"
+        return labels.get("setting", "")
+
+    def _stat(self, group: str, name: str, compute) -> Any:
+        key = (group, name)
+        if key not in self._cache:
+            self._cache[key] = compute(self.groups.get(group, []))
+        return self._cache[key]
+
+    # ------------------------------------------------------------ per benchmark
+
+    def respond(self, item: Item, query_index: int, kind: str, rng: Any) -> str:
+        if kind not in KINDS:
+            raise UserError(f"unknown chance baseline '{kind}' (expected random or frequency)")
+        group = self.group_of(item)
+        handler = getattr(self, f"_{self.bench}")
+        return handler(item, query_index, kind, rng, group)
+
+    def _vstat(self, item: Item, qi: int, kind: str, rng: Any, group: str) -> str:
+        if item.answer_type == "mcq":
+            if kind == "random":
+                return "ABCD"[_randint(rng, 0, max(1, min(4, len(item.choices))) - 1)]
+            return self._stat(group, "mode", lambda its: _mode([str(i.target) for i in its]))
+        if item.answer_type == "number":
+            targets = self._stat(group, "targets", lambda its: [int(i.target) for i in its])
+            if kind == "random":
+                return str(_randint(rng, min(targets), max(targets)))
+            return _fmt(self._stat(group, "best", lambda its: _best_constant(targets, lambda c, g: mra(int(c), g))))
+        texts = self._stat(group, "texts", lambda its: [str(i.target) for i in its])
+        return _pick(rng, texts) if kind == "random" else _mode(texts)
+
+    def _vcbench(self, item: Item, qi: int, kind: str, rng: Any, group: str) -> str:
+        targets = self._stat(group, "targets", lambda its: [float(q.target) for i in its for q in i.queries])
+        if kind == "random":
+            return str(_randint(rng, int(min(targets)), int(max(targets))))
+        return _fmt(self._stat(group, "best", lambda its: _best_constant(targets, gpa_point)))
+
+    def _ecbench(self, item: Item, qi: int, kind: str, rng: Any, group: str) -> str:
+        if item.labels.get("task_type") == "Counting":
+            if kind == "random":
+                values = self._stat(group, "numbers", lambda its: [
+                    n[0] for n in (ecbench_numbers(ecbench_normalize(i.target)) for i in its) if n])
+                return _fmt(_randint(rng, int(min(values)), int(max(values))))
+            return self._stat(group, "mode", lambda its: _mode([ecbench_normalize(i.target) for i in its]))
+        pool = self._stat(group, "items", lambda its: [x for i in its for x in split_items(str(i.target))])
+        if kind == "random":
+            return _pick(rng, pool)
+        return self._stat(group, "mode", lambda its: _mode_item(pool))
+
+    def _eocbench(self, item: Item, qi: int, kind: str, rng: Any, group: str) -> str:
+        if item.answer_type == "number":
+            if kind == "random":
+                length = item.meta.get("video_time")
+                if not length:
+                    length = 2 * max(float(i.target) for i in self.groups[group])
+                return f"{_uniform(rng, 0.0, float(length)):.1f}"
+            targets = self._stat(group, "targets", lambda its: [float(i.target) for i in its])
+            return _fmt(self._stat(group, "best", lambda its: _best_eoc_constant(targets)))
+        if kind == "random":
+            letters = sorted((item.meta.get("choices") or {}).keys()) or ["a", "b", "c", "d"]
+            if item.labels.get("choice_type") == "multi-choice":
+                size = _randint(rng, 1, len(letters))
+                chosen = sorted(letters[i] for i in _sample(rng, len(letters), size))
+            else:
+                chosen = [_pick(rng, letters)]
+            return ", ".join(c.upper() for c in chosen)
+        best = self._stat(group, "mode", lambda its: _mode([", ".join(str(t).upper() for t in i.target) for i in its]))
+        return best
+
+    def _cpbench(self, item: Item, qi: int, kind: str, rng: Any, group: str) -> str:
+        targets = self._stat(group, "targets", lambda its: [int(i.target) for i in its])
+        if kind == "random":
+            return str(_randint(rng, min(targets), max(targets)))
+        return str(self._stat(group, "mode", lambda its: _mode(targets)))
+
+
+def _sample(rng: Any, n: int, k: int) -> list[int]:
+    if isinstance(rng, _random.Random):
+        return rng.sample(range(n), k)
+    return [int(i) for i in rng.choice(n, size=k, replace=False)]
+
+
+def _mode_item(pool: list[str]) -> str:
+    normal = [p.strip().lower() for p in pool]
+    top = _mode(normal)
+    return next(p for p, n in zip(pool, normal) if n == top)
+
+
+def _best_eoc_constant(targets: list[float]) -> float:
+    candidates = sorted(set(targets))
+    return max(candidates, key=lambda c: (sum(msta(c, g) for g in targets), -c))
+
+
+_MODELS: dict[tuple[str, int, int], ChanceModel] = {}
+
+
+def chance_model(bench: str, items: list[Item]) -> ChanceModel:
+    key = (bench, id(items), len(items))
+    model = _MODELS.get(key)
+    if model is None:
+        if len(_MODELS) > 8:
+            _MODELS.clear()
+        model = _MODELS[key] = ChanceModel(bench, items)
+    return model
+
+
+def chance_response(bench: str, item: Item, query_index: int, items: list[Item], kind: str, rng: Any) -> str:
+    """A response text for the `random` or `frequency` baseline, computed from `items`' annotations."""
+    return chance_model(bench, items).respond(item, query_index, kind, rng)

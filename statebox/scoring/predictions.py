@@ -1,0 +1,114 @@
+"""Predictions files (JSONL) and matching predictions to benchmark queries.
+
+A line is `{"id": ..., "query_index": N (streaming only), "response": "raw text",
+"clips": ... (EC-Bench, optional)}`; other keys are ignored. A malformed line
+stops with `file:line: what is wrong`. Unknown ids, out-of-range query indexes
+and duplicates are warnings (the last duplicate wins), never silent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from statebox.benchmarks._io import iter_jsonl, type_name
+from statebox.errors import DataError
+from statebox.schema import Item, Prediction
+from statebox.scoring.core import Answer, Answers
+
+
+@dataclass(frozen=True)
+class PredictionLine:
+    id: str
+    query_index: int | None
+    response: str
+    clips: Any = None
+    line: int | None = None
+
+
+def load_predictions(path: str | Path) -> list[PredictionLine]:
+    path = Path(path)
+    out = []
+    for line, row in iter_jsonl(path):
+        out.append(_from_mapping(row, path, line))
+    return out
+
+
+def _from_mapping(row: dict[str, Any], path: Path | None, line: int | None) -> PredictionLine:
+    where = path if path is not None else "predictions"
+    if "id" not in row or row["id"] is None:
+        raise DataError(where, line, "missing field 'id'")
+    if not isinstance(row["id"], (str, int)) or isinstance(row["id"], bool):
+        raise DataError(where, line, f"field 'id' must be a string or an integer, got {type_name(row['id'])}")
+    query_index = row.get("query_index")
+    if query_index is not None and (not isinstance(query_index, int) or isinstance(query_index, bool) or query_index < 0):
+        raise DataError(where, line, f"field 'query_index' must be a non-negative integer, got {query_index!r}")
+    if "response" not in row:
+        raise DataError(where, line, "missing field 'response'")
+    response = row["response"]
+    if response is None:
+        response = ""
+    if not isinstance(response, str):
+        raise DataError(where, line, f"field 'response' must be a string, got {type_name(response)}")
+    clips = row.get("clips")
+    if clips is not None and not isinstance(clips, (str, list)):
+        raise DataError(where, line, f"field 'clips' must be a string or an array, got {type_name(clips)}")
+    return PredictionLine(id=str(row["id"]), query_index=query_index, response=response, clips=clips, line=line)
+
+
+def normalise(predictions: list[Any]) -> list[PredictionLine]:
+    """Accept PredictionLine, schema.Prediction or plain dicts."""
+    out = []
+    for index, p in enumerate(predictions):
+        if isinstance(p, PredictionLine):
+            out.append(p)
+        elif isinstance(p, Prediction):
+            out.append(PredictionLine(id=p.id, query_index=p.query_index, response=p.response, clips=p.clips))
+        elif isinstance(p, dict):
+            out.append(_from_mapping(p, None, index + 1))
+        else:
+            raise DataError("predictions", index + 1, f"expected a prediction object, got {type(p).__name__}")
+    return out
+
+
+def match(items: list[Item], predictions: list[Any], source: str | Path = "predictions") -> tuple[Answers, list[str]]:
+    """Answers keyed by (item id, query index), plus warnings about what did not fit."""
+    by_id = {item.id: item for item in items}
+    answers: Answers = {}
+    unknown: list[str] = []
+    out_of_range: list[str] = []
+    duplicates = 0
+    for p in normalise(predictions):
+        item = by_id.get(p.id)
+        if item is None:
+            unknown.append(p.id)
+            continue
+        if p.query_index is None:
+            if len(item.queries) > 1:
+                raise DataError(source, p.line,
+                                f"id '{p.id}' is a streaming question with {len(item.queries)} query points: "
+                                "'query_index' is required")
+            index = 0
+        else:
+            index = p.query_index
+        if index >= len(item.queries):
+            out_of_range.append(f"{p.id}#{index}")
+            continue
+        key = (item.id, item.queries[index].index)
+        duplicates += key in answers
+        answers[key] = Answer(response=p.response, clips=p.clips)
+    warnings = []
+    if unknown:
+        warnings.append(f"{len(unknown)} predictions name unknown ids (ignored), e.g. {', '.join(unknown[:3])}")
+    if out_of_range:
+        warnings.append(f"{len(out_of_range)} predictions have a query_index past the question's query points "
+                        f"(ignored), e.g. {', '.join(out_of_range[:3])}")
+    if duplicates:
+        warnings.append(f"{duplicates} duplicate predictions for the same query: the last one is used")
+    total = sum(len(i.queries) for i in items)
+    missing = total - len(answers)
+    if missing:
+        warnings.append(f"{missing} of {total} queries have no prediction: scored as 0 "
+                        "(EC-Bench: left out of the official denominators, wrong in *_all)")
+    return answers, warnings

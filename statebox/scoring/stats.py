@@ -1,0 +1,71 @@
+"""Uncertainty: 95% bootstrap confidence intervals clustered by video.
+
+Questions about the same video are not independent (one misread video sinks
+several answers), so the bootstrap resamples whole videos with replacement.
+Resampling C clusters with replacement is a multinomial draw of per-cluster
+multiplicities, which turns every bootstrap replicate into one matrix product.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+CHUNK = 200  # replicates per matrix product: bounds memory at CHUNK x clusters
+
+
+def cluster_codes(clusters: Sequence[object]) -> np.ndarray:
+    _, codes = np.unique(np.asarray([str(c) for c in clusters]), return_inverse=True)
+    return codes.astype(np.int64)
+
+
+def bootstrap_means(values: np.ndarray, codes: np.ndarray, n_boot: int = 1000, seed: int = 0) -> np.ndarray:
+    """Replicates of the column means of `values` (n x m, NaN = not counted), resampling clusters.
+
+    Returns an (n_boot x m) array; a replicate whose resample holds no counted value is NaN.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[:, None]
+    n_clusters = int(codes.max()) + 1 if len(codes) else 0
+    counted = ~np.isnan(values)
+    sums = np.zeros((n_clusters, values.shape[1]))
+    counts = np.zeros((n_clusters, values.shape[1]))
+    np.add.at(sums, codes, np.where(counted, values, 0.0))
+    np.add.at(counts, codes, counted.astype(np.float64))
+    rng = np.random.default_rng(seed)
+    out = np.empty((n_boot, values.shape[1]))
+    if n_clusters == 0:
+        out.fill(np.nan)
+        return out
+    probabilities = np.full(n_clusters, 1.0 / n_clusters)
+    for start in range(0, n_boot, CHUNK):
+        size = min(CHUNK, n_boot - start)
+        weights = rng.multinomial(n_clusters, probabilities, size=size).astype(np.float64)
+        numerator = weights @ sums
+        denominator = weights @ counts
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[start : start + size] = numerator / denominator
+    return out
+
+
+def percentile_interval(replicates: np.ndarray, level: float = 0.95) -> tuple[float, float] | None:
+    finite = replicates[np.isfinite(replicates)]
+    if finite.size == 0:
+        return None
+    tail = (1.0 - level) / 2 * 100
+    lo, hi = np.percentile(finite, [tail, 100 - tail])
+    return float(lo), float(hi)
+
+
+def bootstrap_ci(values: Sequence[float | None], clusters: Sequence[object], n_boot: int = 1000,
+                 seed: int = 0, level: float = 0.95) -> tuple[float, float] | None:
+    """95% percentile CI of the mean of `values` (None = not counted), resampling `clusters` (videos)."""
+    array = np.asarray([np.nan if v is None else float(v) for v in values], dtype=np.float64)
+    if len(array) != len(clusters):
+        raise ValueError("values and clusters must have the same length")
+    if not np.isfinite(array).any():
+        return None
+    replicates = bootstrap_means(array, cluster_codes(clusters), n_boot=n_boot, seed=seed)[:, 0]
+    return percentile_interval(replicates, level)
