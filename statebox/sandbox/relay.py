@@ -82,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--socket", default=DEFAULT_SOCKET)
     parser.add_argument("--background", action="store_true", help="return once listening; keep relaying in a child")
+    parser.add_argument("--log", default="/tmp/statebox-relay.log", help="where a background relay writes errors")
     args = parser.parse_args(argv)
     try:
         server = listen(args.host, args.port)
@@ -97,7 +98,12 @@ def main(argv: list[str] | None = None) -> int:
         os.setsid()
         devnull = os.open(os.devnull, os.O_RDWR)
         os.dup2(devnull, 0)
-        os.dup2(devnull, 1)  # let a caller reading our stdout (the pid) see EOF; stderr stays
+        os.dup2(devnull, 1)  # a caller reading our stdout (the pid) or stderr must see EOF
+        try:
+            log = os.open(args.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        except OSError:
+            log = devnull
+        os.dup2(log, 2)
     try:
         serve_forever(server, args.socket)
     except KeyboardInterrupt:
