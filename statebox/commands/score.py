@@ -1,9 +1,103 @@
-"""`statebox score` (placeholder until its issue lands)."""
+"""`statebox score`: score a predictions JSONL against a benchmark file with the official rules."""
 
 from __future__ import annotations
+
+import json
+from enum import Enum
+from pathlib import Path
 
 import typer
 
 
+class Bench(str, Enum):
+    vstat = "vstat"
+    vcbench = "vcbench"
+    ecbench = "ecbench"
+    eocbench = "eocbench"
+    cpbench = "cpbench"
+
+
+class JudgeKind(str, Enum):
+    auto = "auto"
+    openai = "openai"
+    anthropic = "anthropic"
+    fuzzy = "fuzzy"
+
+
 def register(app: typer.Typer) -> None:
-    """Nothing registered yet."""
+    @app.command("score")
+    def score(
+        bench: Bench = typer.Option(..., "--bench", help="Benchmark whose rules apply."),
+        data: Path = typer.Option(..., "--data", help="The benchmark's annotation file."),
+        predictions: Path = typer.Option(..., "--predictions", help="JSONL: {id, query_index, response, clips}."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object (the ScoreReport) on stdout."),
+        judge: JudgeKind = typer.Option(JudgeKind.auto, "--judge",
+                                        help="EC-Bench enumeration judge (auto: OpenAI/Anthropic key if set, else fuzzy)."),
+        judge_model: str = typer.Option(None, "--judge-model", help="Judge model (default gpt-5 / claude-sonnet-4-5)."),
+        bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Bootstrap replicates for the 95% CIs (0: none)."),
+        seed: int = typer.Option(0, "--seed", help="Seed for the bootstrap and the random baseline."),
+    ) -> None:
+        """Score predictions exactly as each benchmark's released code does (plus CIs, chance, breakdowns)."""
+        from statebox.benchmarks import load_benchmark
+        from statebox.scoring.judge import make_judge
+        from statebox.scoring.predictions import load_predictions
+        from statebox.scoring.report import score_predictions
+
+        loaded = load_benchmark(bench.value, data)
+        lines = load_predictions(predictions)
+        enumeration_judge = make_judge(judge.value, judge_model) if bench == Bench.ecbench else None
+        report = score_predictions(bench.value, loaded.items, lines, enumeration_judge, n_boot=bootstrap, seed=seed,
+                                   source=str(predictions))
+        report.warnings = loaded.warnings + report.warnings
+        if as_json:
+            typer.echo(json.dumps(report.model_dump(mode="json")))
+        else:
+            print_report(report)
+
+
+def print_report(report) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    extra = report.model_extra or {}
+    ci = extra.get("ci") or {}
+    chance = extra.get("chance") or {}
+    table = Table(title=f"{report.benchmark}: {report.n} items", title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("95% CI (by video)", justify="right")
+    for kind in chance:
+        table.add_column(f"chance: {kind}", justify="right")
+    for name, value in report.metrics.items():
+        interval = ci.get(name)
+        table.add_row(
+            name,
+            _fmt(value),
+            f"{_fmt(interval[0])} - {_fmt(interval[1])}" if interval else "",
+            *[_fmt(chance[k].get(name)) if name in chance[k] else "" for k in chance],
+        )
+    console.print(table)
+    if report.groups:
+        headline = list(report.metrics)[:3]
+        groups = Table(title="breakdown by label", title_justify="left")
+        groups.add_column("group")
+        groups.add_column("n", justify="right")
+        for name in headline:
+            groups.add_column(name, justify="right")
+        for name, group in report.groups.items():
+            groups.add_row(name, str(group.n), *[_fmt(group.metrics.get(m)) for m in headline])
+        console.print(groups)
+    failures = extra.get("parse_failures") or {}
+    console.print(f"parse failures: {failures.get('count', 0)} of {failures.get('queries', 0)} queries; "
+                  f"missing predictions: {extra.get('missing', 0)}")
+    if extra.get("judge"):
+        console.print(f"enumeration judge: {extra['judge']}")
+    for warning in report.warnings:
+        console.print(f"[yellow]warning:[/yellow] {warning}")
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
