@@ -1,0 +1,100 @@
+"""Render one clip in memory, then write its video and ground truth.
+
+Families describe a clip as a function `scene_at(frame, time) -> (camera, objects)`;
+this module runs it over every frame, keeps frames and per-object statistics in
+memory so the family can check its validity rules (and resample the layout) before
+anything is encoded, then writes the mp4 and the ground-truth files in one go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from statebox.benchmarks.synthetic import groundtruth as gt
+from statebox.benchmarks.synthetic.geometry import Camera
+from statebox.benchmarks.synthetic.render import ObjectStats, Renderer, SceneObject
+from statebox.benchmarks.synthetic.video import write_mp4
+
+WIDTH, HEIGHT, FPS = 480, 320, 10
+
+SceneFn = Callable[[int, float], tuple[Camera, list[SceneObject]]]
+
+
+@dataclass
+class Seen:
+    """One tracked object in one frame."""
+
+    cls: str
+    stats: ObjectStats
+    state: dict[str, Any]
+
+
+@dataclass
+class RenderedClip:
+    fps: int
+    width: int
+    height: int
+    frames: list[np.ndarray] = field(default_factory=list)
+    seen: list[dict[int, Seen]] = field(default_factory=list)  # per frame: object id -> what the frame shows
+
+    @property
+    def n_frames(self) -> int:
+        return len(self.frames)
+
+    def time(self, frame: int) -> float:
+        return round(frame / self.fps, 4)
+
+    def visible_ids(self, frame: int, cls: str | None = None, threshold: float = 0.5) -> list[int]:
+        return [oid for oid, s in self.seen[frame].items()
+                if (cls is None or s.cls == cls) and s.stats.visible >= threshold]
+
+
+def render_clip(renderer: Renderer, n_frames: int, fps: int, scene_at: SceneFn) -> RenderedClip:
+    clip = RenderedClip(fps, renderer.width, renderer.height)
+    for i in range(n_frames):
+        camera, objects = scene_at(i, i / fps)
+        frame, stats = renderer.render(camera, objects, i)
+        clip.frames.append(frame)
+        clip.seen.append({o.oid: Seen(o.cls, stats[o.oid], dict(o.state)) for o in objects if o.cls is not None})
+    return clip
+
+
+def track_rows(clip: RenderedClip) -> list[dict[str, Any]]:
+    rows = []
+    for i, seen in enumerate(clip.seen):
+        for oid in sorted(seen):
+            s = seen[oid]
+            row: dict[str, Any] = {
+                "frame": i, "time": clip.time(i), "id": oid, "class": s.cls,
+                "box": list(s.stats.box) if s.stats.box else None,
+                "amodal_box": list(s.stats.amodal_box) if s.stats.amodal_box else None,
+                "visible": round(s.stats.visible, 4), "in_frame": round(s.stats.in_frame, 4),
+            }
+            if s.state:
+                row["state"] = s.state
+            rows.append(row)
+    return rows
+
+
+def save_clip(family_dir: Path, family: str, stem: str, clip: RenderedClip, events: list[dict[str, Any]],
+              params: dict[str, Any], answers: dict[str, Any]) -> str:
+    """Write videos/<stem>.mp4 and gt/<stem>.{tracks.jsonl,events.jsonl,meta.json}; returns the video's relative path."""
+    video_rel = f"{stem}.mp4"
+    write_mp4(family_dir / "videos" / video_rel, clip.frames, clip.fps)
+    gt.write_jsonl(gt.tracks_path(family_dir, stem), track_rows(clip))
+    gt.write_jsonl(gt.events_path(family_dir, stem), sorted(events, key=lambda e: (e["frame"], e["kind"], e["ids"])))
+    meta = gt.VideoMeta(stem=stem, family=family, video=video_rel, fps=clip.fps, n_frames=clip.n_frames,
+                        width=clip.width, height=clip.height, duration=round(clip.n_frames / clip.fps, 4),
+                        params=params, answers=answers)
+    path = gt.meta_path(family_dir, stem)
+    path.write_text(gt.dumps(meta.model_dump()) + "\n")
+    return video_rel
+
+
+def event(clip_fps: int, frame: int, kind: str, ids: list[int], **data: Any) -> dict[str, Any]:
+    return {"time": round(frame / clip_fps, 4), "frame": frame, "kind": kind, "ids": ids, "data": data}

@@ -1,0 +1,20 @@
+"""Task families of the generated suite, one module each, all sharing the renderer.
+
+Every family module exposes: NAME, BENCH (the benchmark format it writes), CLASSES
+(detector classes it draws), ANNOTATION (its annotation file name), COST (relative
+render cost, for scheduling), n_videos(size), and make_video(family_dir, seed, index, n)
+-> VideoRecord (renders one video, writes its ground truth, returns its annotation rows).
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+FAMILIES: tuple[str, ...] = ("cube_count", "shell_game", "block_count", "bolts", "streaming_count", "morse_light")
+
+
+def family_module(name: str) -> ModuleType:
+    if name not in FAMILIES:
+        raise KeyError(name)
+    return importlib.import_module(f"statebox.benchmarks.synthetic.families.{name}")
