@@ -441,6 +441,9 @@ def cmd_frames(args, roots):
     index = VideoIndex(checked_input(args.video, roots))
     selection = select_frames(index, args)
     size = parse_size(args.resize, index.width, index.height)
+    if size is None and args.max_side and max(index.width, index.height) > args.max_side:
+        ratio = args.max_side / max(index.width, index.height)
+        size = (max(2, round(index.width * ratio)), max(2, round(index.height * ratio)))
     images = dict(decode_frames(index, [s["index"] for s in selection], to_bgr(size)))
     report = base_report("frames", index)
     frames = emit_images(args, selection, images, "frame", roots)
@@ -630,6 +633,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("frames", help="decode frames at times / an fps / N uniform")
     common(p)
     p.add_argument("--resize", help="WxH (use -1 to keep the aspect ratio)")
+    p.add_argument("--max-side", type=int, help="shrink (never enlarge) so the longer side is at most this")
     p = sub.add_parser("grid", help="contact sheet with timestamps burnt in")
     common(p)
     p.add_argument("--cols", type=int)

@@ -1,0 +1,152 @@
+"""`mllm`: the plain multimodal baseline — N frames (or an fps), the question, one request.
+
+This is the baseline lmms-eval users know and the seeds' frame-budget sweeps use
+(16/32/64/128 frames; 1 fps for Gemini-style runs): frames are sampled uniformly with
+lmms-eval's index rule (`np.linspace(0, n_frames - 1, N).astype(int)`), decoded by
+`vtools` inside the attempt's sandbox, optionally labelled with their timestamps, and
+sent in one request in the provider's native image format. For a streaming query the
+frames cover only the video up to the query time.
+
+Options (AgentOptions): `model`, `provider`, `frames` (N, default 32) or `fps`,
+`timestamps` (label each frame with its time, default on), `prompt_template` (a file
+with {question} {options} {answer_format} {query_time} {num_frames} fields), and in
+`extra`: `max_side` (pixels, default 768), `api` (`chat` | `responses` for OpenAI),
+`max_tokens`, `max_frames` (cap for --fps, default 512), `vtools` (`sandbox` | `local`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from statebox.agents.base import AgentOptions, AttemptContext
+from statebox.agents.vision_client import (
+    DEFAULT_MODELS,
+    Image,
+    ModelError,
+    Part,
+    Text,
+    VisionClient,
+    lease_gateway,
+    provider_of,
+)
+from statebox.agents.video_prompts import extract_answer, frame_label, question_block, render_template, template_fields
+from statebox.errors import InfrastructureError, UserError
+from statebox.recorder import SessionRecorder
+from statebox.schema import EventKind, Session, Usage
+from statebox.tools.sandboxed import open_video_tools
+from statebox.tools.video_tools import Frame, VideoTools, VtoolsError
+
+DEFAULT_FRAMES = 32
+
+
+def sample_frames(tools: VideoTools, options: AgentOptions) -> tuple[list[Frame], str]:
+    """The baseline's frames and a phrase saying how they were chosen."""
+    max_frames = int(options.extra.get("max_frames", 512))
+    if options.fps:
+        frames = tools.frames(fps=float(options.fps), max_frames=max_frames + 1)
+        if len(frames) > max_frames:  # lmms-eval's rule when an fps asks for too many: uniform subsample
+            keep = np.linspace(0, len(frames) - 1, max_frames).astype(int).tolist()
+            frames = [frames[i] for i in keep]
+        return frames, f"at {options.fps:g} frame(s) per second"
+    n = int(options.frames or DEFAULT_FRAMES)
+    if n <= 0:
+        raise UserError(f"mllm: --frames must be positive, got {n}")
+    return tools.frames(uniform=n), "uniformly"
+
+
+def build_parts(frames: list[Frame], text: str, timestamps: bool) -> list[Part]:
+    """Frames first (time order, each after its label), then the question — lmms-eval's layout."""
+    parts: list[Part] = []
+    for f in sorted(frames, key=lambda f: f.time):
+        if timestamps:
+            parts.append(Text(frame_label(f.time)))
+        parts.append(Image(f.data, f.media_type, (f.time,)))
+    parts.append(Text(text))
+    return parts
+
+
+def prompt_text(ctx: AttemptContext, frames: list[Frame], how: str, options: AgentOptions) -> str:
+    n = len(frames)
+    if options.prompt_template:
+        return render_template(options.prompt_template, template_fields(ctx.item, ctx.query, num_frames=n))
+    stamps = " Each frame is preceded by its timestamp in seconds." if options.timestamps else ""
+    return (f"The images above are {n} frames sampled {how} from a video, in time order.{stamps}\n\n"
+            f"{question_block(ctx.item, ctx.query)}\n\n"
+            "Reason briefly if you need to, then end with a last line of the form: ANSWER: <your answer>")
+
+
+class MllmAgent:
+    name = "mllm"
+    needs_sandbox = True
+    needs_gateway = True
+
+    def __init__(self, options: AgentOptions | None = None) -> None:
+        self.options = options or AgentOptions()
+
+    def run(self, ctx: AttemptContext) -> Session:
+        options = ctx.options if ctx.options is not None else self.options
+        provider = provider_of(options.model, options.provider)
+        model = options.model or DEFAULT_MODELS[provider]
+        started = ctx.started_at or time.time()
+        status, reason, response = "ok", "", ""
+        usage = Usage()
+        with SessionRecorder(ctx.attempt_dir, started) as rec:
+            rec.add(EventKind.message, ctx.instruction, data={"role": "user", "agent": self.name, "model": model})
+            access = lease_gateway(ctx)
+            try:
+                client = VisionClient(access.lease, model, provider, api=options.extra.get("api", "chat"),
+                                      max_tokens=int(options.extra.get("max_tokens", 2048)))
+                mode = options.extra.get("vtools", "sandbox")
+                with open_video_tools(ctx, mode=mode, max_side=options.extra.get("max_side", 768),
+                                      on_decoded=lambda ts: rec.add_frames(decoded=ts)) as tools:
+                    frames, how = sample_frames(tools, options)
+                if not frames:
+                    raise VtoolsError("no frames could be decoded")
+                text = prompt_text(ctx, frames, how, options)
+                parts = build_parts(frames, text, options.timestamps)
+                shown = [t for p in parts if isinstance(p, Image) for t in p.times]
+                rec.add(EventKind.model_request, text,
+                        data={"model": model, "provider": provider, "images": len(shown), "times": shown})
+                rec.add_frames(model_visible=shown)
+                reply = client.ask(parts)
+                rec.add_usage(reply.input_tokens, reply.output_tokens)
+                rec.add(EventKind.model_response, reply.text,
+                        data={"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens,
+                              "stop_reason": reply.stop_reason})
+                response = extract_answer(reply.text)
+                rec.add(EventKind.final_answer, response)
+            except ModelError as exc:
+                status, reason = "error", f"model: {exc}"
+                rec.add(EventKind.error, reason)
+            except VtoolsError as exc:
+                status, reason = "error", f"vtools: {exc}"
+                rec.add(EventKind.error, reason)
+            except InfrastructureError:
+                raise
+            finally:
+                usage = access.lease.usage.model_copy()
+                access.close()
+            return _session(ctx, self.name, rec, status, reason, response, usage, started,
+                            {"model": model, "provider": provider, "frames_requested": options.frames or None,
+                             "fps": options.fps, "timestamps": options.timestamps})
+
+
+def _session(ctx: AttemptContext, agent: str, rec: SessionRecorder, status: str, reason: str, response: str,
+             usage: Usage, started: float, meta: dict[str, Any]) -> Session:
+    return Session(
+        attempt_id=ctx.attempt.attempt_id,
+        agent=agent,
+        status=status,  # type: ignore[arg-type]
+        reason=reason,
+        response=response,
+        events=list(rec.events),
+        raw_logs=["gateway.jsonl"],
+        frames=rec.frames.model_copy(deep=True),
+        usage=usage,
+        started_at=started,
+        duration_s=round(time.time() - started, 3),
+        meta=meta,
+    )

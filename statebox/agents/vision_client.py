@@ -1,0 +1,234 @@
+"""One multimodal request, in each provider's native wire format, through the gateway.
+
+The mllm baseline and the video agent both send "text + frames" to a model. Frames
+go as each API expects them — Anthropic Messages: base64 `image` blocks; OpenAI Chat
+Completions: `image_url` parts with data URLs; OpenAI Responses: `input_image` parts —
+through the official SDKs, whose HTTP client is pointed at the attempt's gateway
+socket. The gateway swaps in the real key, applies the budgets, logs the request and,
+for OpenAI-compatible local servers, forwards to `OPENAI_BASE_URL`.
+
+Chat Completions is the default OpenAI wire format because every OpenAI-compatible
+server (vLLM, SGLang, llama.cpp, LM Studio) speaks it; `api="responses"` is there for
+models only served by the Responses API.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Union
+
+from statebox.errors import UserError
+
+Provider = Literal["anthropic", "openai"]
+OpenAIApi = Literal["chat", "responses"]
+DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4.1"}
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True)
+class Image:
+    """A base64 image and the moment of the video it shows (for accounting)."""
+
+    data: str
+    media_type: str = "image/jpeg"
+    times: tuple[float, ...] = ()  # video times shown (one for a frame, many for a contact sheet)
+
+
+Part = Union[Text, Image]
+
+
+@dataclass
+class Reply:
+    text: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    stop_reason: str = ""
+
+
+@dataclass
+class ModelError(Exception):
+    """The model call failed for good (API error, budget exhausted, unreachable)."""
+
+    message: str
+    status: int | None = None
+    budget: bool = False
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def provider_of(model: str | None, provider: str | None) -> Provider:
+    """AgentOptions.provider wins; else the model name decides (claude-* -> anthropic)."""
+    if provider:
+        if provider not in ("anthropic", "openai"):
+            raise UserError(f"unknown provider {provider!r} (anthropic | openai)")
+        return provider  # type: ignore[return-value]
+    from statebox.sandbox.gateway import provider_for_model
+
+    return provider_for_model(model or DEFAULT_MODELS["anthropic"])
+
+
+def _accepts(method: Any, name: str) -> bool:
+    import inspect
+
+    try:
+        return name in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _is_openai_hosted(model: str) -> bool:
+    return model.lower().startswith(("gpt-", "o1", "o3", "o4", "chatgpt", "codex"))
+
+
+def _is_reasoning(model: str) -> bool:
+    """Models that refuse a temperature other than the default."""
+    m = model.lower()
+    return m.startswith(("o1", "o3", "o4", "gpt-5", "codex"))
+
+
+def anthropic_content(parts: list[Part]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for p in parts:
+        if isinstance(p, Image):
+            out.append({"type": "image", "source": {"type": "base64", "media_type": p.media_type, "data": p.data}})
+        else:
+            out.append({"type": "text", "text": p.text})
+    return out
+
+
+def chat_content(parts: list[Part], detail: str = "auto") -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for p in parts:
+        if isinstance(p, Image):
+            out.append({"type": "image_url",
+                        "image_url": {"url": f"data:{p.media_type};base64,{p.data}", "detail": detail}})
+        else:
+            out.append({"type": "text", "text": p.text})
+    return out
+
+
+def responses_content(parts: list[Part], detail: str = "auto") -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for p in parts:
+        if isinstance(p, Image):
+            out.append({"type": "input_image", "image_url": f"data:{p.media_type};base64,{p.data}", "detail": detail})
+        else:
+            out.append({"type": "input_text", "text": p.text})
+    return out
+
+
+@dataclass
+class VisionClient:
+    """Sends (system, parts) to one model through a gateway lease; one instance per attempt."""
+
+    lease: Any
+    model: str
+    provider: Provider
+    api: OpenAIApi = "chat"
+    max_tokens: int = 2048
+    temperature: float | None = 0.0
+    detail: str = "auto"
+    _client: Any = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        from statebox.sandbox import gateway
+
+        if self.provider == "anthropic":
+            self._client = gateway.anthropic_client(self.lease, max_retries=2)
+        else:
+            self._client = gateway.openai_client(self.lease, max_retries=2)
+
+    def ask(self, parts: list[Part], system: str | None = None, max_tokens: int | None = None) -> Reply:
+        """One request; raises `ModelError` when the API refuses or fails after retries."""
+        limit = max_tokens or self.max_tokens
+        try:
+            if self.provider == "anthropic":
+                return self._anthropic(parts, system, limit)
+            if self.api == "responses":
+                return self._responses(parts, system, limit)
+            return self._chat(parts, system, limit)
+        except ModelError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - SDK error classes differ by provider and version
+            status = getattr(exc, "status_code", None)
+            exceeded = getattr(self.lease, "exceeded", None)
+            message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:400]
+            raise ModelError(exceeded or message, status=status, budget=bool(exceeded)) from exc
+
+    def _anthropic(self, parts: list[Part], system: str | None, limit: int) -> Reply:
+        kwargs: dict[str, Any] = {"model": self.model, "max_tokens": limit,
+                                  "messages": [{"role": "user", "content": anthropic_content(parts)}]}
+        if system:
+            kwargs["system"] = system
+        if self.temperature is not None and _accepts(self._client.messages.create, "temperature"):
+            kwargs["temperature"] = self.temperature  # newer SDKs dropped the knob: then the model default
+        msg = self._client.messages.create(**kwargs)
+        text = "".join(getattr(b, "text", "") for b in msg.content if getattr(b, "type", "") == "text")
+        usage = getattr(msg, "usage", None)
+        return Reply(text, getattr(usage, "input_tokens", 0) or 0, getattr(usage, "output_tokens", 0) or 0,
+                     str(getattr(msg, "stop_reason", "") or ""))
+
+    def _chat(self, parts: list[Part], system: str | None, limit: int) -> Reply:
+        messages: list[dict[str, Any]] = []
+        if system:
+            messages.append({"role": "system", "content": system})
+        messages.append({"role": "user", "content": chat_content(parts, self.detail)})
+        # OpenAI's own newer models only take max_completion_tokens; local servers know max_tokens.
+        limit_key = "max_completion_tokens" if _is_openai_hosted(self.model) else "max_tokens"
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, limit_key: limit}
+        if (self.temperature is not None and not _is_reasoning(self.model)
+                and _accepts(self._client.chat.completions.create, "temperature")):
+            kwargs["temperature"] = self.temperature
+        completion = self._client.chat.completions.create(**kwargs)
+        choice = completion.choices[0] if completion.choices else None
+        text = (choice.message.content or "") if choice is not None else ""
+        usage = completion.usage
+        return Reply(text, getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0,
+                     str(getattr(choice, "finish_reason", "") or ""))
+
+    def _responses(self, parts: list[Part], system: str | None, limit: int) -> Reply:
+        kwargs: dict[str, Any] = {"model": self.model, "max_output_tokens": limit,
+                                  "input": [{"role": "user", "content": responses_content(parts, self.detail)}]}
+        if system:
+            kwargs["instructions"] = system
+        if (self.temperature is not None and not _is_reasoning(self.model)
+                and _accepts(self._client.responses.create, "temperature")):
+            kwargs["temperature"] = self.temperature
+        response = self._client.responses.create(**kwargs)
+        usage = response.usage
+        return Reply(response.output_text or "", getattr(usage, "input_tokens", 0) or 0,
+                     getattr(usage, "output_tokens", 0) or 0, str(getattr(response, "status", "") or ""))
+
+
+@dataclass
+class GatewayAccess:
+    """An attempt's lease on the run's gateway, with a short socket path (unix sockets cap paths at 108 bytes)."""
+
+    lease: Any
+    socket_dir: tempfile.TemporaryDirectory
+
+    def close(self) -> None:
+        try:
+            self.lease.close()
+        finally:
+            self.socket_dir.cleanup()
+
+
+def lease_gateway(ctx: Any) -> GatewayAccess:
+    if ctx.gateway is None:
+        raise UserError("this agent talks to a model through the statebox gateway, but none was started")
+    socket_dir = tempfile.TemporaryDirectory(prefix="sbx-gw-")
+    try:
+        lease = ctx.gateway.lease(ctx.attempt.attempt_id, Path(socket_dir.name),
+                                  Path(ctx.attempt_dir) / "gateway.jsonl", ctx.policy.budgets)
+    except BaseException:
+        socket_dir.cleanup()
+        raise
+    return GatewayAccess(lease, socket_dir)
