@@ -1,9 +1,81 @@
-"""`statebox audit` (placeholder until its issue lands)."""
+"""`statebox audit RUN_DIR|SESSION_FILE [--json]`: the contamination auditor from the command line."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
 
 import typer
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing registered yet."""
+    @app.command("audit")
+    def audit(
+        target: Path = typer.Argument(..., help="A run folder (RUN_DIR/attempts/*), one attempt folder, or one session file."),
+        as_json: bool = typer.Option(False, "--json", help='Print {"attempts": [{attempt, agent, item, verdict, findings}]}.'),
+        fmt: Optional[str] = typer.Option(None, "--format", help="Session file format: events|claude|codex|gateway|text (default: detect)."),
+        policy_name: str = typer.Option("default", "--policy", help="Policy whose audit actions apply (flag/void)."),
+        original_name: Optional[str] = typer.Option(None, "--original-name", help="Session file: the original video file name."),
+        item_id: Optional[str] = typer.Option(None, "--item-id", help="Session file: the benchmark item id."),
+        question: Optional[str] = typer.Option(None, "--question", help="Session file: the question (to spot searches for it)."),
+        honeytoken_value: Optional[List[str]] = typer.Option(None, "--honeytoken-value", help="Session file: a canary value (repeatable)."),
+        honeytoken_path: Optional[List[str]] = typer.Option(None, "--honeytoken-path", help="Session file: a decoy path (repeatable)."),
+        no_write: bool = typer.Option(False, "--no-write", help="Do not write verdict.json into attempt folders."),
+    ) -> None:
+        """Check sessions for the seven contamination categories and honeytokens; write verdicts."""
+        from statebox.audits.events import AttemptFacts
+        from statebox.audits.verdict import audit_file, audit_run
+        from statebox.errors import UserError
+        from statebox.policies import load_policy
+
+        policy = load_policy(policy_name)
+        if not target.exists():
+            raise UserError(f"{target}: no such run folder, attempt folder or session file")
+        if target.is_dir():
+            rows = audit_run(target, policy, write=not no_write)
+        else:
+            facts = AttemptFacts(
+                attempt_id=target.stem,
+                item_id=item_id or "",
+                original_name=original_name or "",
+                original_stem=Path(original_name).stem if original_name else "",
+                question=question or "",
+                honeytoken_values=list(honeytoken_value or []),
+                honeytoken_paths=list(honeytoken_path or []),
+            )
+            rows = [audit_file(target, facts, policy, fmt)]
+        if as_json:
+            typer.echo(json.dumps({"attempts": [r.to_json() for r in rows]}))
+            return
+        _print_table(rows)
+
+
+def _print_table(rows) -> None:
+    from collections import Counter
+
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    colour = {"clean": "green", "suspicious": "yellow", "contaminated": "red"}
+    table = Table(title="contamination audit", show_lines=False)
+    for col in ("attempt", "agent", "item", "verdict", "action", "findings"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        v = r.verdict
+        lines = [f"[b]{f.category}[/b] ({f.severity}, event {f.event}): {_esc(f.quote)[:90]}" for f in v.findings[:6]]
+        if len(v.findings) > 6:
+            lines.append(f"... {len(v.findings) - 6} more")
+        table.add_row(r.attempt, r.agent, r.item, f"[{colour[v.verdict]}]{v.verdict}[/]", v.action, "\n".join(lines) or "-")
+    console.print(table)
+    counts = Counter(r.verdict.verdict for r in rows)
+    cats = Counter(c for r in rows for c in {f.category for f in r.verdict.findings})
+    console.print(", ".join(f"{k}: {counts.get(k, 0)}" for k in ("clean", "suspicious", "contaminated"))
+                  + ("  |  " + ", ".join(f"{k} {n}" for k, n in sorted(cats.items())) if cats else ""))
+
+
+def _esc(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)

@@ -1,0 +1,323 @@
+"""What a command or a piece of code *does*: the paths it touches, the hosts it calls.
+
+Why this is its own module: the contamination rules are about actions (listing
+`/`, reading an annotation file, calling a host), but agents express actions as
+free text (a bash one-liner, a heredoc of Python, a tool call's arguments). This
+module turns that text into `Access` records once, so each rule is a small
+question about paths and commands rather than another regex over raw text.
+
+Shell text is tokenised with `shlex` (quotes respected, so `echo "no curl"`
+names no command); heredoc bodies and `python -c` strings are treated as code,
+where only API calls (`os.walk(...)`, `requests.get(...)`) and string literals
+that are paths count.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass
+
+WORKDIR = "/workspace"
+
+LISTERS = {"ls", "find", "tree", "du", "fd", "fdfind", "locate", "mlocate", "plocate", "dir", "vdir", "cd", "pushd", "stat"}
+SEARCHERS = {"grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ack", "git-grep"}
+READERS = {"cat", "head", "tail", "less", "more", "jq", "strings", "xxd", "od", "hexdump", "file", "md5sum", "sha1sum",
+           "sha256sum", "wc", "sort", "uniq", "zcat", "bzcat", "xzcat", "tar", "unzip", "sqlite3", "csvlook", "awk", "sed",
+           "cut", "diff", "cmp", "base64", "nl", "tac", "python", "python3", "ffprobe", "ffmpeg", "cp", "rsync", "ln", "realpath",
+           "readlink", "test", "["}
+WRITERS = {"touch", "mkdir", "rm", "rmdir", "tee", "truncate", "chmod", "chown"}
+NET_COMMANDS = {"curl", "wget", "nc", "ncat", "netcat", "telnet", "ssh", "scp", "sftp", "ftp", "ping", "ping6", "nslookup",
+                "dig", "host", "traceroute", "tracepath", "yt-dlp", "youtube-dl", "gdown", "kaggle", "gsutil", "aria2c",
+                "lynx", "links", "w3m", "socat", "httpie", "http", "https", "hf", "huggingface-cli"}
+PACKAGE_FETCH = {  # command word -> subcommands that reach a registry or remote
+    "pip": {"install", "download", "wheel", "index", "search"},
+    "pip3": {"install", "download", "wheel", "index", "search"},
+    "uv": {"pip", "add", "sync", "tool", "run"},
+    "conda": {"install", "create", "update", "search"},
+    "mamba": {"install", "create", "update", "search"},
+    "npm": {"install", "i", "ci", "view", "add", "exec"},
+    "npx": None,  # any npx fetches
+    "yarn": {"add", "install"},
+    "pnpm": {"add", "install"},
+    "apt": {"install", "update", "download", "source"},
+    "apt-get": {"install", "update", "download", "source"},
+    "git": {"clone", "fetch", "pull", "push", "ls-remote", "submodule", "remote"},
+    "go": {"get", "install"},
+    "cargo": {"install", "add"},
+    "gem": {"install"},
+    "aws": {"s3"},
+}
+_SKIP_PREFIX = {"sudo", "nohup", "time", "exec", "command", "builtin", "then", "do", "else", "elif", "if", "while",
+                "until", "!", "{", "}", "nice", "stdbuf", "unbuffer", "doas"}
+_OPERATORS = {";", "&&", "||", "|", "&", "(", ")", ";;", "|&", "\n"}
+_REDIRECTS_OUT = {">", ">>", "&>", ">|", "&>>", "1>", "2>"}
+_REDIRECTS_IN = {"<"}
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w-]*)\1")
+
+# Code-level API calls (any language an agent might inline) and their meaning.
+CODE_WALK = re.compile(
+    r"\b(?:os\.walk|os\.listdir|os\.scandir|glob\.i?glob|scandir|listdir|walkdir)\(\s*(?:[rbuf]{0,2}(['\"])(.*?)\1|(os\.path\.expanduser\([^)]*\)|Path\.home\(\)|os\.sep|\S[^,)]*))"
+)
+CODE_PATH_METHOD = re.compile(r"\bPath\(\s*[rbuf]{0,2}(['\"])(.*?)\1\s*\)\s*\.\s*(rglob|glob|iterdir|walk)\b")
+CODE_HOME = re.compile(r"\bPath\.home\(\)|expanduser\(\s*['\"]~['\"]\s*\)|os\.environ\[['\"]HOME['\"]\]|getenv\(['\"]HOME['\"]\)")
+STRING_PATH = re.compile(r"(['\"])((?:~|\.\.|/)(?:[^'\"\s\\]|\\.)*)\1")
+CODE_NETWORK = re.compile(
+    r"\b(?:requests\.(?:get|post|put|head|patch|delete|request|Session)\b|httpx\.(?:get|post|Client|AsyncClient|stream)\b"
+    r"|urllib\.request|urlopen\(|urllib2|http\.client|HTTPS?Connection\(|socket\.(?:socket|create_connection|getaddrinfo|gethostbyname\w*)\("
+    r"|aiohttp\.|ftplib|smtplib|paramiko|hf_hub_download\(|snapshot_download\(|load_dataset\(|torch\.hub\.(?:load|download\w*)\("
+    r"|fetch\(\s*['\"`]https?:|wget\.download\(|pytube|YouTube\(|/dev/(?:tcp|udp)/)"
+)
+URL = re.compile(r"\b(?:https?|ftp|git|ssh|s3|gs|hf)://[^\s'\"<>)]+|\bwww\.[\w-]+\.[\w.-]+[^\s'\"<>)]*")
+
+
+@dataclass(frozen=True)
+class Access:
+    """One thing an action did: touch a path (`op` read|list|search|write|access) or call out (`op` network)."""
+
+    op: str
+    target: str  # a normalised absolute path, or a host/URL/package for network
+    via: str  # the command word or API that did it
+    pattern: str = ""  # for searches: what was searched for (grep pattern, find -name glob)
+
+
+def normalise_path(path: str, cwd: str = WORKDIR) -> str:
+    """Absolute, `..`-resolved form of a path as the agent wrote it (`~` = the agent's home)."""
+    path = path.strip()
+    if path.startswith("$HOME") or path.startswith("${HOME}"):
+        path = "~" + path.split("}", 1)[-1] if path.startswith("${") else "~" + path[5:]
+    if path == "~" or path.startswith("~/"):
+        path = "/home/agent" + path[1:]
+    if not path.startswith("/"):
+        path = posixpath.join(cwd, path)
+    norm = posixpath.normpath(path)
+    return "/" if norm in ("//", "") else norm
+
+
+def looks_like_path(token: str) -> bool:
+    if not token or token.startswith("-") or "://" in token or "=" in token.split("/")[0]:
+        return False
+    return token in (".", "..", "~", "/") or token.startswith(("/", "~/", "../", "./", "$HOME", "${HOME}")) or (
+        "/" in token and not token.startswith(("'", '"')) and re.match(r"^[\w.~*?\[\]{}@%+-]+(/[\w.*?\[\]{}@%+-]*)+$", token) is not None
+    )
+
+
+def strip_heredocs(text: str) -> tuple[str, list[str]]:
+    """Split shell text into (shell lines without heredoc bodies, heredoc bodies as code)."""
+    lines = text.split("\n")
+    shell: list[str] = []
+    bodies: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        shell.append(line)
+        delims = [m.group(2) for m in _HEREDOC.finditer(line)]
+        i += 1
+        for delim in delims:
+            body: list[str] = []
+            while i < len(lines) and lines[i].strip() != delim:
+                body.append(lines[i])
+                i += 1
+            i += 1  # the delimiter line
+            bodies.append("\n".join(body))
+    return "\n".join(shell), bodies
+
+
+def tokenize(text: str) -> list[str]:
+    """shlex tokens with operators and newlines as separate tokens; falls back to whitespace on bad quoting."""
+    text = text.replace("\\(", " ").replace("\\)", " ")  # find's escaped groups are not subshells
+    lex = shlex.shlex(text, posix=True, punctuation_chars=";&|()<>")
+    lex.whitespace = " \t\r"
+    lex.commenters = "#"
+    lex.wordchars += "$:{}[]@%+,^!"
+    try:
+        return list(lex)
+    except ValueError:
+        out: list[str] = []
+        for line in text.split("\n"):
+            out.extend(re.split(r"[ \t]+", line.strip()) + ["\n"])
+        return [t for t in out if t]
+
+
+def segments(shell_text: str) -> list[list[str]]:
+    """Simple commands (argv lists) in shell text, prefixes like `sudo`/`VAR=x`/`timeout 5` removed."""
+    out: list[list[str]] = []
+    current: list[str] = []
+    for tok in tokenize(shell_text):
+        if tok in _OPERATORS or tok == "$":
+            if current:
+                out.append(current)
+            current = []
+        else:
+            current.append(tok)
+    if current:
+        out.append(current)
+    cleaned = []
+    for argv in out:
+        argv = _strip_prefix(argv)
+        if argv:
+            cleaned.append(argv)
+    return cleaned
+
+
+def _strip_prefix(argv: list[str]) -> list[str]:
+    while argv:
+        word = argv[0]
+        if word in _SKIP_PREFIX:
+            argv = argv[1:]
+        elif re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", word):
+            argv = argv[1:]
+        elif word == "env" and len(argv) > 1 and (re.match(r"^[A-Za-z_]\w*=", argv[1]) or argv[1] in ("-i", "-u", "--")):
+            rest = argv[1:]
+            while rest and (re.match(r"^[A-Za-z_]\w*=", rest[0]) or rest[0] in ("-i", "--")):
+                rest = rest[1:]
+            while rest and rest[0] == "-u" and len(rest) > 1:
+                rest = rest[2:]
+            argv = rest
+        elif word in ("timeout", "xargs") and len(argv) > 1:
+            rest = argv[1:]
+            while rest and (rest[0].startswith("-") or re.match(r"^\d+(\.\d+)?[smhd]?$", rest[0])):
+                rest = rest[1:]
+            argv = rest
+        else:
+            break
+    return argv
+
+
+def command_word(argv: list[str]) -> str:
+    return posixpath.basename(argv[0]) if argv else ""
+
+
+def is_shell_command(argv: list[str]) -> bool:
+    """Reject Python-ish lines that tokenise like commands (`find = 3`, `env = dict(...)`)."""
+    if not argv:
+        return False
+    if any(c in argv[0] for c in "()=[]'\"") or argv[0].endswith(":"):
+        return False
+    return not (len(argv) > 1 and argv[1].startswith(("=", "+=", "-=", "(")))
+
+
+def shell_accesses(shell_text: str) -> list[Access]:
+    """Accesses of the simple commands in shell text (heredoc bodies excluded)."""
+    out: list[Access] = []
+    for argv in segments(shell_text):
+        if not is_shell_command(argv):
+            continue
+        word = command_word(argv)
+        if word in ("bash", "sh", "zsh", "dash") and "-c" in argv[1:]:
+            idx = argv.index("-c")
+            if idx + 1 < len(argv):
+                out.extend(shell_accesses(argv[idx + 1]))
+            continue
+        if word.startswith("python") and "-m" in argv and argv.index("-m") + 1 < len(argv):
+            mod = argv[argv.index("-m") + 1]
+            if mod == "pip" and any(a in PACKAGE_FETCH["pip"] for a in argv[argv.index("-m") + 2:]):
+                out.append(Access("network", " ".join(argv[argv.index("-m") + 2:]), "pip"))
+            if mod in ("http.server", "SimpleHTTPServer"):
+                out.append(Access("network", "listen", mod))
+        out.extend(_network_of(word, argv))
+        op = "list" if word in LISTERS else "search" if word in SEARCHERS else "write" if word in WRITERS else "read" if word in READERS else "access"
+        pattern = _search_pattern(word, argv)
+        if word in SEARCHERS and not any(looks_like_path(a) for a in _positional(argv[1:])[1:]):
+            # `grep -r pattern` with no path searches the working directory
+            if any(a.startswith("-") and ("r" in a.lstrip("-")[:4] or "R" in a) for a in argv[1:]) or word in ("rg", "ag", "ack"):
+                out.append(Access("search", WORKDIR, word, pattern))
+        if word == "find" and len(argv) == 1:
+            out.append(Access("list", WORKDIR, word))
+        prev = ""
+        for arg in argv[1:]:
+            if prev in _REDIRECTS_OUT:
+                if looks_like_path(arg) or "/" not in arg:
+                    out.append(Access("write", normalise_path(arg), word))
+            elif prev in _REDIRECTS_IN:
+                out.append(Access("read", normalise_path(arg), word))
+            elif looks_like_path(arg):
+                this_op = "write" if (word in ("cp", "mv", "rsync", "ln") and arg == argv[-1]) or word == "tee" else op
+                out.append(Access(this_op, normalise_path(arg), word, pattern if this_op in ("search", "list") else ""))
+            prev = arg if arg in _REDIRECTS_OUT | _REDIRECTS_IN else ""
+    return out
+
+
+def _positional(args: list[str]) -> list[str]:
+    return [a for a in args if not a.startswith("-") and a not in _REDIRECTS_OUT | _REDIRECTS_IN]
+
+
+def _search_pattern(word: str, argv: list[str]) -> str:
+    """What a search looked for: grep's pattern, find's -name/-path/-iname globs, locate's term."""
+    if word in SEARCHERS:
+        args = argv[1:]
+        for i, a in enumerate(args):
+            if a in ("-e", "--regexp") and i + 1 < len(args):
+                return args[i + 1]
+        pos = [a for a in args if not a.startswith("-")]
+        # skip values of options that take one (--include=*.json is one token; --include *.json is two)
+        return pos[0] if pos else ""
+    if word == "find":
+        pats = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-name", "-iname", "-path", "-ipath", "-regex", "-iregex", "-wholename")]
+        return " ".join(pats)
+    if word in ("locate", "mlocate", "plocate", "fd", "fdfind"):
+        pos = _positional(argv[1:])
+        return pos[0] if pos else ""
+    return ""
+
+
+def _network_of(word: str, argv: list[str]) -> list[Access]:
+    if word in NET_COMMANDS:
+        if word in ("hf", "huggingface-cli") and not any(a in ("download", "upload", "repo", "login", "scan-cache") for a in argv[1:]):
+            return []
+        if word in ("http", "https") and len(argv) < 2:
+            return []
+        urls = [a for a in argv[1:] if URL.search(a) or re.match(r"^[\w-]+(\.[\w-]+)+(:\d+)?(/\S*)?$", a)]
+        target = urls[0] if urls else next((a for a in argv[1:] if not a.startswith("-")), "")
+        return [Access("network", target, word)]
+    subs = PACKAGE_FETCH.get(word, set())
+    if word in PACKAGE_FETCH and (subs is None or any(a in subs for a in argv[1:3])):
+        if word == "git" and "remote" in argv[1:3] and not any(a in ("add", "update", "show") for a in argv):
+            return []
+        return [Access("network", " ".join(argv[1:4]), word)]
+    return []
+
+
+def code_accesses(code: str) -> list[Access]:
+    """Accesses expressed as API calls and path literals in code (Python, node, inline scripts)."""
+    out: list[Access] = []
+    for m in CODE_WALK.finditer(code):
+        literal, expr = m.group(2), m.group(3)
+        api = code[m.start():m.start() + code[m.start():].find("(")]
+        if literal is not None:
+            out.append(Access("list", normalise_path(literal or "."), api))
+        elif expr and ("expanduser" in expr or "home" in expr.lower()):
+            out.append(Access("list", "/home/agent", api))
+        elif expr and expr.strip() in ("os.sep", "'/'", '"/"'):
+            out.append(Access("list", "/", api))
+    for m in CODE_PATH_METHOD.finditer(code):
+        out.append(Access("list", normalise_path(m.group(2) or "."), f"Path.{m.group(3)}"))
+    for m in CODE_HOME.finditer(code):
+        out.append(Access("access", "/home/agent", m.group(0)))
+    for m in STRING_PATH.finditer(code):
+        literal = m.group(2)
+        if literal in ("/", "//") and code[max(0, m.start() - 12):m.start()].rstrip().endswith(("split(", "join(", "replace(", "+", "strip(")):
+            continue  # '/' as a separator string, not a path
+        out.append(Access("access", normalise_path(literal), "literal"))
+    for m in CODE_NETWORK.finditer(code):
+        out.append(Access("network", m.group(0), "code"))
+    return out
+
+
+def accesses(text: str, *, is_shell: bool = True) -> list[Access]:
+    """Everything an action's text does: shell commands (if shell), plus code-level calls anywhere."""
+    out: list[Access] = []
+    if is_shell:
+        shell_text, bodies = strip_heredocs(text)
+        out.extend(shell_accesses(shell_text))
+        out.extend(code_accesses(text))
+    else:
+        out.extend(code_accesses(text))
+    seen: set[Access] = set()
+    unique = []
+    for a in out:
+        if a not in seen:
+            seen.add(a)
+            unique.append(a)
+    return unique

@@ -1,0 +1,426 @@
+"""Every session format -> one ordered list of `statebox.schema.Event`s, each pointing at its raw line.
+
+Inputs:
+- an attempt folder: `events.jsonl` (the host-written normalised log, primary),
+  plus independent witnesses beside it: `gateway.jsonl` (every model request and
+  reply), `stdout.log`/`stderr.log`, and the response file. The CLI's own raw log
+  (`claude.stream.jsonl`, `codex.jsonl`) is read only when `events.jsonl` is
+  missing, because the agent already normalised it line by line into events.jsonl;
+- a lone session file in any of those formats (detected from its name or lines).
+
+Derived events: commands and code are turned into the accesses they make
+(`cat /data/qa.json` -> a file_read of /data/qa.json; `os.walk('/')` -> a listing
+of /; `curl ...` -> a network attempt). A derived event shares the `seq`, source
+and line of the event it was read from, so a finding always points at what the
+agent really did.
+
+Speed: an auditor that reads every byte of 200 MB of sessions through pydantic
+would be slower than grep by two orders of magnitude. A prefilter (one combined
+pattern, RE2 when installed) finds the lines that could matter; only those
+lines are parsed from `events.jsonl`, and a witness log with no candidate line
+at all is not parsed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from statebox.audits.actions import Access, accesses, normalise_path
+from statebox.audits.formats import EventDraft
+from statebox.errors import DataError, UserError
+from statebox.schema import Event, EventKind
+
+PROMPT_KINDS = {EventKind.model_request}
+AGENT_TEXT_KINDS = {EventKind.model_text, EventKind.model_response, EventKind.final_answer}
+ACTION_KINDS = {EventKind.tool_call, EventKind.shell_command, EventKind.file_read, EventKind.file_write, EventKind.network_attempt}
+OBSERVED_KINDS = {EventKind.tool_output, EventKind.error}
+
+SHELL_TOOLS = {"bash", "shell", "exec_command", "local_shell", "run_shell", "terminal", "execute", "python", "run_python", "container.exec"}
+WITNESS_LOGS = ("gateway.jsonl", "stdout.log", "stderr.log")
+RAW_CLI_LOGS = ("claude.stream.jsonl", "codex.jsonl")
+
+
+@dataclass
+class AttemptFacts:
+    """What the auditor knows that the agent must not: from attempt.json or CLI flags."""
+
+    attempt_id: str = ""
+    agent: str = ""
+    item_id: str = ""
+    original_name: str = ""
+    original_stem: str = ""
+    dataset: str = ""
+    workspace_video: str = ""
+    question: str = ""
+    honeytoken_values: list[str] = field(default_factory=list)
+    honeytoken_paths: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_attempt_json(cls, path: Path) -> "AttemptFacts":
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise DataError(path, exc.lineno, f"not valid JSON ({exc.msg})") from exc
+        if not isinstance(raw, dict):
+            raise DataError(path, None, "attempt.json must be an object")
+        secret = raw.get("secret") or {}
+        attempt = raw.get("attempt") or {}
+        return cls(
+            attempt_id=str(raw.get("attempt_id") or path.parent.name),
+            agent=str(attempt.get("agent") or raw.get("agent") or ""),
+            item_id=str(secret.get("item_id") or raw.get("item_id") or attempt.get("item_id") or ""),
+            original_name=str(secret.get("original_name") or ""),
+            original_stem=str(secret.get("original_stem") or ""),
+            dataset=str(secret.get("dataset") or attempt.get("dataset") or ""),
+            workspace_video=str(raw.get("workspace_video") or ""),
+            question=str(raw.get("question") or ""),
+            honeytoken_values=[str(v) for v in secret.get("honeytoken_values") or []],
+            honeytoken_paths=[str(v) for v in secret.get("honeytoken_paths") or []],
+        )
+
+
+@dataclass
+class AuditLog:
+    """One session, normalised: events in order (derived ones right after their parent)."""
+
+    events: list[Event]
+    facts: AttemptFacts
+    sources: list[str] = field(default_factory=list)
+
+    @property
+    def prompts(self) -> list[str]:
+        """The instructions the agent was given (never evidence against it)."""
+        return [e.text for e in self.events if is_prompt(e)]
+
+
+def is_prompt(event: Event) -> bool:
+    if event.kind in PROMPT_KINDS:
+        return True
+    return event.kind is EventKind.message and (event.data or {}).get("role") not in ("assistant",)
+
+
+def is_agent_text(event: Event) -> bool:
+    return event.kind in AGENT_TEXT_KINDS or (event.kind is EventKind.message and (event.data or {}).get("role") == "assistant")
+
+
+# ---------------------------------------------------------------------------
+# format detection and parsing
+# ---------------------------------------------------------------------------
+
+FORMATS = ("events", "claude", "codex", "gateway", "text")
+
+
+def detect_format(path: Path) -> str:
+    """The session format of a file: by its conventional name, else by its first JSON line."""
+    name = path.name
+    if name == "events.jsonl":
+        return "events"
+    if name.startswith("claude") and name.endswith(".jsonl"):
+        return "claude"
+    if name.startswith("codex") and name.endswith(".jsonl"):
+        return "codex"
+    if name.startswith("gateway") and name.endswith(".jsonl"):
+        return "gateway"
+    if name.endswith((".log", ".txt")):
+        return "text"
+    with path.open("r", encoding="utf-8", errors="replace") as fh:
+        for raw in fh:
+            raw = raw.strip()
+            if not raw:
+                continue
+            try:
+                obj = json.loads(raw)
+            except json.JSONDecodeError:
+                return "text"
+            if not isinstance(obj, dict):
+                return "text"
+            return sniff_object(obj)
+    return "text"
+
+
+def sniff_object(obj: dict[str, Any]) -> str:
+    from statebox.audits.formats.gateway_log import looks_like_gateway
+
+    kind = obj.get("type")
+    if "seq" in obj and "kind" in obj:
+        return "events"
+    if looks_like_gateway(obj):
+        return "gateway"
+    if kind in ("system", "assistant", "user", "result", "stream_event"):
+        return "claude"
+    if isinstance(kind, str) and (kind.startswith(("thread.", "turn.", "item.")) or kind == "error"):
+        return "codex"
+    return "text"
+
+
+def _parser(fmt: str) -> Callable[[Iterable[str]], list[tuple[int, EventDraft]]]:
+    if fmt == "claude":
+        from statebox.audits.formats.claude_stream import parse_lines
+    elif fmt == "codex":
+        from statebox.audits.formats.codex_jsonl import parse_lines
+    elif fmt == "gateway":
+        from statebox.audits.formats.gateway_log import parse_lines
+    elif fmt == "text":
+        from statebox.audits.formats.text_log import parse_lines
+    else:  # pragma: no cover - guarded by callers
+        raise UserError(f"unknown session format {fmt!r} (known: {', '.join(FORMATS)})")
+    return parse_lines
+
+
+def read_session_file(path: Path, fmt: str | None = None, *, first_seq: int = 0,
+                      keep: Callable[[int], bool] | None = None) -> list[Event]:
+    """Events of one file, numbered from `first_seq` (events.jsonl keeps its own numbers).
+
+    `keep(line_no)` (from the prefilter) skips lines that cannot matter; events.jsonl
+    lines are then never even decoded.
+    """
+    fmt = fmt or detect_format(path)
+    source = path.name
+    if fmt == "events":
+        return _read_events_jsonl(path, keep)
+    with path.open("r", encoding="utf-8", errors="replace") as fh:
+        drafts = _parser(fmt)(fh)
+    events: list[Event] = []
+    seq = first_seq
+    for line_no, draft in drafts:
+        if keep is None or keep(line_no):
+            events.append(Event.model_construct(seq=seq, kind=draft.kind, time=None, source=source, line=line_no,
+                                                text=draft.text, data=dict(draft.data)))
+        seq += 1
+    return events
+
+
+def _read_events_jsonl(path: Path, keep: Callable[[int], bool] | None) -> list[Event]:
+    events: list[Event] = []
+    with path.open("rb") as fh:
+        for line_no, raw in enumerate(fh, start=1):
+            if keep is not None and not keep(line_no):
+                continue
+            raw = raw.strip()
+            if not raw:
+                continue
+            try:
+                obj = json.loads(raw)
+                event = Event.model_validate(obj)
+            except (json.JSONDecodeError, ValueError, UnicodeDecodeError) as exc:
+                if _is_last_line(fh):
+                    continue  # a torn last line from a killed run
+                raise DataError(path, line_no, f"not a session event ({str(exc).splitlines()[0][:120]})") from exc
+            if not event.source:
+                event.source = path.name
+            if event.line is None:
+                event.line = line_no
+                event.data = dict(event.data or {}, events_line=line_no)
+            events.append(event)
+    return events
+
+
+def _is_last_line(fh: Any) -> bool:
+    pos = fh.tell()
+    rest = fh.read(1)
+    fh.seek(pos)
+    return not rest
+
+
+# ---------------------------------------------------------------------------
+# derived events
+# ---------------------------------------------------------------------------
+
+
+def event_accesses(event: Event) -> list[Access]:
+    """The accesses one action event makes (empty for non-actions)."""
+    data = event.data or {}
+    kind = event.kind
+    if kind is EventKind.shell_command:
+        return accesses(event.text)
+    if kind is EventKind.tool_call:
+        return _tool_call_accesses(event)
+    if kind is EventKind.file_read:
+        tool = str(data.get("tool", "")).lower()
+        path = str(data.get("path") or event.text or "")
+        if "derived_from" in data:
+            return []
+        op = "search" if tool == "grep" else "list" if tool in ("glob", "ls") else str(data.get("op", "read"))
+        target = normalise_path(path) if path and not path.startswith(("*", "**")) else "/workspace"
+        return [Access(op, target, tool or "read", str(data.get("pattern") or ""))]
+    if kind is EventKind.file_write and "derived_from" not in data:
+        path = str(data.get("path") or event.text or "")
+        return [Access("write", normalise_path(path), str(data.get("tool", "write")))] if path else []
+    if kind is EventKind.network_attempt and "derived_from" not in data:
+        return [Access("network", str(data.get("url") or data.get("query") or event.text), str(data.get("tool", "network")))]
+    return []
+
+
+def _tool_call_accesses(event: Event) -> list[Access]:
+    data = event.data or {}
+    tool = str(data.get("tool") or data.get("name") or "").lower()
+    args = data.get("input")
+    if not isinstance(args, dict):
+        args = data.get("arguments") if isinstance(data.get("arguments"), dict) else {}
+    out: list[Access] = []
+    command = args.get("command") or args.get("cmd") or args.get("script")
+    if isinstance(command, list):
+        command = " ".join(str(c) for c in command)
+    if command:
+        out.extend(accesses(str(command)))
+    code = args.get("code") or args.get("content") or args.get("new_string") or args.get("source")
+    if code:
+        out.extend(accesses(str(code), is_shell=tool in SHELL_TOOLS and "code" not in args))
+    for key in ("file_path", "path", "notebook_path", "directory", "dir"):
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            op = "write" if tool in ("write", "edit", "multiedit", "notebookedit") else "search" if tool == "grep" else "list" if tool in ("glob", "ls") else "read"
+            out.append(Access(op, normalise_path(value), tool or key, str(args.get("pattern") or "")))
+    if tool in ("grep", "glob") and not any(isinstance(args.get(k), str) and args.get(k) for k in ("path", "directory")):
+        out.append(Access("search" if tool == "grep" else "list", "/workspace", tool, str(args.get("pattern") or "")))
+    for key in ("url", "query"):
+        if tool in ("webfetch", "websearch", "web_search", "fetch", "browse") and args.get(key):
+            out.append(Access("network", str(args[key]), tool))
+    if not out and not args and event.text and tool in SHELL_TOOLS:
+        out.extend(accesses(event.text))
+    return out
+
+
+_OP_KIND = {"read": EventKind.file_read, "list": EventKind.file_read, "search": EventKind.file_read,
+            "access": EventKind.file_read, "write": EventKind.file_write, "network": EventKind.network_attempt}
+
+
+def derive(events: list[Event]) -> list[Event]:
+    """Insert, after each action, the file/network events its text implies (sharing its seq)."""
+    out: list[Event] = []
+    for event in events:
+        out.append(event)
+        if event.kind not in (EventKind.shell_command, EventKind.tool_call):
+            continue
+        for acc in event_accesses(event):
+            out.append(Event.model_construct(
+                seq=event.seq, kind=_OP_KIND[acc.op], time=event.time, source=event.source, line=event.line,
+                text=acc.target, data={"derived_from": event.seq, "op": acc.op, "via": acc.via, "pattern": acc.pattern,
+                                       "path" if acc.op != "network" else "url": acc.target}))
+    return out
+
+
+def derived_access(event: Event) -> Access | None:
+    """The access a derived event stands for."""
+    data = event.data or {}
+    if "derived_from" not in data:
+        return None
+    return Access(str(data.get("op")), event.text, str(data.get("via", "")), str(data.get("pattern", "")))
+
+
+def all_accesses(event: Event) -> list[Access]:
+    """Accesses of an event whether it is derived (one) or a parser-made file/network event."""
+    acc = derived_access(event)
+    if acc is not None:
+        return [acc]
+    if event.kind in (EventKind.file_read, EventKind.file_write, EventKind.network_attempt):
+        return event_accesses(event)
+    return []
+
+
+# ---------------------------------------------------------------------------
+# loading
+# ---------------------------------------------------------------------------
+
+
+def load_session_file(path: Path, facts: AttemptFacts | None = None, fmt: str | None = None) -> AuditLog:
+    """A lone session file in any known format."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: no such session file or attempt folder")
+    if fmt is not None and fmt not in FORMATS:
+        raise UserError(f"unknown session format {fmt!r} (known: {', '.join(FORMATS)})")
+    events = read_session_file(path, fmt)
+    return AuditLog(derive(events), facts or AttemptFacts(attempt_id=path.stem), [path.name])
+
+
+def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> AuditLog:
+    """An attempt folder: events.jsonl (or the CLI raw log) plus the independent witnesses."""
+    attempt_dir = Path(attempt_dir)
+    facts = AttemptFacts.from_attempt_json(attempt_dir / "attempt.json") if (attempt_dir / "attempt.json").exists() \
+        else AttemptFacts(attempt_id=attempt_dir.name)
+    events: list[Event] = []
+    sources: list[str] = []
+    primary = attempt_dir / "events.jsonl"
+    secret_re = prefilter.secret_pattern(facts) if prefilter else None
+    if primary.exists() and primary.stat().st_size > 0:
+        keep = prefilter.keep(primary, secret_re, extra=True) if prefilter else None
+        events.extend(read_session_file(primary, "events", keep=keep))
+        sources.append(primary.name)
+    else:
+        for name in RAW_CLI_LOGS:
+            raw = attempt_dir / name
+            if raw.exists():
+                events.extend(read_session_file(raw, first_seq=_next_seq(events)))
+                sources.append(name)
+    for name in WITNESS_LOGS:
+        path = attempt_dir / name
+        if not path.exists() or path.stat().st_size == 0:
+            continue
+        if prefilter is not None and not prefilter.any_candidate(path, secret_re):
+            continue
+        events.extend(read_session_file(path, first_seq=_next_seq(events)))
+        sources.append(name)
+    response = attempt_dir / "response.txt"
+    if response.exists():
+        text = response.read_text(encoding="utf-8", errors="replace").strip()
+        if text and not any(e.kind is EventKind.final_answer and e.text.strip() == text for e in events):
+            events.append(Event.model_construct(seq=_next_seq(events), kind=EventKind.final_answer, time=None,
+                                                source="response.txt", line=1, text=text, data={}))
+            sources.append("response.txt")
+    events.sort(key=lambda e: (0 if e.source == "events.jsonl" or e.source not in WITNESS_LOGS + ("response.txt",) else 1, e.seq))
+    return AuditLog(derive(events), facts, sources)
+
+
+def _next_seq(events: list[Event]) -> int:
+    return max((e.seq for e in events), default=-1) + 1
+
+
+class Prefilter:
+    """Cheap candidate-line detection: one combined pattern for the static rules, one small one per attempt."""
+
+    def __init__(self, patterns: list[str], always: list[str] | None = None) -> None:
+        from statebox.audits.fastmatch import compile_any
+
+        self.static = compile_any(patterns)
+        self.always = compile_any(always or []) if always else None
+
+    def secret_pattern(self, facts: AttemptFacts) -> Any:
+        import re
+
+        from statebox.audits.fastmatch import compile_any
+
+        literals = [s for s in secret_literals(facts)]
+        return compile_any([re.escape(s.lower()) for s in literals]) if literals else None
+
+    def _lines(self, data: bytes, matchers: list[Any]) -> set[int]:
+        from statebox.audits.fastmatch import matching_lines
+
+        lines: set[int] = set()
+        for m in matchers:
+            if m is not None:
+                lines |= matching_lines(m, data)
+        return lines
+
+    def keep(self, path: Path, secret_re: Any, extra: bool = False) -> Callable[[int], bool]:
+        data = path.read_bytes()
+        lines = self._lines(data, [self.static, secret_re, self.always if extra else None])
+        return lines.__contains__
+
+    def any_candidate(self, path: Path, secret_re: Any) -> bool:
+        data = path.read_bytes()
+        return any(m is not None and m.search(data) is not None for m in (self.static, secret_re))
+
+
+def secret_literals(facts: AttemptFacts) -> list[str]:
+    """The strings whose mere presence matters (rule 7 and honeytokens), guarded against trivial values."""
+    from statebox.audits.rules import usable_secret
+
+    out = []
+    for value in [facts.original_name, facts.original_stem, facts.item_id, *facts.honeytoken_values, *facts.honeytoken_paths]:
+        if value and usable_secret(value):
+            out.append(value)
+    return out

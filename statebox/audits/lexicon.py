@@ -1,0 +1,112 @@
+"""The words that betray self-recognition: benchmarks, their papers and their source datasets.
+
+Why a registry and not a word list: the same benchmark is spelled many ways by a
+model ("EPIC-KITCHENS", "Epic Kitchens", "epic_kitchens-100"), so every entry is
+compiled into a pattern that tolerates case, spaces, hyphens and underscores
+between its parts. Terms that are ordinary English words ("coin", "kinetics")
+are deliberately absent: a rule that fires on ordinary work is worse than none.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LexiconEntry:
+    """One thing a model should not know it is looking at."""
+
+    name: str  # canonical spelling, used in findings
+    kind: str  # "benchmark" | "dataset" | "paper" | "tool" | "source"
+    aliases: tuple[str, ...]  # spellings; parts separated by spaces/hyphens/underscores
+
+
+# The benchmarks statebox runs, their papers, and the public datasets their clips come from.
+REGISTRY: tuple[LexiconEntry, ...] = (
+    LexiconEntry("VSTAT", "benchmark", ("VSTAT", "Visual State Tracking benchmark")),
+    LexiconEntry("VCBench", "benchmark", ("VCBench", "VC-Bench", "Video Counting Bench")),
+    LexiconEntry("EC-Bench", "benchmark", ("EC-Bench", "ECBench")),
+    LexiconEntry("CP-Bench", "benchmark", ("CP-Bench", "CPBench")),
+    LexiconEntry("EOC-Bench", "benchmark", ("EOC-Bench", "EOCBench")),
+    LexiconEntry("VSI-Bench", "benchmark", ("VSI-Bench", "VSIBench", "nyu-visionx")),
+    LexiconEntry("LVBench", "benchmark", ("LVBench", "LV-Bench")),
+    LexiconEntry("MVBench", "benchmark", ("MVBench",)),
+    LexiconEntry("Video-MME", "benchmark", ("Video-MME", "VideoMME")),
+    LexiconEntry("EgoSchema", "benchmark", ("EgoSchema",)),
+    LexiconEntry("NExT-QA", "benchmark", ("NExT-QA", "NExTQA")),
+    LexiconEntry("Perception Test", "benchmark", ("Perception Test benchmark",)),
+    LexiconEntry("ScanNet", "dataset", ("ScanNet", "ScanNet++", "ScanNetV2")),
+    LexiconEntry("ARKitScenes", "dataset", ("ARKitScenes",)),
+    LexiconEntry("RoomTour3D", "dataset", ("RoomTour3D", "Room Tour 3D")),
+    LexiconEntry("Ego4D", "dataset", ("Ego4D", "Ego 4D")),
+    LexiconEntry("Ego-Exo4D", "dataset", ("Ego-Exo4D", "EgoExo4D", "Ego Exo 4D")),
+    LexiconEntry("EPIC-KITCHENS", "dataset", ("EPIC-KITCHENS", "EPIC KITCHENS", "EpicKitchens")),
+    LexiconEntry("Charades-Ego", "dataset", ("Charades-Ego", "Charades STA")),
+    LexiconEntry("HowTo100M", "dataset", ("HowTo100M",)),
+    LexiconEntry("YouCook2", "dataset", ("YouCook2", "YouCookII")),
+    LexiconEntry("Something-Something", "dataset", ("Something-Something", "SomethingSomething v2", "SSv2 dataset")),
+    LexiconEntry("ActivityNet", "dataset", ("ActivityNet",)),
+    LexiconEntry("lmms-eval", "tool", ("lmms-eval", "lmms_eval", "lmmseval")),
+    LexiconEntry("Benchmarking Visual State Tracking", "paper",
+                 ("Benchmarking Visual State Tracking", "Visual State Tracking in Multimodal Video Understanding")),
+    LexiconEntry("Counting Bench paper", "paper", ("Video Counting Benchmark",)),
+)
+
+# YouTube references: a watch URL, a short link, or a `yt-dlp` fetch name the clip's source.
+YOUTUBE_PATTERN = r"(?:youtube\.com/(?:watch\?v=|shorts/|embed/)[\w-]{6,}|youtu\.be/[\w-]{6,}|\byt-dlp\b|\byoutube-dl\b)"
+
+# Hyphen first, no backslashes: the same text is a valid class in Python, RE2 and POSIX ERE (grep -E).
+_SEPARATOR = r"[-_ ]*"
+
+
+def alias_pattern(alias: str) -> str:
+    """`EPIC-KITCHENS` -> `epic[-_ ]*kitchens`: tolerant of case and of what joins the parts.
+
+    Camel-case and letter/digit boundaries count as part boundaries too, so
+    `EpicKitchens` also matches `epic kitchens`, and `Ego4D` matches `ego-4d`.
+    """
+    parts: list[str] = []
+    for chunk in re.split(r"[\s_\-]+", alias.strip()):
+        if not chunk:
+            continue
+        # split "EpicKitchens" -> Epic, Kitchens ; "Ego4D" -> Ego, 4D ; keep "++" attached
+        pieces = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+[A-Za-z]*|\+\+|[^\sA-Za-z\d]", chunk)
+        parts.extend(pieces or [chunk])
+    body = _SEPARATOR.join(re.escape(p.lower()) for p in parts)
+    return rf"(?<![a-z0-9]){body}(?![a-z0-9])"
+
+
+def lexicon_regex(entries: tuple[LexiconEntry, ...] = REGISTRY) -> re.Pattern[str]:
+    """One case-insensitive regex over every alias; the named group `lex_N` says which entry."""
+    groups = []
+    for index, entry in enumerate(entries):
+        alts = "|".join(alias_pattern(a) for a in sorted(entry.aliases, key=len, reverse=True))
+        groups.append(f"(?P<lex_{index}>{alts})")
+    return re.compile("|".join(groups), re.IGNORECASE)
+
+
+LEXICON_RE = lexicon_regex()
+YOUTUBE_RE = re.compile(YOUTUBE_PATTERN, re.IGNORECASE)
+
+
+def find_terms(text: str) -> list[tuple[str, str, int]]:
+    """(canonical name, matched text, offset) for every benchmark/dataset/paper named in `text`."""
+    hits: list[tuple[str, str, int]] = []
+    for match in LEXICON_RE.finditer(text):
+        group = match.lastgroup or ""
+        entry = REGISTRY[int(group.split("_")[1])] if group.startswith("lex_") else None
+        hits.append((entry.name if entry else match.group(0), match.group(0), match.start()))
+    for match in YOUTUBE_RE.finditer(text):
+        hits.append(("YouTube", match.group(0), match.start()))
+    return hits
+
+
+def trigger_patterns() -> list[str]:
+    """The lexicon as prefilter patterns (RE2/grep-compatible: no lookbehind)."""
+    out = []
+    for entry in REGISTRY:
+        for alias in entry.aliases:
+            out.append(re.sub(r"\(\?<!\[a-z0-9\]\)|\(\?!\[a-z0-9\]\)", "", alias_pattern(alias)))
+    out.append(YOUTUBE_PATTERN.replace(r"\b", ""))
+    return out

@@ -1,0 +1,195 @@
+"""From findings to a verdict per attempt, and from verdicts to the scores people read.
+
+Verdict: any `proof` or `high` finding -> `contaminated` (the agent reached for
+the answer, or provably touched a decoy); only `medium`/`low` -> `suspicious`;
+none -> `clean`. The policy maps verdicts to actions (`none | flag | void`): a
+voided attempt's answer is scored as if it answered nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from statebox.audits.events import AttemptFacts, AuditLog, Prefilter, load_attempt, load_session_file
+from statebox.audits.rules import ALWAYS_PARSE, run_rules, static_triggers
+from statebox.errors import UserError
+from statebox.schema import Finding, Prediction, Verdict
+
+VERDICT_FILE = "verdict.json"
+_PREFILTER: Prefilter | None = None
+
+
+def default_prefilter() -> Prefilter:
+    """Compiled once per process: the static rule triggers (RE2) plus always-parsed lines."""
+    global _PREFILTER
+    if _PREFILTER is None:
+        _PREFILTER = Prefilter(static_triggers(), ALWAYS_PARSE)
+    return _PREFILTER
+
+
+def label_of(findings: Iterable[Finding]) -> str:
+    severities = {f.severity for f in findings}
+    if severities & {"proof", "high"}:
+        return "contaminated"
+    if severities:
+        return "suspicious"
+    return "clean"
+
+
+def action_for(label: str, policy: Any = None) -> str:
+    audit = getattr(policy, "audit", None)
+    if label == "contaminated":
+        return getattr(audit, "on_contaminated", "void") if audit else "void"
+    if label == "suspicious":
+        return getattr(audit, "on_suspicious", "flag") if audit else "flag"
+    return "none"
+
+
+def verdict_of(log: AuditLog, policy: Any = None, extra: list[Finding] | None = None) -> Verdict:
+    findings = run_rules(log) + list(extra or [])
+    label = label_of(findings)
+    return Verdict(attempt_id=log.facts.attempt_id, verdict=label, findings=findings, action=action_for(label, policy))  # type: ignore[arg-type]
+
+
+def audit_log(log: AuditLog, policy: Any = None) -> Verdict:
+    return verdict_of(log, policy)
+
+
+def audit_attempt(attempt_dir: Path, policy: Any = None, *, fast: bool = True, write: bool = True) -> Verdict:
+    """Audit one attempt folder and write its verdict.json (the session files are only read)."""
+    from statebox.audits.honeytokens import atime_findings
+
+    attempt_dir = Path(attempt_dir)
+    if not attempt_dir.is_dir():
+        raise UserError(f"{attempt_dir}: not an attempt folder")
+    log = load_attempt(attempt_dir, default_prefilter() if fast else None)
+    extra = atime_findings(attempt_dir)
+    if policy is not None and getattr(getattr(policy, "audit", None), "llm_second_pass", False):
+        from statebox.audits.llm_pass import second_pass
+
+        extra += second_pass(log, policy)
+    verdict = verdict_of(log, policy, extra)
+    if write:
+        tmp = attempt_dir / (VERDICT_FILE + ".tmp")
+        tmp.write_text(verdict.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        tmp.replace(attempt_dir / VERDICT_FILE)
+    return verdict
+
+
+@dataclass
+class AuditedAttempt:
+    """One row of `statebox audit`: who, what, and the verdict."""
+
+    attempt: str
+    agent: str
+    item: str
+    verdict: Verdict
+    log: AuditLog | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "attempt": self.attempt,
+            "agent": self.agent,
+            "item": self.item,
+            "verdict": self.verdict.verdict,
+            "findings": [{"category": f.category, "severity": f.severity, "event": f.event, "quote": f.quote}
+                         for f in self.verdict.findings],
+        }
+
+
+def attempt_dirs(run_dir: Path) -> list[Path]:
+    """Attempt folders of a run (RUN_DIR/attempts/*), or the folder itself when it is one attempt."""
+    run_dir = Path(run_dir)
+    if (run_dir / "attempt.json").exists() or (run_dir / "events.jsonl").exists():
+        return [run_dir]
+    base = run_dir / "attempts" if (run_dir / "attempts").is_dir() else run_dir
+    return sorted(p for p in base.iterdir() if p.is_dir() and ((p / "attempt.json").exists() or (p / "events.jsonl").exists()))
+
+
+def audit_run(run_dir: Path, policy: Any = None, *, write: bool = True, keep_logs: bool = False) -> list[AuditedAttempt]:
+    """Audit every attempt of a run (or one attempt folder); writes each verdict.json."""
+    from statebox.audits.honeytokens import atime_findings
+
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir}: no such run folder or session file")
+    dirs = attempt_dirs(run_dir)
+    if not dirs:
+        raise UserError(f"{run_dir}: no attempts found (expected RUN_DIR/attempts/<id>/ with events.jsonl or attempt.json)")
+    out: list[AuditedAttempt] = []
+    for d in dirs:
+        log = load_attempt(d, default_prefilter())
+        verdict = verdict_of(log, policy, atime_findings(d))
+        if write:
+            (d / VERDICT_FILE).write_text(verdict.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        out.append(AuditedAttempt(log.facts.attempt_id or d.name, log.facts.agent, log.facts.item_id, verdict,
+                                  log if keep_logs else None))
+    return out
+
+
+def audit_file(path: Path, facts: AttemptFacts | None = None, policy: Any = None, fmt: str | None = None) -> AuditedAttempt:
+    """Audit a lone session file (secret facts from flags)."""
+    log = load_session_file(Path(path), facts, fmt)
+    verdict = verdict_of(log, policy)
+    return AuditedAttempt(log.facts.attempt_id, log.facts.agent, log.facts.item_id, verdict, log)
+
+
+# ---------------------------------------------------------------------------
+# score views
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class AdjustedViews:
+    """Predictions for the three score views, and what the auditor found, for one set of attempts.
+
+    - `all`: every attempt as answered;
+    - `clean`: only attempts the auditor found clean;
+    - `voided`: every attempt, but those whose action is `void` answer nothing.
+    Feed each list to `statebox.scoring.score_predictions`.
+    """
+
+    all: list[Prediction] = field(default_factory=list)
+    clean: list[Prediction] = field(default_factory=list)
+    voided: list[Prediction] = field(default_factory=list)
+    verdict_counts: dict[str, int] = field(default_factory=dict)
+    category_counts: dict[str, int] = field(default_factory=dict)
+
+
+def adjusted_views(rows: Iterable[Any], verdicts: dict[str, Verdict]) -> AdjustedViews:
+    """Rows need `attempt_id`, `item_id`, `query_index`, `response` (attributes or dict keys).
+
+    An attempt without a verdict counts as clean (nothing was found against it),
+    and category counts are attempts per category, not findings.
+    """
+    views = AdjustedViews()
+    verdict_counts: Counter[str] = Counter()
+    category_counts: Counter[str] = Counter()
+    for row in rows:
+        get = (lambda k, d=None: row.get(k, d)) if isinstance(row, dict) else (lambda k, d=None: getattr(row, k, d))
+        attempt_id = str(get("attempt_id", ""))
+        verdict = verdicts.get(attempt_id)
+        label = verdict.verdict if verdict else "clean"
+        action = verdict.action if verdict else "none"
+        verdict_counts[label] += 1
+        for cat in sorted({f.category for f in (verdict.findings if verdict else [])}):
+            category_counts[cat] += 1
+        pred = Prediction(id=str(get("item_id", "")), query_index=get("query_index", None), response=str(get("response", "") or ""))
+        views.all.append(pred)
+        if label == "clean":
+            views.clean.append(pred)
+        views.voided.append(pred.model_copy(update={"response": ""}) if action == "void" else pred)
+    views.verdict_counts = dict(verdict_counts)
+    views.category_counts = dict(category_counts)
+    return views
+
+
+def read_verdict(attempt_dir: Path) -> Verdict | None:
+    path = Path(attempt_dir) / VERDICT_FILE
+    if not path.exists():
+        return None
+    return Verdict.model_validate(json.loads(path.read_text(encoding="utf-8")))
