@@ -19,9 +19,9 @@ _UNITS = {
 }
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
 _WORD_NUMBER = re.compile(
-    r"\b(?:(" + "|".join(_TENS) + r")(?:[\s-]+(" + "|".join(k for k in _UNITS if _UNITS[k] and _UNITS[k] < 10) + r"))?"
-    r"|(" + "|".join(k for k in _UNITS if k not in ("none", "no")) + r")"
-    r"|(a|one)\s+hundred)\b",
+    r"\b(?:((?:a|one)\s+hundred)"
+    r"|(" + "|".join(_TENS) + r")(?:[\s-]+(" + "|".join(k for k in _UNITS if _UNITS[k] and _UNITS[k] < 10) + r"))?"
+    r"|(" + "|".join(k for k in _UNITS if k not in ("none", "no")) + r"))\b",
     re.IGNORECASE,
 )
 
@@ -29,7 +29,7 @@ _WORD_NUMBER = re.compile(
 def word_numbers(text: str) -> list[int]:
     """English number words in order ("twenty-one" -> 21, "a hundred" -> 100); digits are not handled here."""
     values = []
-    for tens, unit, single, hundred in _WORD_NUMBER.findall(text):
+    for hundred, tens, unit, single in _WORD_NUMBER.findall(text):
         if hundred:
             values.append(100)
         elif tens:
