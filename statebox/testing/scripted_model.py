@@ -702,6 +702,10 @@ class ScriptedModelServer:
     def requests(self) -> list[RecordedRequest]:
         return list(self.model.requests)
 
+    def model_requests(self) -> list[RecordedRequest]:
+        """Requests that asked for a model turn (side requests included; HEAD /, count_tokens not)."""
+        return self.model.model_requests()
+
     def start(self) -> "ScriptedModelServer":
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-model", daemon=True)
         self._thread.start()

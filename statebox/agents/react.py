@@ -1,0 +1,403 @@
+"""`react`: a LangGraph ReAct agent on the host whose tools run inside the sandbox.
+
+The model loop runs on the host (langchain-anthropic / langchain-openai chat
+models, their HTTP pointed at the attempt's gateway socket, so every request is
+logged and budgeted like a CLI agent's). The tools never run on the host: each
+is a `docker exec` in one long-lived hardened container holding only the
+de-identified workspace, with no network:
+
+- `bash(command)`    a shell command in /workspace
+- `python(code)`     a Python program (numpy, OpenCV, PyAV available)
+- `view_frames(times)` frames decoded inside the sandbox by `vtools frames`, shown to
+                     the model as images (recorded in the frame account)
+- `submit(answer)`   the final answer; ends the attempt
+
+Limits come from the policy: `budgets.max_steps` model calls, `limits.time_limit_s`
+of wall clock (each tool call is cut at what is left), and the gateway's token /
+cost / request budgets (`lease.exceeded`). Every step is recorded as it happens.
+The response is the submitted answer, else `answer.txt`, else the last message.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+
+from statebox.agents.base import AgentOptions, AttemptContext
+from statebox.errors import InfrastructureError, UserError
+from statebox.recorder import SessionRecorder
+from statebox.schema import AttemptStatus, EventKind, Session
+
+DEFAULT_MODEL = "claude-sonnet-4-5"
+TOOL_OUTPUT_LIMIT = 12_000  # characters of a tool result shown to the model (head and tail kept)
+TOOL_TIMEOUT_S = 300.0
+MAX_FRAMES_PER_CALL = 16
+FRAME_MAX_SIDE = 768
+ANSWER_FILE = "answer.txt"
+
+SYSTEM_PROMPT = """You are an expert analyst answering a question about a video.
+You work in a sandboxed Linux container: the current folder /workspace holds the video and
+instruction.txt. Python 3 with numpy, OpenCV (cv2), PyAV and Pillow, ffmpeg and the `vtools`
+command (vtools probe|frames|grid|crop|motion VIDEO ...) are available.
+
+Tools:
+- bash(command): run a shell command in /workspace.
+- python(code): run a Python program in /workspace.
+- view_frames(times): look at the frames shown at these times (seconds); they come back as images.
+- submit(answer): give your final answer. Call it exactly once, when you are done.
+
+Rules:
+{prohibitions}
+Stay inside /workspace. There is no network: do not try to use it.
+Also write your final answer alone to {answer_file} in /workspace before you submit.
+
+{instruction}"""
+
+TOOLS: list[dict[str, Any]] = [
+    {"type": "function", "function": {
+        "name": "bash", "description": "Run a shell command in /workspace; returns stdout, stderr and the exit code.",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string", "description": "the command"}},
+                       "required": ["command"]}}},
+    {"type": "function", "function": {
+        "name": "python", "description": "Run a Python 3 program in /workspace; returns its output.",
+        "parameters": {"type": "object", "properties": {"code": {"type": "string", "description": "the program"}},
+                       "required": ["code"]}}},
+    {"type": "function", "function": {
+        "name": "view_frames",
+        "description": f"Show the video frames on screen at these times (seconds), at most {MAX_FRAMES_PER_CALL} a call.",
+        "parameters": {"type": "object", "properties": {"times": {"type": "array", "items": {"type": "number"}}},
+                       "required": ["times"]}}},
+    {"type": "function", "function": {
+        "name": "submit", "description": "Submit the final answer and finish.",
+        "parameters": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}}},
+]
+
+
+class Graph(TypedDict):
+    """The graph's state: the conversation, appended to by both nodes."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+@dataclass
+class _Run:
+    """Mutable state of one attempt's loop (the graph's nodes close over it)."""
+
+    started: float
+    deadline: float
+    max_steps: int
+    steps: int = 0
+    answer: str | None = None
+    status: AttemptStatus = "ok"
+    reason: str = ""
+    last_text: str = ""
+    stop: bool = False
+    frames_sent: list[float] = field(default_factory=list)
+
+    def remaining(self) -> float:
+        return self.deadline - time.time()
+
+    def end(self, status: AttemptStatus, reason: str) -> None:
+        self.status, self.reason, self.stop = status, reason, True
+
+
+def _clip(text: str, limit: int = TOOL_OUTPUT_LIMIT) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - limit} characters cut ...]\n{text[-half:]}"
+
+
+def _format_exec(result: Any) -> str:
+    parts = []
+    if result.stdout:
+        parts.append(result.stdout.rstrip("\n"))
+    if result.stderr:
+        parts.append("[stderr]\n" + result.stderr.rstrip("\n"))
+    if result.timed_out:
+        parts.append(f"[timed out after {result.duration_s:g}s]")
+    parts.append(f"[exit code {result.exit_code}]")
+    return _clip("\n".join(parts))
+
+
+def _message_text(message: Any) -> str:
+    content = getattr(message, "content", "")
+    if isinstance(content, str):
+        return content
+    texts = [p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") in ("text", "output_text")]
+    return "\n".join(t for t in texts if t)
+
+
+def _render_prompt(ctx: AttemptContext, options: AgentOptions) -> str:
+    template = SYSTEM_PROMPT
+    if options.prompt_template:
+        path = Path(options.prompt_template)
+        if not path.is_file():
+            raise UserError(f"{path}: prompt template not found")
+        template = path.read_text(encoding="utf-8")
+    video = ctx.workspace.video_name if ctx.workspace is not None else ""
+    values = {"{prohibitions}": ctx.policy.prohibitions.strip(), "{instruction}": ctx.instruction.strip(),
+              "{video}": video, "{answer_file}": ANSWER_FILE}
+    for key, value in values.items():
+        template = template.replace(key, value)
+    return template
+
+
+class ReactAgent:
+    """LangGraph ReAct loop on the host, tools in the sandbox, model through the gateway."""
+
+    name = "react"
+    needs_sandbox = True
+    needs_gateway = True
+
+    def __init__(self, options: AgentOptions | None = None) -> None:
+        self.options = options or AgentOptions()
+
+    # ------------------------------------------------------------------ model
+    def _chat_model(self, lease: Any, model: str, provider: str) -> Any:
+        from statebox.sandbox.gateway import langchain_chat_model
+
+        extra = self.options.extra
+        kwargs: dict[str, Any] = {"max_retries": int(extra.get("max_retries", 2)),
+                                  "timeout": float(extra.get("request_timeout_s", 600))}
+        if provider == "anthropic":
+            kwargs["max_tokens"] = int(extra.get("max_tokens", 4096))
+            if self.options.effort:
+                # effort = thinking budget in tokens for Anthropic models ("4096"), or "off".
+                if self.options.effort.isdigit():
+                    budget = int(self.options.effort)
+                    kwargs["thinking"] = {"type": "enabled", "budget_tokens": budget}
+                    kwargs["max_tokens"] = max(kwargs["max_tokens"], budget + 1024)
+        else:
+            if extra.get("max_tokens"):
+                kwargs["max_tokens"] = int(extra["max_tokens"])
+            if self.options.effort:
+                kwargs["reasoning_effort"] = self.options.effort
+        return langchain_chat_model(lease, model, provider, **kwargs).bind_tools(TOOLS)
+
+    # ------------------------------------------------------------------ run
+    def run(self, ctx: AttemptContext) -> Session:
+        from statebox.sandbox.gateway import provider_for_model
+
+        if ctx.engine is None or ctx.workspace is None:
+            raise UserError("the react agent runs its tools in a sandbox, but no Docker engine/workspace was given")
+        if ctx.gateway is None:
+            raise UserError("the react agent talks to a model through the statebox gateway, but none was started")
+        model = self.options.model or DEFAULT_MODEL
+        provider = self.options.provider or provider_for_model(model)
+        if provider not in ("anthropic", "openai"):
+            raise UserError(f"unknown provider {provider!r} (anthropic | openai)")
+        prompt = _render_prompt(ctx, self.options)
+        started = ctx.started_at
+        policy = ctx.policy
+        state = _Run(started=started, deadline=started + policy.limits.time_limit_s,
+                     max_steps=policy.budgets.max_steps)
+        socket_dir = Path(tempfile.mkdtemp(prefix="sbx-gw-"))  # short: unix socket paths cap at 108 bytes
+        lease = ctx.gateway.lease(ctx.attempt.attempt_id, socket_dir, Path(ctx.attempt_dir) / "gateway.jsonl",
+                                  policy.budgets)
+        sandbox = None
+        with SessionRecorder(ctx.attempt_dir, started) as rec:
+            rec.add(EventKind.message, prompt, source="prompt", data={"role": "system", "model": model,
+                                                                       "provider": provider})
+            try:
+                sandbox = self._start_sandbox(ctx)
+                llm = self._chat_model(lease, model, provider)
+                self._loop(ctx, llm, sandbox, rec, state, lease, prompt)
+            finally:
+                if sandbox is not None:
+                    sandbox.stop()
+                lease.close()
+                shutil.rmtree(socket_dir, ignore_errors=True)
+            response = self._response(ctx, state)
+            if response and not state.answer:
+                rec.add(EventKind.final_answer, response, data={"from": "answer.txt" if self._answer_file(ctx) else
+                                                                "last_message"})
+            if state.status != "ok" and state.reason:
+                rec.add(EventKind.error, state.reason)
+            rec.usage = lease.usage.model_copy()
+            return Session(
+                attempt_id=ctx.attempt.attempt_id,
+                agent=self.name,
+                status=state.status,
+                reason=state.reason,
+                response=response,
+                events=list(rec.events),
+                raw_logs=["events.jsonl", "gateway.jsonl"],
+                frames=rec.frames.model_copy(),
+                usage=lease.usage.model_copy(),
+                started_at=started,
+                duration_s=time.time() - started,
+                meta={"model": model, "provider": provider, "steps": state.steps},
+            )
+
+    def _start_sandbox(self, ctx: AttemptContext) -> Any:
+        from statebox.sandbox.docker import ContainerSpec
+        from statebox.sandbox.images import ensure_image
+
+        image = self.options.extra.get("image") or ensure_image("sandbox")
+        spec = ContainerSpec(image=image, command=["sleep", "infinity"], workspace=Path(ctx.workspace.path),
+                             policy=ctx.policy, run_id=ctx.attempt.run_id, attempt_id=ctx.attempt.attempt_id)
+        return ctx.engine.start(spec)
+
+    def _answer_file(self, ctx: AttemptContext) -> str | None:
+        path = Path(ctx.workspace.path) / ANSWER_FILE if ctx.workspace is not None else None
+        if path is not None and path.is_file():
+            text = path.read_text(errors="replace").strip()
+            return text or None
+        return None
+
+    def _response(self, ctx: AttemptContext, state: _Run) -> str:
+        if state.answer is not None:
+            return state.answer
+        return self._answer_file(ctx) or state.last_text.strip()
+
+    # ------------------------------------------------------------------ the graph
+    def _loop(self, ctx: AttemptContext, llm: Any, sandbox: Any, rec: SessionRecorder, state: _Run,
+              lease: Any, prompt: str) -> None:
+        from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+        from langgraph.graph import END, START, StateGraph
+
+        def call_model(graph: Graph) -> dict[str, Any]:
+            if state.steps >= state.max_steps:
+                state.end("error", f"step limit reached: {state.max_steps} model calls without a submitted answer")
+                return {"messages": []}
+            if state.remaining() <= 0:
+                state.end("timeout", f"wall-clock limit of {ctx.policy.limits.time_limit_s:g}s reached")
+                return {"messages": []}
+            state.steps += 1
+            rec.add(EventKind.model_request, f"step {state.steps}", source="gateway.jsonl",
+                    data={"step": state.steps, "messages": len(graph["messages"])})
+            try:
+                reply: AIMessage = llm.invoke(graph["messages"])
+            except Exception as exc:  # noqa: BLE001 - any model failure ends the attempt with a reason
+                if lease.exceeded:
+                    state.end("error", lease.exceeded)
+                else:
+                    first = (str(exc).splitlines() or [""])[0][:300]
+                    state.end("error", f"model request failed: {type(exc).__name__}: {first}")
+                return {"messages": []}
+            usage = getattr(reply, "usage_metadata", None) or {}
+            rec.add(EventKind.model_response, "", source="gateway.jsonl",
+                    data={"step": state.steps, "input_tokens": usage.get("input_tokens", 0),
+                          "output_tokens": usage.get("output_tokens", 0),
+                          "tool_calls": [c["name"] for c in reply.tool_calls]})
+            text = _message_text(reply)
+            if text:
+                state.last_text = text
+                rec.add(EventKind.model_text, text, data={"role": "assistant", "step": state.steps})
+            if lease.exceeded:
+                state.end("error", lease.exceeded)
+            elif not reply.tool_calls:
+                state.stop = True  # the model answered in prose: that is the response
+            return {"messages": [reply]}
+
+        def run_tools(graph: Graph) -> dict[str, Any]:
+            reply = graph["messages"][-1]
+            out: list[Any] = []
+            images: list[Any] = []
+            for call in reply.tool_calls:
+                name, args, call_id = call["name"], call.get("args") or {}, call.get("id") or ""
+                result_text, frame_parts = self._run_tool(ctx, sandbox, rec, state, name, args, call_id)
+                out.append(ToolMessage(content=result_text, tool_call_id=call_id, name=name))
+                images.extend(frame_parts)
+                if state.stop:
+                    break
+            if images:
+                # Tool results can't carry images in every API; a user turn with them works everywhere.
+                out.append(HumanMessage(content=images))
+            return {"messages": out}
+
+        def after_model(graph: Graph) -> str:
+            return END if state.stop else "tools"
+
+        def after_tools(graph: Graph) -> str:
+            return END if state.stop else "model"
+
+        builder = StateGraph(Graph)
+        builder.add_node("model", call_model)
+        builder.add_node("tools", run_tools)
+        builder.add_edge(START, "model")
+        builder.add_conditional_edges("model", after_model, ["tools", END])
+        builder.add_conditional_edges("tools", after_tools, ["model", END])
+        graph = builder.compile()
+        first_user = "Begin. Investigate the video with the tools, then call submit with your answer."
+        graph.invoke({"messages": [SystemMessage(content=prompt), HumanMessage(content=first_user)]},
+                     config={"recursion_limit": 2 * state.max_steps + 10})
+
+    # ------------------------------------------------------------------ tools
+    def _run_tool(self, ctx: AttemptContext, sandbox: Any, rec: SessionRecorder, state: _Run, name: str,
+                  args: dict[str, Any], call_id: str) -> tuple[str, list[dict[str, Any]]]:
+        """Run one tool call inside the sandbox; returns (text for the model, image parts)."""
+        shown = {"bash": args.get("command"), "python": args.get("code"), "submit": args.get("answer"),
+                 "view_frames": json.dumps(args.get("times"))}.get(name, json.dumps(args))
+        rec.add(EventKind.tool_call, str(shown or ""), data={"tool": name, "input": args, "id": call_id})
+        frame_parts: list[dict[str, Any]] = []
+        timeout = min(float(self.options.extra.get("tool_timeout_s", TOOL_TIMEOUT_S)), max(state.remaining(), 1.0))
+        try:
+            if name == "submit":
+                answer = str(args.get("answer", "")).strip()
+                state.answer = answer
+                state.stop = True
+                rec.add(EventKind.final_answer, answer, data={"from": "submit"})
+                return "Answer recorded.", []
+            if name == "bash":
+                command = str(args.get("command", ""))
+                text = _format_exec(sandbox.exec(["bash", "-c", command], timeout_s=timeout))
+            elif name == "python":
+                code = str(args.get("code", ""))
+                text = _format_exec(sandbox.exec(["python3", "-c", code], timeout_s=timeout))
+            elif name == "view_frames":
+                text, frame_parts = self._view_frames(ctx, sandbox, rec, args.get("times"), timeout)
+            else:
+                text = f"unknown tool {name!r}; the tools are bash, python, view_frames and submit"
+        except InfrastructureError as exc:
+            expired = getattr(sandbox, "expired", False)
+            state.end("timeout" if expired else "error",
+                      f"wall-clock limit of {ctx.policy.limits.time_limit_s:g}s reached" if expired
+                      else f"sandbox failed: {exc}")
+            text = f"[sandbox error: {exc}]"
+        rec.add(EventKind.tool_output, text, data={"tool": name, "id": call_id})
+        return text, frame_parts
+
+    def _view_frames(self, ctx: AttemptContext, sandbox: Any, rec: SessionRecorder, times: Any,
+                     timeout: float) -> tuple[str, list[dict[str, Any]]]:
+        if not isinstance(times, list) or not times:
+            return "view_frames needs a non-empty list of times in seconds", []
+        try:
+            wanted = [float(t) for t in times][:MAX_FRAMES_PER_CALL]
+        except (TypeError, ValueError):
+            return "view_frames: times must be numbers (seconds)", []
+        video = ctx.workspace.video_name
+        cmd = ["vtools", "frames", video, "--times", ",".join(f"{t:.3f}" for t in wanted), "--inline",
+               "--max-side", str(FRAME_MAX_SIDE), "--quality", "85"]
+        result = sandbox.exec(cmd, timeout_s=timeout)
+        if result.exit_code != 0:
+            return _format_exec(result), []
+        try:
+            report = json.loads(result.stdout)
+        except json.JSONDecodeError:
+            return _format_exec(result), []
+        parts: list[dict[str, Any]] = []
+        shown: list[float] = []
+        for frame in report.get("frames", []):
+            if not frame.get("data"):
+                continue
+            t = float(frame.get("time", 0.0))
+            shown.append(t)
+            parts.append({"type": "text", "text": f"[frame t={t:.3f}s]"})
+            parts.append({"type": "image_url",
+                          "image_url": {"url": f"data:{frame.get('media_type', 'image/jpeg')};base64,{frame['data']}"}})
+        rec.add_frames(decoded=list(report.get("decoded_times") or shown), model_visible=shown)
+        skipped = len(times) - len(wanted)
+        note = f" ({skipped} more times were ignored: at most {MAX_FRAMES_PER_CALL} a call)" if skipped > 0 else ""
+        text = (f"Decoded {len(shown)} frame(s) at t={', '.join(f'{t:.3f}' for t in shown)} s; "
+                f"they follow as images{note}.")
+        return text, parts
