@@ -66,6 +66,10 @@ def vstat_doc(task: str, stem: str, video: str, question: str, answer: Any, choi
     if choices:
         answer_index = choices.index(answer)
         answer = LETTERS[answer_index]
+    labels = {"state_element": element, "state_structure": structure, "perceptual_challenge": challenge,
+              "source": "Synthetic", "task": task}
+    # The taxonomy is written twice: as the `labels` object, and flat with VSTAT's own key
+    # names, which the VSTAT loader keeps as item labels (per-label score breakdowns).
     return {
         "id": stem,
         "source_task": task,
@@ -75,6 +79,9 @@ def vstat_doc(task: str, stem: str, video: str, question: str, answer: Any, choi
         "answer": answer,
         "choices": choices,
         "answer_index": answer_index,
-        "labels": {"element": element, "structure": structure, "challenge": challenge,
-                   "source": "Synthetic", "task": task},
+        "state_element": element,
+        "state_structure": structure,
+        "perceptual_challenge": challenge,
+        "source": "Synthetic",
+        "labels": labels,
     }

@@ -1,0 +1,88 @@
+"""morse_light: a desk lamp flashes a short word in International Morse code; the answer is the word.
+
+Timing follows the standard: a dot lasts one unit, a dash three, the gap inside a
+letter one unit, between letters three. The unit is 0.3 or 0.4 s (3 or 4 frames at
+10 fps), so dots, dashes and gaps stay distinct at the frame rate. The answer is the
+lower-case word (VSTAT text answers are compared lower-cased and stripped).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from statebox.benchmarks.synthetic.clip import FPS, HEIGHT, WIDTH, event, render_clip, save_clip
+from statebox.benchmarks.synthetic.families.common import VideoRecord, layout_signature, rng_for, vstat_doc
+from statebox.benchmarks.synthetic.geometry import Sphere, aim, box_mesh, frustum_mesh
+from statebox.benchmarks.synthetic.render import Renderer, SceneObject
+
+NAME = "morse_light"
+BENCH = "vstat"
+CLASSES = ("lamp",)
+ANNOTATION = "vstat.json"
+COST = 1
+SIZES = {"tiny": 2, "small": 10, "full": 50}
+
+MORSE = {"A": ".-", "B": "-...", "C": "-.-.", "D": "-..", "E": ".", "F": "..-.", "G": "--.", "H": "....",
+         "I": "..", "J": ".---", "K": "-.-", "L": ".-..", "M": "--", "N": "-.", "O": "---", "P": ".--.",
+         "Q": "--.-", "R": ".-.", "S": "...", "T": "-", "U": "..-", "V": "...-", "W": ".--", "X": "-..-",
+         "Y": "-.--", "Z": "--.."}
+WORDS = ("sos", "cat", "dog", "sun", "hi", "tea", "map", "key", "box", "fox", "red", "ok", "yes", "no", "egg",
+         "hat", "cup", "pen", "sky", "art", "ice", "owl", "zip", "jam", "bus", "net", "rug", "web")
+GROUND = (120, 150, 178)  # BGR: a desk
+QUESTION = ("The lamp flashes a word in International Morse code (a short flash is a dot, a long flash a dash). "
+            "What is the word? Answer with the word only.")
+BULB_ON, BULB_OFF = (150, 235, 255), (150, 160, 165)
+
+
+def n_videos(size: str) -> int:
+    return SIZES[size]
+
+
+def flashes(word: str, unit: int) -> list[tuple[int, int]]:
+    """(start frame offset, length in frames) of each flash."""
+    out, t = [], 0
+    for li, letter in enumerate(word.upper()):
+        if li:
+            t += 2 * unit  # 3-unit letter gap (1 unit already added after the last symbol)
+        for symbol in MORSE[letter]:
+            length = unit if symbol == "." else 3 * unit
+            out.append((t, length))
+            t += length + unit
+    return out
+
+
+def lamp(on: bool, x: float) -> SceneObject:
+    base = frustum_mesh((x, 0.0), 0.0, 0.42, 0.36, 0.1, (60, 60, 64), 24, gloss=0.4)
+    pole = box_mesh((x, 0.0), 0.1, (0.07, 0.07, 1.25), 0.0, (150, 150, 155), 0.5)
+    bulb = Sphere((x, 0.0, 1.08), 0.16, BULB_ON if on else BULB_OFF, gloss=0.6, emissive=on)
+    shade = frustum_mesh((x, 0.0), 1.16, 0.5, 0.2, 0.32, (40, 95, 30), 28, gloss=0.35)
+    return SceneObject(1, "lamp", [base, pole, bulb, shade], state={"on": on})
+
+
+def make_video(family_dir: Path, seed: int, index: int, n: int) -> VideoRecord:
+    rng = rng_for(seed, NAME, index)
+    word = str(rng.choice(WORDS))
+    unit = int(rng.choice([3, 4]))
+    lead = int(rng.integers(8, 15))
+    lamp_x = float(rng.uniform(-0.6, 0.6))
+    pattern = flashes(word, unit)
+    end = lead + pattern[-1][0] + pattern[-1][1]
+    n_frames = end + int(rng.integers(8, 15))
+    lit = [False] * n_frames
+    for start, length in pattern:
+        for f in range(lead + start, lead + start + length):
+            lit[f] = True
+    renderer = Renderer(WIDTH, HEIGHT, GROUND, noise_sigma=1.5, seed=int(rng.integers(1 << 31)))
+    cam = aim((0.0, -3.6, 2.2), (0.0, 0.0, 0.75), 50.0, WIDTH, HEIGHT)
+    clip = render_clip(renderer, n_frames, FPS, lambda i, t: (cam, [lamp(lit[i], lamp_x)]))
+    stem = f"{NAME}_{index:04d}"
+    events = []
+    for start, length in pattern:
+        events.append(event(FPS, lead + start, "on", [1]))
+        events.append(event(FPS, lead + start + length, "off", [1]))
+    params = {"unit_frames": unit, "lead_frames": lead, "code": " ".join(MORSE[c] for c in word.upper()),
+              "lamp_x": round(lamp_x, 3)}
+    video = save_clip(family_dir, NAME, stem, clip, events, params, {"text": word})
+    doc = vstat_doc(NAME, stem, video, QUESTION, word, element="Attribute", structure="Sequence",
+                    challenge="symbolic decoding")
+    return VideoRecord(stem, [doc], layout_signature([WORDS.index(word), unit, lead, lamp_x]))
