@@ -205,10 +205,10 @@ def shell_accesses(shell_text: str) -> list[Access]:
         if not is_shell_command(argv):
             continue
         word = command_word(argv)
-        if word in ("bash", "sh", "zsh", "dash") and "-c" in argv[1:]:
-            idx = argv.index("-c")
-            if idx + 1 < len(argv):
-                out.extend(shell_accesses(argv[idx + 1]))
+        flag = next((i for i, a in enumerate(argv[1:], start=1) if re.match(r"^-[a-z]*c$", a)), None)
+        if word in ("bash", "sh", "zsh", "dash") and flag is not None:
+            if flag + 1 < len(argv):
+                out.extend(accesses(argv[flag + 1]))
             continue
         if word.startswith("python") and "-m" in argv and argv.index("-m") + 1 < len(argv):
             mod = argv[argv.index("-m") + 1]
@@ -297,17 +297,26 @@ def code_accesses(code: str) -> list[Access]:
         out.append(Access("access", "/home/agent", m.group(0)))
     for m in STRING_PATH.finditer(code):
         literal = m.group(2)
-        if literal in ("/", "//") and code[max(0, m.start() - 12):m.start()].rstrip().endswith(("split(", "join(", "replace(", "+", "strip(")):
-            continue  # '/' as a separator string, not a path
+        if literal in ("/", "//", "~"):
+            continue  # a bare '/' is a separator ('/'.join, split('/')); walks of '/' are found by CODE_WALK
         out.append(Access("access", normalise_path(literal), "literal"))
     for m in CODE_NETWORK.finditer(code):
         out.append(Access("network", m.group(0), "code"))
     return out
 
 
+_COMMENT_LINE = re.compile(r"^[ \t]*#.*$", re.M)
+
+
+def strip_comments(text: str) -> str:
+    """Drop whole-line comments (shell and Python alike): notes to self are not actions."""
+    return _COMMENT_LINE.sub("", text)
+
+
 def accesses(text: str, *, is_shell: bool = True) -> list[Access]:
     """Everything an action's text does: shell commands (if shell), plus code-level calls anywhere."""
     out: list[Access] = []
+    text = strip_comments(text)
     if is_shell:
         shell_text, bodies = strip_heredocs(text)
         out.extend(shell_accesses(shell_text))

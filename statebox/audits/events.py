@@ -198,6 +198,8 @@ def _read_events_jsonl(path: Path, keep: Callable[[int], bool] | None) -> list[E
     with path.open("rb") as fh:
         for line_no, raw in enumerate(fh, start=1):
             if keep is not None and not keep(line_no):
+                if raw[:1] != b"{" and raw.strip() and not _is_last_line(fh):  # cheap shape check on skipped lines
+                    raise DataError(path, line_no, "not a session event (not a JSON object)")
                 continue
             raw = raw.strip()
             if not raw:
