@@ -295,7 +295,9 @@ class SandboxEngine:
             shm_size="64m",
             init=True,
             log_config={"type": "none", "config": {}},
-            ulimits=[{"Name": "core", "Soft": 0, "Hard": 0}],
+            # fsize: one file can never exceed the workspace budget (the watchdog catches many files)
+            ulimits=[{"Name": "core", "Soft": 0, "Hard": 0},
+                     {"Name": "fsize", "Soft": lim.workspace_mb * 1024 * 1024, "Hard": lim.workspace_mb * 1024 * 1024}],
         )
         if gpu:
             import docker.types
@@ -467,7 +469,8 @@ class SandboxEngine:
                 "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
                 "--pids-limit", str(lim.pids), "--memory", f"{lim.memory_mb}m", "--memory-swap", f"{lim.memory_mb}m",
                 "--cpus", f"{lim.cpus:g}", "--shm-size", "64m", "--init", "--log-driver", "none",
-                "--ulimit", "core=0:0", "--user", AGENT_USER, "--workdir", WORKDIR, "--hostname", "sandbox"]
+                "--ulimit", "core=0:0",
+                "--ulimit", f"fsize={lim.workspace_mb * 1024 * 1024}:{lim.workspace_mb * 1024 * 1024}", "--user", AGENT_USER, "--workdir", WORKDIR, "--hostname", "sandbox"]
         for key, value in self.labels(spec).items():
             args += ["--label", f"{key}={value}"]
         for key, value in self.environment(spec).items():

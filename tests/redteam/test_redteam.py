@@ -1,0 +1,143 @@
+"""Every attacker must be contained, and the harness must keep working after all of them."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from tests.redteam.attacks import ATTACKS
+from tests.redteam.conftest import DECOYS
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
+
+
+def _problems(outcome, ctx) -> list[str]:
+    a = outcome.attack
+    problems = []
+    text = (outcome.stdout + "\n" + outcome.stderr).lower()
+    for needle in ctx["needles"]:
+        if needle.lower() in text:
+            problems.append(f"the output names the source: {needle!r}")
+    for key, value in DECOYS.items():
+        if value.lower() in text:
+            problems.append(f"the host's decoy {key} leaked")
+    escaped = [line for line in outcome.lines if line.startswith("ESCAPED")]
+    if escaped:
+        problems.append(f"escaped: {escaped[:5]}")
+    if outcome.status not in a.statuses:
+        problems.append(f"status {outcome.status} ({outcome.reason}) not in {a.statuses}")
+    if a.needs_done and "DONE" not in outcome.lines:
+        problems.append("the attacker did not run to its end (no DONE): " + outcome.stderr[-300:])
+    if outcome.count("BLOCKED") < a.min_blocked:
+        problems.append(f"only {outcome.count('BLOCKED')} BLOCKED lines, expected >= {a.min_blocked}")
+    if a.max_duration_s is not None and outcome.wall_s > a.max_duration_s:
+        problems.append(f"took {outcome.wall_s:.1f}s, limit {a.max_duration_s}s")
+    if outcome.leftover_containers:
+        problems.append("its container was not removed")
+    return problems
+
+
+@pytest.mark.parametrize("name", [a.name for a in ATTACKS])
+def test_attacker_is_contained(redteam, name):
+    outcome = redteam["outcomes"][name]
+    print(outcome.summary())
+    print("stdout (tail):", outcome.stdout[-1500:])
+    print("stderr (tail):", outcome.stderr[-500:])
+    assert not _problems(outcome, redteam), _problems(outcome, redteam)
+
+
+def test_red_team_is_large_and_fast(redteam):
+    print(f"{len(redteam['outcomes'])} attackers in {redteam['total_s']:.1f}s")
+    assert len(redteam["outcomes"]) >= 30
+    assert redteam["total_s"] < 180
+
+
+def test_host_listener_never_reached(redteam):
+    assert redteam["listener"].accepted == 0
+    assert "BLOCKED tcp 127.0.0.1" in redteam["outcomes"]["host_loopback_service"].stdout
+
+
+def test_workspace_mount_source_reveals_nothing(redteam):
+    """The bind source in mountinfo is the random folder: only hex, under the statebox root."""
+    outcome = redteam["outcomes"]["name_in_mountinfo"]
+    ws_path = str(outcome.workspace.path)
+    lines = [line for line in outcome.lines if " /workspace " in line]
+    assert lines, outcome.stdout[:500]
+    name = Path(ws_path).name
+    assert len(name) == 32 and all(c in "0123456789abcdef" for c in name)
+    for needle in redteam["needles"]:
+        assert needle.lower() not in ws_path.lower()
+
+
+def test_output_flood_is_capped(redteam):
+    from statebox.sandbox import docker as sdocker
+
+    outcome = redteam["outcomes"]["output_flood"]
+    size = (redteam["logs"] / "output_flood.out").stat().st_size
+    print(f"flood produced {outcome.stdout_bytes} bytes, kept {size}")
+    assert outcome.stdout_bytes > 0
+    assert size <= sdocker.OUTPUT_CAP_BYTES + 200
+
+
+def test_workspace_fill_was_stopped(redteam):
+    outcome = redteam["outcomes"]["fill_workspace"]
+    from statebox.sandbox.docker import _dir_size
+
+    assert "workspace grew past" in outcome.reason
+    big = [line for line in outcome.lines if line.endswith("/workspace/big")]
+    assert big, outcome.stdout
+    size = int(big[0].split()[4])
+    print(f"the single 200 MB write stopped at {size} bytes (fsize limit)")
+    assert size <= 48 * 1024 * 1024
+    used = _dir_size(outcome.workspace.path, 1 << 40)
+    print(f"workspace held {used / 1e6:.0f} MB when killed (budget 48 MB)")
+    assert used < 48 * 1024 * 1024 * 4
+
+
+def test_symlinks_planted_by_the_agent_are_not_followed_by_the_host(redteam):
+    from statebox.errors import UserError
+
+    outcome = redteam["outcomes"]["symlink_planted_in_workspace"]
+    ws = outcome.workspace
+    assert (ws.path / "answer.txt").is_symlink()
+    with pytest.raises(UserError, match="not a regular file"):
+        ws.read_output("answer.txt")
+    with pytest.raises(UserError):
+        ws.read_output("out.json")
+    ws.cleanup()
+    assert not ws.path.exists()
+    assert redteam["canary"].read_text() == "CANARY-ANSWER-42\n"  # cleanup did not follow the link
+    assert Path("/etc/hostname").exists()  # nor the rootlink -> /
+
+
+def test_source_video_untouched_and_never_linked(redteam):
+    video = redteam["video"]
+    assert hashlib.sha256(video.read_bytes()).hexdigest() == redteam["video_hash"]
+    for outcome in redteam["outcomes"].values():
+        ws_video = outcome.workspace.path / outcome.workspace.video_name
+        if ws_video.exists():
+            assert ws_video.stat().st_ino != video.stat().st_ino
+            assert not ws_video.is_symlink()
+
+
+def test_read_only_mount_still_intact(redteam):
+    assert (redteam["ro_dir"] / "token.txt").read_text() == "lease-token-not-a-secret\n"
+    assert not (redteam["ro_dir"] / "new").exists()
+
+
+def test_harness_keeps_working_after_the_attacks(redteam, docker_engine, tmp_path):
+    """After fork bombs, OOMs, floods and killed inits, a plain attempt still runs and nothing is left over."""
+    from statebox.policies import load_policy
+    from statebox.sandbox.docker import ContainerSpec
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    ws.chmod(0o777)
+    spec = ContainerSpec(image=redteam["image"], command=["python3", "-c", "print(6*7)"], workspace=ws,
+                         policy=load_policy("default"), run_id="redteam", attempt_id="rt-after")
+    result = docker_engine.run(spec, tmp_path / "o", tmp_path / "e")
+    assert result.status == "ok" and (tmp_path / "o").read_text().strip() == "42"
+    left = docker_engine.api.containers(all=True, filters={"label": "statebox.run=redteam"})
+    assert left == []
