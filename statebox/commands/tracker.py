@@ -1,9 +1,45 @@
-"""`statebox tracker` (placeholder until its issue lands)."""
+"""`statebox tracker train`: train the baseline's detector on the generated suite, in the sandbox."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import Optional
+
 import typer
+
+tracker_app = typer.Typer(help="The detector/tracker baseline: train its detector on a generated suite.",
+                          no_args_is_help=True)
+
+
+@tracker_app.command("train")
+def train(
+    suite: Path = typer.Option(..., "--suite", help="a generated suite folder (statebox bench make)"),
+    model: str = typer.Option("yolov8n.yaml", "--model", help="ultralytics model yaml; trained from scratch, no download"),
+    epochs: int = typer.Option(30, "--epochs", min=1, help="training epochs"),
+    imgsz: int = typer.Option(320, "--imgsz", min=32, help="training image size (pixels)"),
+    device: str = typer.Option("cpu", "--device", help="cpu | cuda"),
+    out: Path = typer.Option(Path("runs/tracker-train"), "--out", help="folder for the data set, the run, the weights and the card"),
+    name: Optional[str] = typer.Option(None, "--name", help="weights file stem (default: suite-<model stem>)"),
+    every: int = typer.Option(5, "--every", min=1, help="export every n-th frame of each video"),
+    batch: int = typer.Option(16, "--batch", min=1, help="training batch size"),
+) -> None:
+    """Export frames + boxes from the suite's ground truth and train a detector inside the tracker container.
+
+    Writes OUT/<name>.pt and OUT/<name>.card.json (data, epochs, mAP); prints the weights path.
+    """
+    from statebox.tracker.training import train_detector
+
+    if device not in ("cpu", "cuda"):
+        from statebox.errors import UserError
+
+        raise UserError(f"--device must be cpu or cuda, not {device!r}")
+    card = train_detector(suite, out, model=model, epochs=epochs, imgsz=imgsz, device=device, name=name,
+                          every=every, batch=batch)
+    print(f"[tracker] mAP50 {card.metrics.get('mAP50')} after {card.epochs} epochs "
+          f"({card.train_seconds:.0f}s); card: {card.card_path}", file=sys.stderr)
+    print(card.weights_path)
 
 
 def register(app: typer.Typer) -> None:
-    """Nothing registered yet."""
+    app.add_typer(tracker_app, name="tracker")

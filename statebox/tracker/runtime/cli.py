@@ -1,0 +1,166 @@
+"""Entry point inside the tracker container: `python -m sbtracker.cli track|train ...`.
+
+Every line the host should record is printed as `SBTRACK <json>` on stdout (progress,
+frame accounting, the program chosen, the answer); files go to the output folder the
+host mounted read-write (`tracks.jsonl` as frames are processed, `answer.json`,
+`run.json`). Exit code 0 = an answer or an abstention was produced; 2 = bad input
+(missing video, unreadable weights); anything else = a crash, reported by the host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .netguard import EVENT_PREFIX
+
+
+def emit(payload: dict) -> None:
+    sys.stdout.write(EVENT_PREFIX + json.dumps(payload) + "\n")
+    sys.stdout.flush()
+
+
+def _find_video(path: str | None) -> Path:
+    if path:
+        video = Path(path)
+        if not video.is_file():
+            raise FileNotFoundError(f"{video}: video not found")
+        return video
+    here = sorted(p for p in Path.cwd().iterdir() if p.suffix.lower() in (".mp4", ".mkv", ".avi", ".mov", ".webm"))
+    if len(here) != 1:
+        raise FileNotFoundError(f"expected exactly one video in {Path.cwd()}, found {len(here)}")
+    return here[0]
+
+
+def cmd_track(args: argparse.Namespace) -> int:
+    from .detect import Detector, DetectorConfig
+    from .programs import abstain, answer_question, features_for, match_rule
+    from .track import RunStats, TrackerConfig, run_tracking
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if args.questions_file:
+        return _track_many(args, out)
+    question = json.loads(Path(args.question_file).read_text()) if args.question_file else {}
+    video = _find_video(args.video)
+    text, choices = question.get("question", ""), question.get("choices") or []
+    if match_rule(text) is None:  # nothing to compute: abstain without decoding a frame
+        payload = abstain("none", "no tracking program matches this question").to_json()
+        (out / "answer.json").write_text(json.dumps(payload, indent=2))
+        emit({"event": "answer", **payload})
+        return 0
+    started = time.perf_counter()
+    detector = Detector(DetectorConfig(weights=args.weights, imgsz=args.imgsz, conf=args.conf,
+                                       device=args.device, half=None))
+    emit({"event": "model", "weights": Path(args.weights).name, "device": detector.device,
+          "half": detector.half, "classes": detector.names, "load_s": round(time.perf_counter() - started, 2)})
+
+    def progress(stats: RunStats) -> None:
+        if stats.batches % args.progress_every == 0:
+            emit({"event": "progress", "frames": stats.frames_read, "fps": round(stats.fps, 1)})
+
+    features = features_for(text, list(detector.names.values()))
+    with (out / "tracks.jsonl").open("w") as sink:
+        log, stats = run_tracking(video, detector, stride=args.stride, batch=args.batch,
+                                  tracker_config=TrackerConfig(), features=features, sink=sink, on_batch=progress)
+    emit({"event": "frames", "decoded": [f.t for f in log.frames], "stride": args.stride})
+    ids = sorted({o.id for f in log.frames for o in f.objects})
+    emit({"event": "tracked", "frames": stats.frames_read, "fps": round(stats.fps, 2), "tracks": len(ids),
+          "detect_s": round(stats.detect_s, 2), "track_s": round(stats.track_s, 2), "wall_s": round(stats.wall_s, 2)})
+    result = answer_question(text, choices, log)
+    payload = result.to_json()
+    (out / "answer.json").write_text(json.dumps(payload, indent=2))
+    (out / "run.json").write_text(json.dumps({"video": video.name, "frames": stats.frames_read,
+                                              "frames_grabbed": stats.frames_grabbed, "fps": stats.fps,
+                                              "wall_s": stats.wall_s, "device": detector.device}, indent=2))
+    emit({"event": "answer", **payload})
+    return 0
+
+
+def _track_many(args: argparse.Namespace, out: Path) -> int:
+    """Track a video once, then answer many questions, each on the frames before its `until` time.
+
+    ByteTrack is online (a frame's tracks depend only on earlier frames), so the prefix of
+    one run equals a run on the video cut at `until`: suite evaluation needs one tracking
+    pass per video instead of one per streaming query.
+    """
+    from dataclasses import replace
+
+    from .detect import Detector, DetectorConfig
+    from .programs import answer_question, features_for
+    from .track import TrackerConfig, run_tracking
+
+    questions = json.loads(Path(args.questions_file).read_text())
+    video = _find_video(args.video)
+    detector = Detector(DetectorConfig(weights=args.weights, imgsz=args.imgsz, conf=args.conf, device=args.device))
+    features: dict[str, set[str]] = {}
+    for q in questions:
+        for name, classes in features_for(q.get("question", ""), list(detector.names.values())).items():
+            features.setdefault(name, set()).update(classes)
+    with (out / f"{video.stem}.tracks.jsonl").open("w") as sink:
+        log, stats = run_tracking(video, detector, stride=args.stride, batch=args.batch,
+                                  tracker_config=TrackerConfig(), features=features, sink=sink)
+    emit({"event": "tracked", "video": video.name, "frames": stats.frames_read, "fps": round(stats.fps, 2)})
+    with (out / f"{video.stem}.answers.jsonl").open("w") as fh:
+        for q in questions:
+            until = q.get("until")
+            part = log if until is None else replace(log, frames=[f for f in log.frames if f.t < until])
+            payload = {"key": q.get("key"), **answer_question(q.get("question", ""), q.get("choices") or [], part).to_json()}
+            fh.write(json.dumps(payload) + "\n")
+            emit({"event": "answer", **payload})
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from .train import train
+
+    result = train(Path(args.data), args.model, args.epochs, args.imgsz, args.device, Path(args.out),
+                   batch=args.batch, seed=args.seed, emit=emit)
+    emit({"event": "trained", **result})
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sbtracker", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("track", help="detect + track a video, then answer the question (or abstain)")
+    t.add_argument("--video", help="the video (default: the one video in the working directory)")
+    t.add_argument("--question-file", help="JSON {question, choices}")
+    t.add_argument("--questions-file", help="JSON [{key, question, choices, until}]: track once, answer each")
+    t.add_argument("--weights", required=True)
+    t.add_argument("--out", required=True)
+    t.add_argument("--imgsz", type=int, default=320)
+    t.add_argument("--conf", type=float, default=0.25)
+    t.add_argument("--stride", type=int, default=1)
+    t.add_argument("--batch", type=int, default=8)
+    t.add_argument("--device", default="auto")
+    t.add_argument("--progress-every", type=int, default=4)
+    t.set_defaults(func=cmd_track)
+    r = sub.add_parser("train", help="train a detector from a model yaml on a YOLO data set")
+    r.add_argument("--data", required=True, help="data.yaml of the exported data set")
+    r.add_argument("--model", default="yolov8n.yaml")
+    r.add_argument("--epochs", type=int, default=30)
+    r.add_argument("--imgsz", type=int, default=320)
+    r.add_argument("--device", default="cpu")
+    r.add_argument("--batch", type=int, default=16)
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--out", required=True)
+    r.set_defaults(func=cmd_train)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except FileNotFoundError as exc:
+        emit({"event": "error", "kind": "input", "message": str(exc)})
+        print(f"sbtracker: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

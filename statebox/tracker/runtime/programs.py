@@ -1,0 +1,494 @@
+"""Question -> tracking program: explicit, documented rules (docs/tracker.md), first match wins.
+
+A tracker answers only what it can compute from tracks, so each rule pairs a question
+pattern with one small program over the `TrackLog`. Objects named in a question must be
+classes of the detector's weights ("cubes" -> `cube`); when they are not, or no rule
+matches, the result is an abstention (empty response, status `abstain`): the scorer
+counts it wrong, the report counts it separately.
+
+Rules (regular expressions over the lower-cased question):
+  shell_game      "which cup hides the ball"                      -> follow the ball's cup
+  stack_count     "how many X are in the stack at the end"          -> initial + arrivals - departures
+  rotation_count  "how many times ... X ... (tightened|loosened)"   -> turns of X by rotation direction
+  blink_decode    "... (morse|blinks|flashes) ... light/lamp"       -> on/off timing of the light
+  visible_now     "how many X are visible at this moment|now"       -> tracks of X in the last frames
+  distinct_so_far "how many (different) X have appeared (so far)"   -> distinct track ids of X
+  entries         "how many times has/did a X enter (the view)"     -> tracks of X that began after the start
+  unique_total    "how many X are (present|there) in the scene"     -> distinct track ids of X (a pan sees each once)
+  final_count     "how many X are (there|visible|left) at the end"  -> tracks of X in the last frames
+Time "now" is the last frame: streaming queries get a video cut at the query time.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .tracklog import Track, TrackLog
+
+LETTERS = "ABCDEFGHIJ"
+ALIASES = {"people": "person", "persons": "person", "men": "person", "women": "person", "children": "person",
+           "mice": "mouse", "knives": "knife", "glasses": "glass", "boxes": "box", "dice": "die"}
+# A track must last this long to count as an object (drops one-frame flickers).
+MIN_TRACK_S = 0.25
+END_WINDOW_S = 0.5  # "now" / "at the end" = the median over this last stretch of frames
+
+
+@dataclass
+class ProgramResult:
+    response: str
+    program: str
+    abstain: bool = False
+    explanation: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"response": self.response, "program": self.program, "abstain": self.abstain,
+                "explanation": self.explanation, "evidence": self.evidence}
+
+
+def abstain(program: str, why: str) -> ProgramResult:
+    return ProgramResult("", program, abstain=True, explanation=why)
+
+
+class NoClass(Exception):
+    """The question names an object the detector has no class for."""
+
+
+def resolve_class(noun: str, log: TrackLog) -> str:
+    """'cubes' -> 'cube' when the weights have a `cube` class (plural forms and a few aliases)."""
+    word = noun.lower().strip()
+    names = {n.lower(): n for n in (log.names or sorted({o.cls for f in log.frames for o in f.objects}))}
+    candidates = [ALIASES.get(word, word), word]
+    if word.endswith("ies"):
+        candidates.append(word[:-3] + "y")
+    if word.endswith("es"):
+        candidates.append(word[:-2])
+    if word.endswith("s"):
+        candidates.append(word[:-1])
+    for c in candidates:
+        if c in names:
+            return names[c]
+        if c.replace(" ", "_") in names:
+            return names[c.replace(" ", "_")]
+    raise NoClass(f"the detector has no class for {noun!r} (classes: {', '.join(sorted(names)) or 'none'})")
+
+
+def _real_tracks(log: TrackLog, cls: str) -> list[Track]:
+    min_len = max(2, round(MIN_TRACK_S / log.step)) if log.step else 2
+    return [t for t in log.tracks(cls).values() if len(t.times) >= min_len]
+
+
+def count_at_end(log: TrackLog, cls: str, window_s: float = END_WINDOW_S) -> int:
+    if not log.frames:
+        return 0
+    end = log.frames[-1].t
+    counts = [sum(1 for o in f.objects if o.cls == cls) for f in log.frames if f.t >= end - window_s - 1e-9]
+    return int(round(statistics.median(counts))) if counts else 0
+
+
+# ---------------------------------------------------------------- counting programs
+
+
+def unique_total(log: TrackLog, cls: str) -> ProgramResult:
+    tracks = _real_tracks(log, cls)
+    return ProgramResult(str(len(tracks)), "unique_total",
+                         explanation=f"{len(tracks)} distinct {cls} tracks over the video",
+                         evidence={"track_ids": sorted(t.id for t in tracks)})
+
+
+COLOUR_SAME = 45.0  # BGR distance under which two tracks may be one individual
+
+
+def _track_colour(track: Track) -> list[float] | None:
+    values = [e["colour"] for e in track.extras if e.get("colour")]
+    if not values:
+        return None
+    return [statistics.median(v[i] for v in values) for i in range(3)]
+
+
+def _colour_distance(a: list[float] | None, b: list[float] | None) -> float:
+    if a is None or b is None:
+        return float("inf")
+    return sum((x - y) ** 2 for x, y in zip(a, b)) ** 0.5
+
+
+def individuals(tracks: list[Track]) -> list[list[Track]]:
+    """Group tracks into individuals: same colour, never on screen together (re-identification by colour)."""
+    groups: list[tuple[list[float] | None, list[Track]]] = []
+    for tr in sorted(tracks, key=lambda t: t.first):
+        col = _track_colour(tr)
+        best, best_d = None, COLOUR_SAME
+        for i, (gcol, members) in enumerate(groups):
+            if any(m.first <= tr.last and tr.first <= m.last for m in members):
+                continue  # seen at the same time: two individuals
+            d = _colour_distance(col, gcol)
+            if d < best_d:
+                best, best_d = i, d
+        if best is None:
+            groups.append((col, [tr]))
+        else:
+            groups[best][1].append(tr)
+    return [members for _, members in groups]
+
+
+def distinct_so_far(log: TrackLog, cls: str) -> ProgramResult:
+    """Distinct individuals: tracks of `cls`, merged when they share a colour and never co-occur."""
+    groups = individuals(_real_tracks(log, cls))
+    return ProgramResult(str(len(groups)), "distinct_so_far",
+                         explanation=f"{len(groups)} distinct {cls} individuals (tracks grouped by colour)",
+                         evidence={"groups": [[t.id for t in g] for g in groups]})
+
+
+def visible_now(log: TrackLog, cls: str) -> ProgramResult:
+    n = count_at_end(log, cls)
+    return ProgramResult(str(n), "visible_now", explanation=f"{n} {cls} tracked in the last {END_WINDOW_S:g}s")
+
+
+def final_count(log: TrackLog, cls: str) -> ProgramResult:
+    result = visible_now(log, cls)
+    result.program = "final_count"
+    return result
+
+
+def _near_border(box: tuple[float, float, float, float], log: TrackLog, margin: float = 6.0) -> bool:
+    x1, y1, x2, y2 = box
+    return x1 <= margin or y1 <= margin or (log.width and x2 >= log.width - margin) or \
+        (log.height and y2 >= log.height - margin)
+
+
+def entries(log: TrackLog, cls: str) -> ProgramResult:
+    """Visits into view: tracks of `cls`, where a track that resumes one lost mid-image
+    (same colour, within a second) continues that visit instead of starting a new one."""
+    tracks = sorted(_real_tracks(log, cls), key=lambda t: t.first)
+    visits: list[list[Track]] = []
+    for tr in tracks:
+        cont = None
+        for v in visits:
+            prev = v[-1]
+            if prev.last < tr.first <= prev.last + 1.0 and not _near_border(prev.boxes[-1], log) \
+                    and _colour_distance(_track_colour(prev), _track_colour(tr)) < COLOUR_SAME:
+                cont = v
+                break
+        if cont is None:
+            visits.append([tr])
+        else:
+            cont.append(tr)
+    return ProgramResult(str(len(visits)), "entries", explanation=f"{len(visits)} entries of {cls} into view",
+                         evidence={"visits": [[t.id for t in v] for v in visits]})
+
+
+# ---------------------------------------------------------------- pixels over time
+
+
+def rotation_count(log: TrackLog, cls: str, want: str = "tighten") -> ProgramResult:
+    """Turns of each `cls` track, from the path of its painted mark (`mark_xy`, image pixels).
+
+    A turn is a run of frames in which the mark keeps moving (faster than TURN_SPEED
+    pixels per second, pauses of at most 0.3 s inside) and travels at least TURN_MIN
+    pixels. Its direction is the sign of the area its path sweeps (shoelace formula),
+    which needs no estimate of the pivot: positive in image coordinates (y pointing
+    down) is clockwise on screen, i.e. tightening for a camera looking down on the heads.
+    """
+    turns = {"tighten": 0, "loosen": 0}
+    found: list[dict] = []
+    step = log.step or 0.1
+    pause = max(1, round(0.3 / step))
+    for tr in _real_tracks(log, cls):
+        pts = [(t, e["mark_xy"]) for t, e in zip(tr.times, tr.extras) if e.get("mark_xy")]
+        if len(pts) < 3:
+            continue
+        times = [t for t, _ in pts]
+        xy = [p for _, p in pts]
+        moving = [((xy[i + 1][0] - xy[i][0]) ** 2 + (xy[i + 1][1] - xy[i][1]) ** 2) ** 0.5
+                  / max(times[i + 1] - times[i], 1e-6) > TURN_SPEED for i in range(len(xy) - 1)]
+        i = 0
+        while i < len(moving):
+            if not moving[i]:
+                i += 1
+                continue
+            j = i
+            while j + 1 < len(moving) and any(moving[j + 1: j + 1 + pause]):
+                j += 1
+            path = xy[i: j + 2]
+            travel = sum(((b[0] - a[0]) ** 2 + (b[1] - a[1]) ** 2) ** 0.5 for a, b in zip(path, path[1:]))
+            x0, y0 = path[0]
+            area = sum((a[0] - x0) * (b[1] - y0) - (b[0] - x0) * (a[1] - y0) for a, b in zip(path, path[1:])) / 2
+            if travel >= TURN_MIN and abs(area) > 1.0:
+                kind = "tighten" if area > 0 else "loosen"
+                turns[kind] += 1
+                found.append({"track": tr.id, "t0": times[i], "t1": times[j + 1], "travel_px": round(travel, 1),
+                              "area": round(area, 1), "kind": kind})
+            i = j + 1
+    n = turns[want]
+    return ProgramResult(str(n), "rotation_count",
+                         explanation=f"{turns['tighten']} clockwise (tightening) and {turns['loosen']} "
+                                     f"counter-clockwise (loosening) turns of {cls} marks",
+                         evidence={"turns": found})
+
+
+TURN_SPEED = 8.0  # pixels per second
+TURN_MIN = 6.0  # pixels
+
+
+MORSE = {".-": "a", "-...": "b", "-.-.": "c", "-..": "d", ".": "e", "..-.": "f", "--.": "g", "....": "h",
+         "..": "i", ".---": "j", "-.-": "k", ".-..": "l", "--": "m", "-.": "n", "---": "o", ".--.": "p",
+         "--.-": "q", ".-.": "r", "...": "s", "-": "t", "..-": "u", "...-": "v", ".--": "w", "-..-": "x",
+         "-.--": "y", "--..": "z", "-----": "0", ".----": "1", "..---": "2", "...--": "3", "....-": "4",
+         ".....": "5", "-....": "6", "--...": "7", "---..": "8", "----.": "9"}
+
+
+def blink_decode(log: TrackLog, cls: str) -> ProgramResult:
+    """Morse from a light's on/off timing.
+
+    The light's `glow` per frame (the tracked `cls` object; frames where it is not
+    detected repeat the last value) is split into on/off by the midpoint between its
+    lowest and highest tenth; the shortest flash is one unit; flashes longer than two
+    units are dashes; dark gaps longer than two units end a letter, longer than five a word.
+    """
+    tracks = sorted(_real_tracks(log, cls), key=lambda t: -len(t.times))
+    if not tracks:
+        return abstain("blink_decode", f"no {cls} was tracked")
+    by_time = {t: e.get("glow") for t, e in zip(tracks[0].times, tracks[0].extras)}
+    series, last = [], None
+    for f in log.frames:
+        v = by_time.get(f.t, last)
+        if v is not None:
+            series.append(v)
+            last = v
+    if len(series) < 3:
+        return abstain("blink_decode", "too few frames of the light")
+    ordered = sorted(series)
+    lo = statistics.mean(ordered[: max(1, len(ordered) // 10)])
+    hi = statistics.mean(ordered[-max(1, len(ordered) // 10):])
+    if hi - lo < 20:
+        return abstain("blink_decode", "the light never changes")
+    on = [v > (lo + hi) / 2 for v in series]
+    runs: list[tuple[bool, int]] = []
+    for state in on:
+        if runs and runs[-1][0] == state:
+            runs[-1] = (state, runs[-1][1] + 1)
+        else:
+            runs.append((state, 1))
+    while runs and not runs[0][0]:
+        runs.pop(0)
+    while runs and not runs[-1][0]:
+        runs.pop()
+    flashes = [n for state, n in runs if state]
+    if not flashes:
+        return abstain("blink_decode", "no flash seen")
+    unit = min(flashes)
+    letters, current = [], ""
+    for state, n in runs:
+        if state:
+            current += "-" if n > 2 * unit else "."
+        elif n > 5 * unit:
+            letters += [current, " "]
+            current = ""
+        elif n > 2 * unit:
+            letters.append(current)
+            current = ""
+    letters.append(current)
+    word = "".join(MORSE.get(code, "?") if code != " " else " " for code in letters if code).strip()
+    return ProgramResult(word, "blink_decode", explanation=f"flashes {' '.join(l for l in letters if l)} "
+                                                           f"(unit {unit} frames) -> {word!r}",
+                         evidence={"codes": [l for l in letters if l], "unit_frames": unit})
+
+
+def stack_count(log: TrackLog, cls: str) -> ProgramResult:
+    """Objects on a stack that may be hidden: those seen at the start, plus arrivals, minus departures.
+
+    An arrival is a track that begins at the top edge of the image after the start; a
+    departure is one that ends at the top edge before the end (objects come and go
+    through the top of the frame, while the stack itself may be hidden).
+    """
+    if not log.frames:
+        return ProgramResult("0", "stack_count", explanation="no frames")
+    tracks = _real_tracks(log, cls)
+    if not tracks:
+        return ProgramResult("0", "stack_count", explanation=f"no {cls} tracks")
+    heights = [b[3] - b[1] for t in tracks for b in t.boxes]
+    margin = max(4.0, 0.5 * statistics.median(heights))
+    t0, t_end = log.frames[0].t, log.frames[-1].t
+    settle = MIN_TRACK_S + log.step
+    initial = [t for t in tracks if t.first <= t0 + settle and t.boxes[0][1] > margin]
+    arrivals = [t for t in tracks if t.first > t0 + settle and t.boxes[0][1] <= margin]
+    departures = [t for t in tracks if t.last < t_end - settle and t.boxes[-1][1] <= margin
+                  and t.boxes[-1][3] < t.boxes[max(0, len(t.boxes) - 4)][3]]  # bottom edge rising at the end
+    n = max(0, len(initial) + len(arrivals) - len(departures))
+    return ProgramResult(str(n), "stack_count",
+                         explanation=f"{len(initial)} at the start + {len(arrivals)} arrived - {len(departures)} left",
+                         evidence={"initial": [t.id for t in initial], "arrivals": [t.id for t in arrivals],
+                                   "departures": [t.id for t in departures]})
+
+
+# ---------------------------------------------------------------- shell game
+
+
+def _nearest(tracks: list[Track], t: float, x: float) -> tuple[Track | None, float]:
+    best, best_d = None, float("inf")
+    for tr in tracks:
+        if not tr.times or tr.first > t + 1e-9 or tr.last < t - 1e-9:
+            continue
+        i = min(range(len(tr.times)), key=lambda k: abs(tr.times[k] - t))
+        d = abs(tr.center(i)[0] - x)
+        if d < best_d:
+            best, best_d = tr, d
+    return best, best_d
+
+
+def shell_game(log: TrackLog, choices: list[str]) -> ProgramResult:
+    """Follow the cup that covered the ball, then read its place among the cups in the final frame.
+
+    1. The ball's last sighting (it disappears when a cup is lowered over it) fixes the
+       hiding cup: the cup track nearest to the ball horizontally at that moment.
+    2. That cup's track is followed to the end; if ByteTrack loses it, the chain moves
+       to the cup track that starts closest to where it was lost.
+    3. In the final frames, the cups are ordered left to right by box centre; the
+       followed cup's rank picks the choice naming left / middle / right.
+    """
+    try:
+        cup_cls, ball_cls = resolve_class("cup", log), resolve_class("ball", log)
+    except NoClass as exc:
+        return abstain("shell_game", str(exc))
+    balls = sorted(log.tracks(ball_cls).values(), key=lambda t: t.last)
+    cups = list(log.tracks(cup_cls).values())
+    if not balls or not cups:
+        return abstain("shell_game", f"saw {len(balls)} ball and {len(cups)} cup tracks")
+    ball = balls[-1]
+    t_hide = ball.last
+    bx = ball.center(-1)[0]
+    cup, _ = _nearest(cups, t_hide, bx)
+    if cup is None:  # no cup in that very frame: the nearest cup at its first sighting after
+        later = [c for c in cups if c.first >= t_hide]
+        cup = min(later, key=lambda c: (c.first, abs(c.center(0)[0] - bx))) if later else None
+    if cup is None:
+        return abstain("shell_game", "no cup was tracked when the ball disappeared")
+    chain = [cup.id]
+    width = statistics.median(b[2] - b[0] for c in cups for b in c.boxes)
+    while cup.last < log.duration - log.step - 1e-9:
+        x_lost = cup.center(-1)[0]
+        nxt = [c for c in cups if c.id not in chain and cup.last - log.step * 2 <= c.first <= cup.last + 1.0
+               and abs(c.center(0)[0] - x_lost) < 1.5 * width]
+        if not nxt:
+            break
+        cup = min(nxt, key=lambda c: (abs(c.center(0)[0] - x_lost), c.first))
+        chain.append(cup.id)
+    final = log.frames[-1]
+    final_cups = [o for o in final.objects if o.cls == cup_cls]
+    x_followed = cup.center(-1)[0]
+    if len(final_cups) < 2:  # fall back to the last frame that shows at least three cups
+        for f in reversed(log.frames):
+            fc = [o for o in f.objects if o.cls == cup_cls]
+            if len(fc) >= 3:
+                final_cups = fc
+                break
+    xs = sorted(o.center[0] for o in final_cups)
+    if not xs:
+        return abstain("shell_game", "no cups in the final frames")
+    rank = min(range(len(xs)), key=lambda i: abs(xs[i] - x_followed))
+    place = "left" if rank == 0 else ("right" if rank == len(xs) - 1 else "middle")
+    letter = next((LETTERS[i] for i, c in enumerate(choices) if place in c.lower()), None)
+    if letter is None:
+        return abstain("shell_game", f"no choice names the {place} cup")
+    return ProgramResult(letter, "shell_game",
+                         explanation=f"ball last seen at t={t_hide:.2f}s under cup track {chain[0]}; "
+                                     f"followed {chain}; it ends {place} of {len(xs)} cups",
+                         evidence={"ball_track": ball.id, "cup_chain": chain, "place": place})
+
+
+# ---------------------------------------------------------------- rules
+
+Handler = Callable[[re.Match, str, list[str], TrackLog], ProgramResult]
+NOUN = r"([a-z][a-z ]*?)"
+
+
+def _rotation(match: re.Match, log: TrackLog) -> ProgramResult:
+    try:
+        cls = resolve_class("bolt", log)
+    except NoClass as exc:
+        return abstain("rotation_count", str(exc))
+    return rotation_count(log, cls, "tighten" if match.group(1) == "tightening" else "loosen")
+
+
+def _with_class(program: Callable[[TrackLog, str], ProgramResult], name: str) -> Handler:
+    def handler(match: re.Match, question: str, choices: list[str], log: TrackLog) -> ProgramResult:
+        try:
+            cls = resolve_class(match.group(1), log)
+        except NoClass as exc:
+            return abstain(name, str(exc))
+        return program(log, cls)
+    return handler
+
+
+@dataclass
+class Rule:
+    name: str
+    pattern: re.Pattern
+    handler: Handler
+    features: dict[str, str] = field(default_factory=dict)  # feature -> noun ("{1}" = the matched noun)
+
+    def feature_nouns(self, match: re.Match) -> dict[str, str]:
+        return {f: (match.group(1) if noun == "{1}" else noun) for f, noun in self.features.items()}
+
+
+RULES: list[Rule] = [
+    Rule("shell_game", re.compile(r"which cup (?:hides|is hiding|has|covers) the ball"),
+         lambda m, q, c, log: shell_game(log, c)),
+    Rule("rotation_count", re.compile(r"how many (tightening|loosening) actions"),
+         lambda m, q, c, log: _rotation(m, log), features={"mark_xy": "bolt"}),
+    Rule("blink_decode", re.compile(rf"the {NOUN} (?:flashes|blinks|signals) .*morse"),
+         _with_class(blink_decode, "blink_decode"), features={"glow": "{1}"}),
+    Rule("stack_count", re.compile(rf"how many {NOUN} are (?:in|on) the stack at the end"),
+         _with_class(stack_count, "stack_count")),
+    Rule("visible_now", re.compile(rf"how many {NOUN} (?:are|is) (?:currently )?(?:visible|in view|on screen)"
+                                   r"(?: at this moment| now| right now| at the moment)"),
+         _with_class(visible_now, "visible_now")),
+    Rule("distinct_so_far", re.compile(rf"how many (?:different |distinct |unique )?{NOUN} (?:have|has) "
+                                       r"(?:appeared|been seen|been visible|shown up|come into view)"),
+         _with_class(distinct_so_far, "distinct_so_far"), features={"colour": "{1}"}),
+    Rule("entries", re.compile(rf"how many times (?:has|have|did) (?:a |an |the )?{NOUN} "
+                               r"(?:entered|enter|come into|came into) (?:the )?(?:view|frame|scene)"),
+         _with_class(entries, "entries"), features={"colour": "{1}"}),
+    Rule("unique_total", re.compile(rf"how many {NOUN} are (?:present|there) in the (?:scene|video)"),
+         _with_class(unique_total, "unique_total")),
+    Rule("final_count", re.compile(rf"how many {NOUN} are (?:there |visible |left |remaining )?at the end"),
+         _with_class(final_count, "final_count")),
+]
+
+
+def match_rule(question: str) -> tuple[Rule, re.Match] | None:
+    text = " ".join(question.lower().split())
+    for rule in RULES:
+        m = rule.pattern.search(text)
+        if m:
+            return rule, m
+    return None
+
+
+def features_for(question: str, names: list[str]) -> dict[str, set[str]]:
+    """The appearance features the matched rule needs, per detector class (for run_tracking)."""
+    found = match_rule(question)
+    if found is None:
+        return {}
+    rule, m = found
+    probe = TrackLog([], 1.0, 0, 0, names=list(names))
+    out: dict[str, set[str]] = {}
+    for feature, noun in rule.feature_nouns(m).items():
+        try:
+            out.setdefault(feature, set()).add(resolve_class(noun, probe))
+        except NoClass:
+            continue
+    return out
+
+
+def answer_question(question: str, choices: list[str], log: TrackLog) -> ProgramResult:
+    """Pick the first rule whose pattern matches and run its program; abstain when none does."""
+    found = match_rule(question)
+    if found is None:
+        return abstain("none", "no tracking program matches this question")
+    rule, m = found
+    return rule.handler(m, question, list(choices), log)

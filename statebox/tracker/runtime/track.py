@@ -1,0 +1,147 @@
+"""Detection + ByteTrack over a whole video: the tracks every program reads.
+
+ByteTrack comes from Roboflow's `trackers` package (supervision 0.31 dropped
+`sv.ByteTrack`). One tracker runs per class, so a ball never inherits a cup's id when the
+two overlap; ids are then renumbered 1, 2, 3, ... in order of first appearance across
+classes, so `id` is unique within a video.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, TextIO
+
+import numpy as np
+
+from .decode import FrameReader
+from .detect import Detector
+from .tracklog import FrameTracks, TrackedObject, TrackLog
+
+
+@dataclass
+class TrackerConfig:
+    track_activation_threshold: float = 0.5
+    lost_track_buffer: int = 30
+    minimum_consecutive_frames: int = 2
+    minimum_iou_threshold: float = 0.1
+    high_conf_det_threshold: float = 0.6
+
+
+@dataclass
+class RunStats:
+    frames_read: int = 0
+    frames_grabbed: int = 0
+    batches: int = 0
+    detect_s: float = 0.0
+    track_s: float = 0.0
+    wall_s: float = 0.0
+
+    @property
+    def fps(self) -> float:
+        return self.frames_read / self.wall_s if self.wall_s else 0.0
+
+
+class MultiClassByteTrack:
+    """One `trackers.ByteTrackTracker` per class id, with ids renumbered globally."""
+
+    def __init__(self, names: dict[int, str], frame_rate: float, config: TrackerConfig) -> None:
+        self.names = names
+        self.frame_rate = frame_rate
+        self.config = config
+        self._trackers: dict[int, object] = {}
+        self._global_ids: dict[tuple[int, int], int] = {}
+
+    def _tracker(self, class_id: int):
+        from trackers import ByteTrackTracker
+
+        if class_id not in self._trackers:
+            c = self.config
+            self._trackers[class_id] = ByteTrackTracker(
+                lost_track_buffer=c.lost_track_buffer,
+                frame_rate=self.frame_rate,
+                track_activation_threshold=c.track_activation_threshold,
+                minimum_consecutive_frames=c.minimum_consecutive_frames,
+                minimum_iou_threshold=c.minimum_iou_threshold,
+                high_conf_det_threshold=c.high_conf_det_threshold,
+            )
+        return self._trackers[class_id]
+
+    def update(self, detections, frame: np.ndarray | None = None) -> list[TrackedObject]:
+        import supervision as sv
+
+        out: list[TrackedObject] = []
+        class_ids = detections.class_id if detections.class_id is not None else np.zeros(len(detections), int)
+        # Every tracker sees every frame (an empty one too), so its lost-track clock keeps running.
+        for cid in sorted(set(self._trackers) | {int(c) for c in class_ids}):
+            subset = detections[class_ids == cid] if len(detections) else sv.Detections.empty()
+            tracked = self._tracker(cid).update(subset)
+            if tracked.tracker_id is None:
+                continue
+            for i, tid in enumerate(tracked.tracker_id):
+                if tid is None or int(tid) < 0:
+                    continue  # not yet confirmed
+                key = (cid, int(tid))
+                gid = self._global_ids.setdefault(key, len(self._global_ids) + 1)
+                conf = float(tracked.confidence[i]) if tracked.confidence is not None else 1.0
+                x1, y1, x2, y2 = (float(v) for v in tracked.xyxy[i])
+                out.append(TrackedObject(gid, self.names.get(cid, str(cid)), (x1, y1, x2, y2), conf))
+        return out
+
+
+def run_tracking(
+    video: Path,
+    detector: Detector,
+    *,
+    stride: int = 1,
+    batch: int = 8,
+    tracker_config: TrackerConfig | None = None,
+    features: dict[str, set[str]] | None = None,
+    sink: TextIO | None = None,
+    on_batch: Callable[[RunStats], None] | None = None,
+) -> tuple[TrackLog, RunStats]:
+    """Decode (own thread) -> detect (batched) -> track; each frame's tracks go to `sink` as they arrive.
+
+    `features` maps a feature name (features.FEATURES) to the classes it is measured on.
+    """
+    from .features import FEATURES
+
+    wanted = [(FEATURES[name], name, classes) for name, classes in (features or {}).items()]
+    started = time.perf_counter()
+    reader = FrameReader(video, stride=stride, batch=batch)
+    info = reader.info
+    tracker = MultiClassByteTrack(detector.names, info.fps / stride, tracker_config or TrackerConfig())
+    stats = RunStats()
+    frames: list[FrameTracks] = []
+    try:
+        for fb in reader:
+            t0 = time.perf_counter()
+            dets = detector.detect(fb.images)
+            t1 = time.perf_counter()
+            for index, t, det, image in zip(fb.indices, fb.times, dets, fb.images):
+                ft = FrameTracks(index, t, tracker.update(det), detections=len(det))
+                for fn, name, classes in wanted:
+                    for obj in ft.objects:
+                        if obj.cls in classes:
+                            obj.extra[name] = fn(image, obj.xyxy)
+                frames.append(ft)
+                if sink is not None:
+                    sink.write(json.dumps(ft.to_json()) + "\n")
+            stats.detect_s += t1 - t0
+            stats.track_s += time.perf_counter() - t1
+            stats.batches += 1
+            stats.frames_read = reader.frames_read
+            stats.frames_grabbed = reader.frames_grabbed
+            stats.wall_s = time.perf_counter() - started
+            if on_batch is not None:
+                on_batch(stats)
+    finally:
+        reader.close()
+    if sink is not None:
+        sink.flush()
+    stats.frames_read = len(frames)
+    stats.frames_grabbed = reader.frames_grabbed
+    stats.wall_s = time.perf_counter() - started
+    return TrackLog(frames, info.fps, info.width, info.height, stride, list(detector.names.values())), stats

@@ -1,0 +1,146 @@
+"""Train the baseline's detector on a generated suite, inside the tracker container.
+
+The host exports the suite's ground truth as a YOLO data set (`export`), then the
+tracker image trains from a model yaml with the network off: the data set is mounted
+read-only, only the output folder is writable. The result is a weights file and a card
+(what data, how many epochs, which mAP, how long, which versions), so anyone can tell
+what the shipped `statebox/models/suite-yolov8n.pt` is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from statebox.errors import UserError
+from statebox.tracker import container as tc
+from statebox.tracker.export import ExportSummary, export_yolo_dataset
+
+
+class WeightsCard(BaseModel):
+    """What a trained weights file is: written beside it as `<name>.card.json`."""
+
+    weights: str
+    sha256: str
+    bytes: int
+    model: str
+    epochs: int
+    imgsz: int
+    device: str
+    batch: int
+    metrics: dict[str, float | None] = Field(default_factory=dict)
+    names: dict[int, str] = Field(default_factory=dict)
+    data: ExportSummary
+    train_seconds: float = 0.0
+    seconds_per_epoch: float | None = None
+    versions: dict[str, str] = Field(default_factory=dict)
+    network_attempts: int = 0
+    image: str = ""
+    created: str = ""
+    weights_path: str = Field("", exclude=True)
+    card_path: str = Field("", exclude=True)
+
+
+def training_policy(device: str):
+    """The default sandbox policy with room to train: all cores, more memory, hours not minutes."""
+    from statebox.policies import load_policy
+
+    policy = load_policy("default")
+    limits = policy.limits.model_copy(update={
+        "cpus": float(os.cpu_count() or 1), "memory_mb": max(policy.limits.memory_mb, 8192),
+        "time_limit_s": 6 * 3600.0, "tmp_mb": max(policy.limits.tmp_mb, 2048), "pids": max(policy.limits.pids, 1024),
+    })
+    return policy.model_copy(update={"limits": limits, "gpu": "require" if device == "cuda" else "never"})
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def train_detector(suite: Path, out: Path, *, model: str = "yolov8n.yaml", epochs: int = 30, imgsz: int = 320,
+                   device: str = "cpu", name: str | None = None, every: int = 5, batch: int = 16,
+                   engine=None, progress: bool = True) -> WeightsCard:
+    """Export, train in the container, write `<out>/<name>.pt` + `<name>.card.json`; returns the card."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from statebox.sandbox.docker import ContainerSpec, Mount, SandboxEngine
+
+    suite, out = Path(suite), Path(out)
+    if not suite.is_dir():
+        raise UserError(f"{suite}: suite folder not found (--suite)")
+    if not model.endswith((".yaml", ".yml")):
+        raise UserError(f"--model {model!r}: give a model yaml (e.g. yolov8n.yaml); training never downloads weights")
+    stem = name or f"suite-{Path(model).stem}"
+    console = Console(stderr=True, quiet=not progress)
+    out.mkdir(parents=True, exist_ok=True)
+    data_dir = out / "dataset"
+    if data_dir.exists():
+        shutil.rmtree(data_dir)
+    console.print(f"[tracker] exporting frames + boxes from {suite} ...")
+    summary = export_yolo_dataset(suite, data_dir, every=every)
+    console.print(f"[tracker] data set: {summary.images} images, {summary.boxes} boxes, classes {summary.names}")
+    engine = engine or SandboxEngine()
+    image = tc.tracker_image(progress=lambda m: console.print(f"[tracker] {m}"))
+    run_dir = out / "run"
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir()
+    os.chmod(run_dir, 0o777)  # written by the container's user
+    command = [tc.PYTHON, "-m", "sbtracker.cli", "train", "--data", f"{tc.DATA_MOUNT}/data.yaml", "--model", model,
+               "--epochs", str(epochs), "--imgsz", str(imgsz), "--device", device, "--batch", str(batch),
+               "--out", tc.OUT_MOUNT]
+    spec = ContainerSpec(image=image, command=command, workspace=None, policy=training_policy(device),
+                         env=dict(tc.OFFLINE_ENV),
+                         mounts=[Mount(source=data_dir.resolve(), target=tc.DATA_MOUNT, read_only=True),
+                                 Mount(source=run_dir.resolve(), target=tc.OUT_MOUNT, read_only=False)],
+                         gpu=device == "cuda")
+    result_event: dict[str, Any] = {}
+    network: list[dict] = []
+    started = time.monotonic()
+    with Progress(TextColumn("[tracker] training"), BarColumn(), TextColumn("{task.completed}/{task.total} epochs"),
+                  TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as bar:
+        task = bar.add_task("", total=epochs)
+
+        def on_line(line: str) -> None:
+            event = tc.parse_event_line(line)
+            if not event:
+                return
+            if event.get("event") == "epoch":
+                bar.update(task, completed=event.get("epoch", 0), description=f"mAP50 {event.get('mAP50')}")
+            elif event.get("event") == "trained":
+                result_event.update(event)
+            elif event.get("event") == "network_attempt":
+                network.append(event)
+
+        result = engine.run(spec, out / "train.stdout.log", out / "train.stderr.log", on_stdout_line=on_line)
+    if result.status != "ok" or result.exit_code not in (0, None) or not result_event:
+        tail = (out / "train.stderr.log").read_text(errors="replace").strip().splitlines()[-1:] if (out / "train.stderr.log").exists() else []
+        raise UserError(f"training failed ({result.status}, exit {result.exit_code}): "
+                        f"{tail[0][:200] if tail else result.reason} (log: {out / 'train.stderr.log'})")
+    weights = out / f"{stem}.pt"
+    shutil.copyfile(run_dir / "weights.pt", weights)
+    card = WeightsCard(
+        weights=weights.name, sha256=_sha256(weights), bytes=weights.stat().st_size, model=model, epochs=epochs,
+        imgsz=imgsz, device=str(result_event.get("device", device)), batch=batch,
+        metrics=result_event.get("metrics", {}), names={int(k): v for k, v in result_event.get("names", {}).items()},
+        data=summary, train_seconds=float(result_event.get("train_seconds", time.monotonic() - started)),
+        seconds_per_epoch=result_event.get("seconds_per_epoch"), versions=result_event.get("versions", {}),
+        network_attempts=len(network) + len(tc.read_network_log(run_dir)), image=image,
+        created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
+    card_path = out / f"{stem}.card.json"
+    card_path.write_text(json.dumps(card.model_dump(mode="json"), indent=2) + "\n")
+    card.weights_path, card.card_path = str(weights), str(card_path)
+    return card
