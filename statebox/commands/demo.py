@@ -28,16 +28,15 @@ def register(app: typer.Typer) -> None:
         real_items: int = typer.Option(3, help="items per dataset for a real coding agent when an API key is set"),
     ) -> None:
         """Run the main job on the built-in tiny suite and print the leaderboard and report path."""
-        from rich.console import Console
-
         from statebox.benchmarks.synthetic.suite import make_suite
         from statebox.commands.run import execute_run
         from statebox.harness.plan import RunConfig, datasets_from_suite
         from statebox.harness.report import write_report
+        from statebox.harness.summary import wide_console
         from statebox.sandbox.docker import SandboxEngine
         from statebox.sandbox.images import ensure_image
 
-        console = Console()
+        console = wide_console()
         t0 = time.time()
         out = out.resolve()
         out.mkdir(parents=True, exist_ok=True)

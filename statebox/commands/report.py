@@ -18,16 +18,14 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="print the scores as JSON instead of a table"),
     ) -> None:
         """Write the HTML report of a run and print its leaderboard."""
-        from rich.console import Console
-
         from statebox.harness.report import write_report
-        from statebox.harness.summary import print_leaderboard
+        from statebox.harness.summary import print_leaderboard, wide_console
 
         path, scores, rows = write_report(run_dir, out)
         if as_json:
             payload = {"run_dir": str(run_dir), "report": str(path), "results": [s.to_json() for s in scores]}
             sys.stdout.write(json.dumps(payload, default=str) + "\n")
             return
-        console = Console()
+        console = wide_console()
         print_leaderboard(scores, console)
         console.print(f"report: {path}")

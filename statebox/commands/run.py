@@ -109,15 +109,14 @@ def register(app: typer.Typer) -> None:
 
 def execute_run(config, run_dir: Path, *, as_json: bool = False, title: str = "statebox leaderboard") -> list:
     """Run with a live progress display, then print the leaderboard (or JSON)."""
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from statebox.harness.aggregate import score_run
     from statebox.harness.plan import load_datasets
     from statebox.harness.runner import run_planned
-    from statebox.harness.summary import print_leaderboard
+    from statebox.harness.summary import print_leaderboard, wide_console
 
-    console = Console(stderr=True) if as_json else Console()
+    console = wide_console(stderr=as_json)
     progress = Progress(
         TextColumn("[bold]{task.fields[agent]:<16}"),
         BarColumn(),

@@ -157,7 +157,8 @@ def execute_attempt(
         original_name=video.name,
         original_stem=video.stem,
         item_id=planned.item.id,
-        dataset=planned.dataset.label,
+        # the benchmark's name, not a suite family's label: "bolts" is a word the question itself uses
+        dataset=planned.dataset.bench,
     )
     workspace = None
     mounts: list[Any] = []
@@ -174,7 +175,7 @@ def execute_attempt(
                 video,
                 policy,
                 reencode=policy.reencode,
-                dataset=planned.dataset.label,
+                dataset=secret.dataset,
             )
             if policy.audit.honeytokens:
                 from statebox.audits.honeytokens import plant_honeytokens

@@ -13,45 +13,47 @@ def _pct(value: float | None) -> str:
 
 
 def leaderboard_table(scores: list[AgentDatasetScore], title: str = "statebox leaderboard") -> Table:
-    table = Table(title=title, show_lines=False)
+    """Compact enough for an 80-column terminal: the metric name rides in the score cell."""
+    table = Table(title=title, show_lines=False, pad_edge=False)
     for col, justify in [
         ("dataset", "left"),
         ("agent", "left"),
-        ("metric", "left"),
         ("score", "right"),
         ("95% CI", "right"),
-        ("clean-only", "right"),
+        ("clean", "right"),
         ("voided", "right"),
         ("n", "right"),
-        ("flags", "left"),
-        ("status", "left"),
-        ("tokens", "right"),
-        ("s/attempt", "right"),
+        ("audit", "left"),
+        ("s/att", "right"),
     ]:
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        table.add_column(col, justify=justify, no_wrap=col != "audit")  # type: ignore[arg-type]
     for s in sorted(scores, key=lambda s: (s.dataset, -(s.report.metrics.get(s.headline) or 0.0))):
         metric = s.headline
         ci = (s.report.model_extra or {}).get("ci", {}) or {}
         ci_m = ci.get(metric)
         ci_txt = f"{_pct(ci_m[0])}-{_pct(ci_m[1])}" if ci_m else "-"
-        flags = ", ".join(f"{k}:{v}" for k, v in sorted(s.verdict_counts.items()) if k != "clean") or "clean"
-        status = ", ".join(f"{k}:{v}" for k, v in sorted(s.status_counts.items()))
+        flags = " ".join(f"{k}:{v}" for k, v in sorted(s.verdict_counts.items()) if k != "clean") or "clean"
+        failed = {k: v for k, v in s.status_counts.items() if k != "ok"}
+        if failed:
+            flags += " " + " ".join(f"{k}:{v}" for k, v in sorted(failed.items()))
         table.add_row(
             s.dataset,
             s.agent,
-            metric,
-            _pct(s.report.metrics.get(metric)),
+            f"{_pct(s.report.metrics.get(metric))} {metric}",
             ci_txt,
             _pct(s.clean.metrics.get(metric)) if s.clean else "-",
             _pct(s.voided.metrics.get(metric)),
             str(s.n),
             flags,
-            status,
-            str(s.tokens),
             f"{s.mean_duration_s:.1f}",
         )
     return table
 
 
 def print_leaderboard(scores: list[AgentDatasetScore], console: Console | None = None, title: str = "statebox leaderboard") -> None:
-    (console or Console()).print(leaderboard_table(scores, title))
+    (console or wide_console()).print(leaderboard_table(scores, title))
+
+
+def wide_console(stderr: bool = False) -> Console:
+    """Piped output defaults to 80 columns; a leaderboard needs more to stay legible."""
+    return Console(stderr=stderr, width=max(Console(stderr=stderr).width, 132))
