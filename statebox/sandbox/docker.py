@@ -59,7 +59,7 @@ class ContainerSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     image: str
-    command: list[str] | str
+    command: list[str] | str = Field(description="argv, or a string run with /bin/sh -c")
     workspace: Path | None = Field(None, description="host folder mounted rw at /workspace (the working directory)")
     policy: Policy
     env: dict[str, str] = Field(default_factory=dict, description="added to policy.env_allow; the host's is never inherited")
@@ -306,6 +306,8 @@ class SandboxEngine:
         return self.api.create_host_config(**kwargs)
 
     def _create(self, spec: ContainerSpec, command: list[str] | str, gpu: bool) -> str:
+        if isinstance(command, str):  # a string is a shell command line, as in `docker run IMAGE sh -c ...`
+            command = ["/bin/sh", "-c", command]
         try:
             created = self.api.create_container(
                 image=spec.image,

@@ -232,14 +232,18 @@ def _template_words(policy: Policy) -> str:
 
 
 def _bytes_contain(path: Path, needle: str) -> bool:
-    if path.stat().st_size == 0:
+    """Case-insensitive for files up to 64 MB (all of instruction.txt, most videos); common casings beyond."""
+    size = path.stat().st_size
+    if size == 0:
         return False
+    if size <= 64 * 1024 * 1024:
+        data = path.read_bytes().lower()
+        low = needle.lower()
+        return low.encode() in data or low.encode("utf-16-le") in data  # mp4 text atoms can be UTF-16
     variants = {needle, needle.lower(), needle.upper(), needle.title()}
     with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
         for variant in variants:
-            if data.find(variant.encode()) != -1:
-                return True
-            if data.find(variant.encode("utf-16-le")) != -1:  # mp4/QuickTime text atoms can be UTF-16
+            if data.find(variant.encode()) != -1 or data.find(variant.encode("utf-16-le")) != -1:
                 return True
     return False
 
