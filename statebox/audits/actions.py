@@ -15,6 +15,7 @@ that are paths count.
 from __future__ import annotations
 
 import posixpath
+from functools import lru_cache
 import re
 import shlex
 from dataclasses import dataclass
@@ -140,6 +141,7 @@ def tokenize(text: str) -> list[str]:
         return [t for t in out if t]
 
 
+@lru_cache(maxsize=4096)
 def segments(shell_text: str) -> list[list[str]]:
     """Simple commands (argv lists) in shell text, prefixes like `sudo`/`VAR=x`/`timeout 5` removed."""
     out: list[list[str]] = []
@@ -313,6 +315,7 @@ def strip_comments(text: str) -> str:
     return _COMMENT_LINE.sub("", text)
 
 
+@lru_cache(maxsize=4096)
 def accesses(text: str, *, is_shell: bool = True) -> list[Access]:
     """Everything an action's text does: shell commands (if shell), plus code-level calls anywhere."""
     out: list[Access] = []

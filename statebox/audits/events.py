@@ -181,8 +181,13 @@ def read_session_file(path: Path, fmt: str | None = None, *, first_seq: int = 0,
     source = path.name
     if fmt == "events":
         return _read_events_jsonl(path, keep)
-    with path.open("r", encoding="utf-8", errors="replace") as fh:
-        drafts = _parser(fmt)(fh)
+    if keep is not None and fmt in ("gateway", "text"):
+        # skipped lines become empty ones (never decoded): the parser keeps its numbering and ignores them
+        raw_lines = path.read_bytes().split(b"\n")
+        drafts = _parser(fmt)(raw.decode("utf-8", "replace") if keep(n) else "" for n, raw in enumerate(raw_lines, start=1))
+    else:
+        with path.open("r", encoding="utf-8", errors="replace") as fh:
+            drafts = _parser(fmt)(fh)
     events: list[Event] = []
     seq = first_seq
     for line_no, draft in drafts:
@@ -205,7 +210,7 @@ def _read_events_jsonl(path: Path, keep: Callable[[int], bool] | None) -> list[E
             if not raw:
                 continue
             try:
-                obj = json.loads(raw)
+                obj = _loads(raw)
                 event = Event.model_validate(obj)
             except (json.JSONDecodeError, ValueError, UnicodeDecodeError) as exc:
                 if _is_last_line(fh):
@@ -218,6 +223,18 @@ def _read_events_jsonl(path: Path, keep: Callable[[int], bool] | None) -> list[E
                 event.data = dict(event.data or {}, events_line=line_no)
             events.append(event)
     return events
+
+
+try:  # orjson parses the long lines of session logs several times faster; plain json is the fallback
+    from orjson import loads as _orjson_loads
+
+    def _loads(raw: bytes | str) -> Any:
+        try:
+            return _orjson_loads(raw)
+        except ValueError as exc:
+            raise json.JSONDecodeError(str(exc), raw if isinstance(raw, str) else raw.decode("utf-8", "replace"), 0) from exc
+except ImportError:  # pragma: no cover
+    _loads = json.loads
 
 
 def _is_last_line(fh: Any) -> bool:
@@ -362,9 +379,12 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
         path = attempt_dir / name
         if not path.exists() or path.stat().st_size == 0:
             continue
-        if prefilter is not None and not prefilter.any_candidate(path, secret_re):
-            continue
-        events.extend(read_session_file(path, first_seq=_next_seq(events)))
+        keep = None
+        if prefilter is not None:
+            keep = prefilter.keep_witness(path, secret_re, gateway=name.startswith("gateway"))
+            if keep is None:
+                continue
+        events.extend(read_session_file(path, first_seq=_next_seq(events), keep=keep))
         sources.append(name)
     response = attempt_dir / "response.txt"
     if response.exists():
@@ -415,6 +435,34 @@ class Prefilter:
     def any_candidate(self, path: Path, secret_re: Any) -> bool:
         data = path.read_bytes()
         return any(m is not None and m.search(data) is not None for m in (self.static, secret_re))
+
+    def keep_witness(self, path: Path, secret_re: Any, gateway: bool) -> Callable[[int], bool] | None:
+        """Candidate lines of a witness log, or None when nothing in it can matter.
+
+        Gateway lines repeat the whole conversation (prompt included) in their request;
+        what is new in a line is its response and the last tool results, and tool
+        results only matter for the secret literals. So the static rules look at the
+        response half, the secrets at the whole line, and the first line (the prompt)
+        is always read.
+        """
+        data = path.read_bytes()
+        if not gateway:
+            lines = self._lines(data, [self.static, secret_re])
+            return lines.__contains__ if lines else None
+        secret_lines = self._lines(data, [secret_re]) if secret_re is not None else set()
+        keep: set[int] = set(secret_lines)
+        first = True
+        for n, raw in enumerate(data.split(b"\n"), start=1):
+            if not raw.strip():
+                continue
+            if first:
+                keep.add(n)
+                first = False
+                continue
+            cut = raw.rfind(b'"response"')
+            if self.static.search(raw[cut:] if cut >= 0 else raw) is not None:
+                keep.add(n)
+        return keep.__contains__
 
 
 def secret_literals(facts: AttemptFacts) -> list[str]:

@@ -90,9 +90,24 @@ LEXICON_RE = lexicon_regex()
 YOUTUBE_RE = re.compile(YOUTUBE_PATTERN, re.IGNORECASE)
 
 
+_FAST = None
+
+
+def _fast_precheck(text: str) -> bool:
+    """RE2 over the lexicon first: the Python alternation is slow and almost never matches."""
+    global _FAST
+    if _FAST is None:
+        from statebox.audits.fastmatch import compile_any
+
+        _FAST = compile_any(trigger_patterns())
+    return _FAST.search(text.encode("utf-8", "replace")) is not None
+
+
 def find_terms(text: str) -> list[tuple[str, str, int]]:
     """(canonical name, matched text, offset) for every benchmark/dataset/paper named in `text`."""
     hits: list[tuple[str, str, int]] = []
+    if not text or not _fast_precheck(text):
+        return hits
     for match in LEXICON_RE.finditer(text):
         group = match.lastgroup or ""
         entry = REGISTRY[int(group.split("_")[1])] if group.startswith("lex_") else None
@@ -108,5 +123,5 @@ def trigger_patterns() -> list[str]:
     for entry in REGISTRY:
         for alias in entry.aliases:
             out.append(re.sub(r"\(\?<!\[a-z0-9\]\)|\(\?!\[a-z0-9\]\)", "", alias_pattern(alias)))
-    out.append(YOUTUBE_PATTERN.replace(r"\b", ""))
+    out.append(YOUTUBE_PATTERN.replace(r"\b", "").replace("(?:", "("))
     return out

@@ -23,6 +23,22 @@ from statebox.schema import EventKind
 
 RAW_LOG = "gateway.jsonl"
 
+try:  # request lines hold the whole conversation: orjson reads them several times faster
+    from orjson import OPT_SORT_KEYS
+    from orjson import dumps as _orjson_dumps
+    from orjson import loads as _loads
+
+    def _key(obj: Any) -> bytes:
+        try:
+            return _orjson_dumps(obj, option=OPT_SORT_KEYS)
+        except TypeError:
+            return json.dumps(obj, sort_keys=True, default=str).encode()
+except ImportError:  # pragma: no cover
+    from json import loads as _loads
+
+    def _key(obj: Any) -> bytes:
+        return json.dumps(obj, sort_keys=True, default=str).encode()
+
 
 def looks_like_gateway(obj: dict[str, Any]) -> bool:
     """A request/response pair, whatever else the gateway put beside it."""
@@ -34,9 +50,22 @@ class GatewayNormaliser:
 
     def __init__(self) -> None:
         self._seen: set[str] = set()
+        self._done: dict[str, tuple[int, str]] = {}  # list key -> (items already read, hash of the first)
+
+    def _new_items(self, key: str, items: list[Any]) -> list[Any]:
+        """Conversation history only grows: read just what follows the part read before.
+
+        When the history was rewritten (compaction: shorter, or a different first item)
+        everything is read again; the content hashes still keep repeats out.
+        """
+        head = hashlib.blake2b(_key(items[:1]), digest_size=8).hexdigest()
+        done, seen_head = self._done.get(key, (0, ""))
+        start = done if (seen_head == head and done <= len(items)) else 0
+        self._done[key] = (len(items), head)
+        return items[start:]
 
     def _first(self, *parts: Any) -> bool:
-        key = hashlib.blake2b(json.dumps(parts, sort_keys=True, default=str).encode(), digest_size=12).hexdigest()
+        key = hashlib.blake2b(_key(parts), digest_size=12).hexdigest()
         if key in self._seen:
             return False
         self._seen.add(key)
@@ -61,7 +90,7 @@ class GatewayNormaliser:
             text = _text_of(system)
             if text and self._first("system", text):
                 out.append(EventDraft(EventKind.message, clip(text), {"role": "system"}))
-        for msg in req.get("messages") or []:
+        for msg in self._new_items("messages", req.get("messages") or []):
             if isinstance(msg, dict):
                 out.extend(self._chat_or_anthropic_message(msg))
         items = req.get("input")
@@ -69,7 +98,7 @@ class GatewayNormaliser:
             if self._first("user", items):
                 out.append(EventDraft(EventKind.message, clip(items), {"role": "user"}))
         elif isinstance(items, list):
-            for item in items:
+            for item in self._new_items("input", items):
                 if isinstance(item, dict):
                     out.extend(self._responses_input(item))
         return out
@@ -218,8 +247,8 @@ def parse_lines(lines: Iterable[str]) -> list[tuple[int, EventDraft]]:
         if not raw:
             continue
         try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError:
+            obj = _loads(raw)
+        except ValueError:
             out.append((n, EventDraft(EventKind.message, clip(raw), {"unparsed": True})))
             continue
         if isinstance(obj, dict):
