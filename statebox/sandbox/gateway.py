@@ -72,8 +72,12 @@ def provider_for_model(model: str) -> Provider:
     return "anthropic" if model.lower().startswith(("claude", "anthropic")) else "openai"
 
 
-def _api_of(path: str) -> tuple[Provider, str | None]:
-    """(provider, api) for a request path; api None for non-generation endpoints."""
+def _api_of(path: str, headers: Mapping[str, str] | None = None) -> tuple[Provider, str | None]:
+    """(provider, api) for a request path; api None for non-generation endpoints.
+
+    Paths shared by both providers (`/v1/models`, ...) go where the client's headers
+    point: Anthropic clients send `anthropic-version` / `x-api-key`.
+    """
     if path.startswith("/v1/messages"):
         return "anthropic", (None if path.rstrip("/").endswith("count_tokens") else "anthropic")
     if path.startswith("/v1/complete"):
@@ -82,6 +86,8 @@ def _api_of(path: str) -> tuple[Provider, str | None]:
         return "openai", "responses"
     if path.rstrip("/").endswith("/chat/completions"):
         return "openai", "chat"
+    if headers and ("anthropic-version" in headers or "x-api-key" in headers):
+        return "anthropic", None
     return "openai", None
 
 
@@ -307,7 +313,13 @@ class Gateway:
                 request, body = await _read_request(conn, reader)
                 if request is None:
                     break
-                await self._handle(lease, conn, writer, request, body)
+                try:
+                    await self._handle(lease, conn, writer, request, body)
+                except (ConnectionError, asyncio.CancelledError):
+                    raise
+                except Exception as exc:  # noqa: BLE001 - a gateway bug must answer, not hang the client
+                    await _answer_internal_error(conn, writer, request, exc)
+                    break
                 if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
                     break
                 try:
@@ -330,11 +342,11 @@ class Gateway:
         target = request.target.decode()
         path = urlsplit(target).path or "/"
         headers = {k.decode().lower(): v.decode("latin-1") for k, v in request.headers}
-        provider, api = _api_of(path)
+        provider, api = _api_of(path, headers)
         record: dict[str, Any] = {"time": round(started, 3), "attempt_id": lease.attempt_id, "method": method,
                                   "path": target, "provider": provider, "api": api,
                                   "request_headers": redact_headers(headers)}
-        send = _Sender(conn, writer)
+        send = _Sender(conn, writer, method)
 
         if path in ("/", "") and method in ("HEAD", "GET"):
             await send.json(200, {"ok": True, "server": "statebox gateway"})
@@ -574,11 +586,24 @@ async def _read_request(conn: h11.Connection, reader: asyncio.StreamReader) -> t
             return None, b""
 
 
+async def _answer_internal_error(conn: h11.Connection, writer: asyncio.StreamWriter, request: h11.Request,
+                                 exc: Exception) -> None:
+    provider, _ = _api_of(request.target.decode(errors="replace"))
+    message = f"statebox gateway error: {type(exc).__name__}: {exc}"
+    if conn.our_state is h11.SEND_RESPONSE:
+        try:
+            await _Sender(conn, writer, request.method.decode()).json(500, error_body(provider, 500, "api_error", message))
+        except Exception:  # noqa: BLE001
+            pass
+
+
 class _Sender:
     """Writes one h11 response, as a whole or streamed."""
 
-    def __init__(self, conn: h11.Connection, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, conn: h11.Connection, writer: asyncio.StreamWriter, method: str = "GET") -> None:
         self.conn, self.writer = conn, writer
+        self.head = method == "HEAD"  # a HEAD response carries headers only
+        self.started = False
 
     async def _write(self, data: bytes | None) -> None:
         if data:
@@ -586,10 +611,11 @@ class _Sender:
             await self.writer.drain()
 
     async def start(self, status: int, headers: list[tuple[str, str]]) -> None:
+        self.started = True
         await self._write(self.conn.send(h11.Response(status_code=status, headers=headers)))
 
     async def data(self, chunk: bytes) -> None:
-        if chunk:
+        if chunk and not self.head:
             await self._write(self.conn.send(h11.Data(data=chunk)))
 
     async def end(self) -> None:

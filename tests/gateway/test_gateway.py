@@ -268,3 +268,24 @@ def test_head_root_is_harmless(lease):
     with host_http_client(lease) as c:
         assert c.head("http://localhost/").status_code == 200
         assert c.get("http://localhost/").status_code == 200
+
+
+def test_beta_messages_and_shared_paths_route_by_client(lease, scripted):
+    # What Claude Code sends: POST /v1/messages?beta=true with SSE.
+    with host_http_client(lease) as http:
+        reply = http.post("http://localhost/v1/messages?beta=true", headers={
+            "x-api-key": lease.token, "anthropic-version": "2023-06-01"},
+            json={"model": "claude-x", "max_tokens": 8, "stream": True, "messages": [{"role": "user", "content": "x"}]})
+    assert reply.status_code == 200 and reply.text.startswith("event: message_start")
+    assert reply.text.rstrip().endswith('data: {"type": "message_stop"}')
+    client = anthropic_client(lease, max_retries=0)
+    beta = [r for r in scripted.requests if r.path == "/v1/messages"][-1]
+    assert beta.query.get("beta") == ["true"] and beta.headers["x-api-key"] == DECOY_ANTHROPIC
+    models = client.models.list()
+    assert models.data
+    openai_models = openai_client(lease, max_retries=0).models.list()
+    assert openai_models.data
+    gets = [r for r in scripted.requests if r.method == "GET"]
+    assert gets[0].headers.get("x-api-key") == DECOY_ANTHROPIC  # Anthropic's /v1/models got the Anthropic key
+    assert gets[1].headers.get("authorization") == f"Bearer {DECOY_OPENAI}"
+    assert lease.usage.requests == 1  # listing models is not a generation request
