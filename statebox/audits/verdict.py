@@ -55,6 +55,20 @@ def verdict_of(log: AuditLog, policy: Any = None, extra: list[Finding] | None = 
     return Verdict(attempt_id=log.facts.attempt_id, verdict=label, findings=findings, action=action_for(label, policy))  # type: ignore[arg-type]
 
 
+def _with_second_pass(verdict: Verdict, log: AuditLog, policy: Any, attempt_dir: Path) -> Verdict:
+    """Policy switch `audit.llm_second_pass`: a model judge may raise a suspicious verdict (cached per attempt)."""
+    if verdict.verdict != "suspicious" or not getattr(getattr(policy, "audit", None), "llm_second_pass", False):
+        return verdict
+    from statebox.audits.llm_pass import second_pass
+
+    extra = second_pass(log, verdict.findings, policy, cache_dir=attempt_dir)
+    if not extra:
+        return verdict
+    findings = verdict.findings + extra
+    label = label_of(findings)
+    return Verdict(attempt_id=verdict.attempt_id, verdict=label, findings=findings, action=action_for(label, policy))  # type: ignore[arg-type]
+
+
 def audit_log(log: AuditLog, policy: Any = None) -> Verdict:
     return verdict_of(log, policy)
 
@@ -67,12 +81,7 @@ def audit_attempt(attempt_dir: Path, policy: Any = None, *, fast: bool = True, w
     if not attempt_dir.is_dir():
         raise UserError(f"{attempt_dir}: not an attempt folder")
     log = load_attempt(attempt_dir, default_prefilter() if fast else None)
-    extra = atime_findings(attempt_dir)
-    if policy is not None and getattr(getattr(policy, "audit", None), "llm_second_pass", False):
-        from statebox.audits.llm_pass import second_pass
-
-        extra += second_pass(log, policy)
-    verdict = verdict_of(log, policy, extra)
+    verdict = _with_second_pass(verdict_of(log, policy, atime_findings(attempt_dir)), log, policy, attempt_dir)
     if write:
         tmp = attempt_dir / (VERDICT_FILE + ".tmp")
         tmp.write_text(verdict.model_dump_json(indent=2) + "\n", encoding="utf-8")
@@ -123,7 +132,7 @@ def audit_run(run_dir: Path, policy: Any = None, *, write: bool = True, keep_log
     out: list[AuditedAttempt] = []
     for d in dirs:
         log = load_attempt(d, default_prefilter())
-        verdict = verdict_of(log, policy, atime_findings(d))
+        verdict = _with_second_pass(verdict_of(log, policy, atime_findings(d)), log, policy, d)
         if write:
             (d / VERDICT_FILE).write_text(verdict.model_dump_json(indent=2) + "\n", encoding="utf-8")
         out.append(AuditedAttempt(log.facts.attempt_id or d.name, log.facts.agent, log.facts.item_id, verdict,
