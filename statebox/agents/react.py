@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,7 +107,10 @@ class _Run:
         return self.deadline - time.time()
 
     def end(self, status: AttemptStatus, reason: str) -> None:
-        self.status, self.reason, self.stop = status, reason, True
+        """Stop the loop; the first reason wins (a timeout is not overwritten by the error it causes)."""
+        if not self.reason:
+            self.status, self.reason = status, reason
+        self.stop = True
 
 
 def _clip(text: str, limit: int = TOOL_OUTPUT_LIMIT) -> str:
@@ -207,14 +211,33 @@ class ReactAgent:
         with SessionRecorder(ctx.attempt_dir, started) as rec:
             rec.add(EventKind.message, prompt, source="prompt", data={"role": "system", "model": model,
                                                                        "provider": provider})
+            worker: threading.Thread | None = None
             try:
                 sandbox = self._start_sandbox(ctx)
                 llm = self._chat_model(lease, model, provider)
-                self._loop(ctx, llm, sandbox, rec, state, lease, prompt)
+                failure: list[BaseException] = []
+
+                def drive() -> None:
+                    try:
+                        self._loop(ctx, llm, sandbox, rec, state, lease, prompt)
+                    except BaseException as exc:  # noqa: BLE001 - re-raised on the calling thread
+                        failure.append(exc)
+
+                # The loop runs in a worker so the wall clock holds even while a model call hangs:
+                # at the deadline the attempt ends, and closing the lease below cuts the call off.
+                worker = threading.Thread(target=drive, name=f"react-{ctx.attempt.attempt_id}", daemon=True)
+                worker.start()
+                worker.join(timeout=max(state.remaining(), 0.0) + 5.0)
+                if worker.is_alive():
+                    state.end("timeout", f"wall-clock limit of {policy.limits.time_limit_s:g}s reached")
+                elif failure:
+                    raise failure[0]
             finally:
                 if sandbox is not None:
                     sandbox.stop()
                 lease.close()
+                if worker is not None:
+                    worker.join(timeout=10)
                 shutil.rmtree(socket_dir, ignore_errors=True)
             response = self._response(ctx, state)
             if response and not state.answer:

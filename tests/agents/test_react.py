@@ -179,3 +179,24 @@ def test_react_step_limit(attempt_setup):
                                   budgets=Budgets(max_steps=3))
     assert session.status == "error" and "step limit" in session.reason
     assert len(requests) == 3
+
+
+def test_react_wall_clock_limit(attempt_setup):
+    from statebox.agents.react import ReactAgent
+    from statebox.sandbox.gateway import Gateway
+
+    policy = attempt_setup["policy"]
+    attempt_setup["policy"] = policy.model_copy(update={"limits": policy.limits.model_copy(update={"time_limit_s": 6})})
+    script = [Turn(shell="sleep 60"), Turn(text="late", delay_s=30)]
+    with ScriptedModelServer(script) as upstream, Gateway(env={}, openai_base_url=upstream.openai_base_url,
+                                                          openai_api_key=DECOY_OPENAI) as gateway:
+        import time
+
+        started = time.time()
+        ctx = make_ctx(attempt_setup, gateway, AgentOptions())
+        session = ReactAgent(AgentOptions(model="gpt-4o")).run(ctx)
+        elapsed = time.time() - started
+    assert session.status == "timeout" and "wall-clock limit of 6s" in session.reason
+    assert elapsed < 25  # neither the 60 s command nor the 30 s model reply was waited for
+    output = [e.text for e in session.events if e.kind is EventKind.tool_output][0]
+    assert "timed out" in output or "exit code 124" in output or "exit code 137" in output
