@@ -1,0 +1,272 @@
+"""What the coding-agent CLIs (claude-code, codex) share: one attempt, start to Session.
+
+Both agents are the same shape: render the prompt, open a gateway lease, run the
+real CLI inside the `agents` image with the lease's socket mounted, parse its
+native JSON lines live into the session while the raw stream lands in the attempt
+folder, then decide status and response. Only the command line, the environment
+and the line parser differ, so each agent supplies a `CliLaunch` and this module
+does the rest — the status rules can't drift apart between the two.
+
+Status rules (first match wins): the wall clock ran out -> `timeout`; out of
+memory -> `oom`; the gateway cut the model off (`lease.exceeded`) -> `error` with
+the budget reason; the CLI exited non-zero or reported a failure -> `error` with
+its message and the tail of its stderr; otherwise `ok`. The response is the
+workspace's `answer.txt` when the agent wrote one, else the CLI's final message.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import string
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from statebox.agents.base import AgentOptions, AttemptContext
+from statebox.audits.formats import EventDraft, clip
+from statebox.errors import UserError
+from statebox.recorder import SessionRecorder
+from statebox.schema import EventKind, Session
+
+PROMPTS_DIR = Path(__file__).parent / "prompts"
+DEFAULT_TEMPLATE = PROMPTS_DIR / "coding.txt"
+ANSWER_FILE = "answer.txt"
+STDERR_LOG = "stderr.log"
+GATEWAY_LOG = "gateway.jsonl"
+STDERR_TAIL_CHARS = 4000
+AGENTS_IMAGE_TARGET = "agents"
+
+# What the prompt says when the policy has no prohibitions text of its own (VSTAT's rules).
+DEFAULT_PROHIBITIONS = (
+    "Work only inside the current folder; no parent directories, no network, no environment "
+    "dumps, no dataset or answer files, no guessing the video's original name."
+)
+
+
+class Normaliser(Protocol):
+    """A native-line parser with the little state an agent needs at the end."""
+
+    final_answer: str | None
+    failure: str | None
+
+    def feed(self, obj: dict[str, Any], line_no: int = 0) -> list[EventDraft]: ...
+
+
+@dataclass
+class CliLaunch:
+    """How one CLI is started inside the agents image (built by each agent)."""
+
+    cli: str  # "claude" | "codex": used in reasons ("claude exited with code 1")
+    command: list[str]
+    env: dict[str, str]
+    raw_log: str  # file name in the attempt folder receiving the CLI's stdout (its JSON lines)
+    normaliser: Normaliser
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def extra_cli_args(options: AgentOptions) -> list[str]:
+    """`extra.cli_args`: a list, or one string split like a shell would (from `--extra cli_args=...`)."""
+    import shlex
+
+    value = options.extra.get("cli_args") or []
+    return shlex.split(value) if isinstance(value, str) else [str(a) for a in value]
+
+
+# ---------------------------------------------------------------- prompt
+
+
+def load_template(options: AgentOptions) -> str:
+    """The user's template file (`--prompt-template`), else the built-in coding prompt."""
+    path = Path(options.prompt_template) if options.prompt_template else DEFAULT_TEMPLATE
+    if not path.is_file():
+        raise UserError(f"{path}: prompt template not found")
+    return path.read_text(encoding="utf-8")
+
+
+def render_prompt(ctx: AttemptContext) -> str:
+    """Fill the template: ${instruction}, ${video}, ${prohibitions}, ${answer_file}.
+
+    `string.Template` (not str.format) so a user's template may contain braces (code,
+    JSON examples) freely; unknown `$names` are left as they are.
+    """
+    workspace = ctx.workspace
+    values = {
+        "instruction": ctx.instruction.strip(),
+        "video": workspace.video_name if workspace is not None else "the video",
+        "prohibitions": ctx.policy.prohibitions.strip() or DEFAULT_PROHIBITIONS,
+        "answer_file": ANSWER_FILE,
+    }
+    return string.Template(load_template(ctx.options)).safe_substitute(values).strip() + "\n"
+
+
+# ---------------------------------------------------------------- live stream
+
+
+class LiveStream:
+    """`on_stdout_line` for `SandboxEngine.run`: each native line -> events, recorded at once.
+
+    The engine writes the same bytes to the raw log, so the 1-based line numbers here
+    point into that file; a line that is not JSON (a CLI's stray print) is kept as a
+    `message` rather than dropped.
+    """
+
+    def __init__(self, recorder: SessionRecorder, normaliser: Normaliser, source: str) -> None:
+        self.recorder = recorder
+        self.normaliser = normaliser
+        self.source = source
+        self.line_no = 0
+
+    def __call__(self, line: str) -> None:
+        self.line_no += 1
+        raw = line.strip()
+        if not raw:
+            return
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError:
+            self.recorder.add(EventKind.message, clip(raw), source=self.source, line=self.line_no, data={"unparsed": True})
+            return
+        if not isinstance(obj, dict):
+            return
+        for draft in self.normaliser.feed(obj, self.line_no):
+            self.recorder.add(draft.kind, draft.text, source=self.source, line=self.line_no, data=draft.data)
+
+
+# ---------------------------------------------------------------- the attempt
+
+
+def agents_image(ctx: AttemptContext) -> str:
+    """The agents image tag (built on demand), with a fix-it message when the CLIs are missing."""
+    from statebox.sandbox.images import PACKAGE_ROOT, ensure_image
+
+    for name in ("claude", "codex"):
+        if not (PACKAGE_ROOT / ".cache/agent-clis/image" / name).exists():
+            raise UserError(f"the {name} CLI is not installed for the agents image; run `bash scripts/setup/40-agent-clis.sh`")
+    return ensure_image(AGENTS_IMAGE_TARGET, docker_host=getattr(ctx.engine, "docker_host", None))
+
+
+def require_parts(ctx: AttemptContext, agent: str) -> None:
+    if ctx.engine is None:
+        raise UserError(f"the {agent} agent runs inside a Docker sandbox, but no engine was given")
+    if ctx.gateway is None:
+        raise UserError(f"the {agent} agent reaches its model through the statebox gateway, but none was started")
+    if ctx.workspace is None:
+        raise UserError(f"the {agent} agent needs a prepared workspace")
+
+
+def run_cli_attempt(ctx: AttemptContext, agent: str, provider: str,
+                    launch_for: Callable[[AttemptContext, Any, str], CliLaunch]) -> Session:
+    """Run one CLI attempt end to end; `launch_for(ctx, lease, prompt)` says how to start the CLI."""
+    from statebox.sandbox.docker import ContainerSpec
+    from statebox.sandbox.gateway import socket_mount
+
+    require_parts(ctx, agent)
+    assert ctx.engine is not None and ctx.gateway is not None and ctx.workspace is not None
+    ctx.gateway.check_ready(provider)  # no key and no base URL: one clear line before any container
+    attempt_dir = Path(ctx.attempt_dir)
+    attempt_dir.mkdir(parents=True, exist_ok=True)
+    image = agents_image(ctx)
+    recorder = SessionRecorder(attempt_dir, started_at=ctx.started_at)
+    prompt = render_prompt(ctx)
+    socket_dir = Path(tempfile.mkdtemp(prefix="sbx-gw-"))  # short: unix socket paths cap at 108 bytes
+    lease = ctx.gateway.lease(ctx.attempt.attempt_id, socket_dir, attempt_dir / GATEWAY_LOG, ctx.policy.budgets)
+    try:
+        launch = launch_for(ctx, lease, prompt)
+        for stale in (launch.raw_log, STDERR_LOG):  # a retried attempt starts its raw logs afresh
+            (attempt_dir / stale).unlink(missing_ok=True)
+        recorder.add(EventKind.message, prompt, source="prompt", data={"role": "user", "agent": agent, **launch.meta})
+        spec = ContainerSpec(
+            image=image,
+            command=launch.command,
+            workspace=ctx.workspace,
+            policy=ctx.policy,
+            env=launch.env,
+            mounts=[socket_mount(lease)],
+            run_id=ctx.attempt.run_id,
+            attempt_id=ctx.attempt.attempt_id,
+        )
+        stream = LiveStream(recorder, launch.normaliser, launch.raw_log)
+        result = ctx.engine.run(spec, attempt_dir / launch.raw_log, attempt_dir / STDERR_LOG, on_stdout_line=stream)
+    except BaseException:
+        recorder.close()
+        raise
+    finally:
+        lease.close()
+        shutil.rmtree(socket_dir, ignore_errors=True)
+    try:
+        return conclude(ctx, agent, recorder, launch, result, lease)
+    finally:
+        recorder.close()
+
+
+def read_answer_file(ctx: AttemptContext, recorder: SessionRecorder) -> str | None:
+    """answer.txt from the workspace, stripped; a symlink or non-file is refused and recorded."""
+    assert ctx.workspace is not None
+    try:
+        text = ctx.workspace.read_output(ANSWER_FILE)
+    except UserError as exc:
+        recorder.add(EventKind.error, str(exc), source=ANSWER_FILE)
+        return None
+    if text is None or not text.strip():
+        return None
+    return text.strip()
+
+
+def stderr_tail(attempt_dir: Path) -> str:
+    path = attempt_dir / STDERR_LOG
+    if not path.exists():
+        return ""
+    data = path.read_bytes()[-STDERR_TAIL_CHARS:]
+    return data.decode("utf-8", "replace").strip()
+
+
+def conclude(ctx: AttemptContext, agent: str, recorder: SessionRecorder, launch: CliLaunch,
+             result: Any, lease: Any) -> Session:
+    """Status, reason and response from the container result, the lease and the parsed stream."""
+    attempt_dir = Path(ctx.attempt_dir)
+    norm = launch.normaliser
+    errors_tail = stderr_tail(attempt_dir)
+    status, reason = "ok", ""
+    if result.status in ("timeout", "oom"):
+        status, reason = result.status, result.reason
+    elif lease.exceeded:
+        status, reason = "error", f"model budget exceeded: {lease.exceeded}"
+    elif result.status != "ok" or result.exit_code not in (0, None):
+        why = norm.failure or _last_line(errors_tail) or result.reason
+        status, reason = "error", f"{launch.cli} exited with code {result.exit_code}: {why}"
+    elif norm.failure and norm.final_answer is None:
+        status, reason = "error", f"{launch.cli} reported a failure: {norm.failure}"
+    if status != "ok":
+        recorder.add(EventKind.error, clip(reason + ("\n--- stderr ---\n" + errors_tail if errors_tail else "")),
+                     source=STDERR_LOG if errors_tail else "statebox",
+                     data={"status": status, "exit_code": result.exit_code})
+    answer = read_answer_file(ctx, recorder)
+    response = answer if answer is not None else (norm.final_answer or "")
+    if answer is not None:
+        recorder.add(EventKind.final_answer, clip(answer), source=ANSWER_FILE, data={"from": ANSWER_FILE})
+    recorder.usage = lease.usage.model_copy()
+    raw_logs = [name for name in ("events.jsonl", launch.raw_log, STDERR_LOG, GATEWAY_LOG) if (attempt_dir / name).exists()]
+    return Session(
+        attempt_id=ctx.attempt.attempt_id,
+        agent=agent,
+        status=status,  # type: ignore[arg-type]
+        reason=reason,
+        response=response,
+        events=list(recorder.events),
+        raw_logs=raw_logs,
+        frames=recorder.frames,
+        usage=lease.usage.model_copy(),
+        started_at=ctx.started_at,
+        duration_s=round(time.time() - ctx.started_at, 3),
+        meta={"exit_code": result.exit_code, "container_status": result.status, "container_s": result.duration_s,
+              "model_requests": lease.requests_logged,
+              "response_from": ANSWER_FILE if answer is not None else "final_message", **launch.meta},
+    )
+
+
+def _last_line(text: str) -> str:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return lines[-1].strip()[:300] if lines else ""

@@ -1,0 +1,131 @@
+"""The `codex` agent: the real Codex CLI (`codex exec --json`) inside the sandbox.
+
+The pinned static binary (see scripts/setup/40-agent-clis.sh) runs as user `agent`
+in the `agents` image with no network. Codex has no unix-socket option, so the
+container first starts `statebox-relay` (TCP 127.0.0.1 -> the gateway socket),
+then `exec`s codex with a generated `config.toml` in a tmpfs `CODEX_HOME`:
+
+- a custom Responses provider pointed at the relay (`wire_api = "responses"`;
+  Codex refuses `chat`), its key read from the per-attempt token (`env_key`);
+- analytics, plugins and the hosted web-search tool off (web search would run on
+  the provider's servers, i.e. reach the internet through the gateway);
+- `-s danger-full-access`: Codex's own bubblewrap sandbox can't start inside an
+  unprivileged container, and the container *is* the sandbox;
+- stdin is /dev/null (otherwise `codex exec` waits to append stdin to the prompt).
+
+Its `--json` lines are parsed live into the session and kept as `codex.jsonl`.
+
+Options: `model`, `effort` (`model_reasoning_effort`: minimal|low|medium|high|xhigh),
+`prompt_template`, and in `extra`: `config` (more top-level config.toml keys),
+`max_retries` (request/stream retries, default 3), `cli_args` (extra CLI arguments).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from statebox.agents.base import AgentOptions, AttemptContext
+from statebox.agents.cli_common import CliLaunch, extra_cli_args, run_cli_attempt
+from statebox.audits.formats.codex_jsonl import RAW_LOG, CodexNormaliser
+from statebox.errors import UserError
+from statebox.schema import Session
+
+EFFORTS = ("minimal", "low", "medium", "high", "xhigh")
+CODEX_HOME = "/home/agent/.codex"  # on the home tmpfs; never under $TMPDIR (Codex refuses helpers there)
+PROVIDER_ID = "statebox"
+KEY_ENV = "OPENAI_API_KEY"  # set by the gateway's container_env to the per-attempt token
+
+# `sh -c` wrapper: $1 is config.toml's text, the rest are codex's arguments. The relay's own
+# stdout (its pid) goes to stderr so codex's stdout stays pure JSON lines.
+WRAPPER = (
+    'set -e; umask 077; mkdir -p "$CODEX_HOME"; printf "%s" "$1" > "$CODEX_HOME/config.toml"; shift; '
+    "{relay} 1>&2; exec codex \"$@\" < /dev/null"
+)
+
+
+def toml_value(value: Any) -> str:
+    """A TOML scalar/array for config.toml (JSON strings are valid TOML basic strings)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def render_config(*, model: str | None, effort: str | None, relay_port: int, max_retries: int,
+                  extra: dict[str, Any] | None = None) -> str:
+    """config.toml for one attempt: the relay as the only provider, nothing that phones home."""
+    top: dict[str, Any] = {
+        "model_provider": PROVIDER_ID,
+        "approval_policy": "never",
+        "sandbox_mode": "danger-full-access",
+        "web_search": "disabled",
+        "check_for_update_on_startup": False,
+    }
+    if model:
+        top["model"] = model
+    if effort:
+        top["model_reasoning_effort"] = effort
+    top.update(extra or {})
+    lines = [f"{key} = {toml_value(value)}" for key, value in top.items()]
+    provider = {
+        "name": "statebox gateway",
+        "base_url": f"http://127.0.0.1:{relay_port}/v1",
+        "wire_api": "responses",
+        "env_key": KEY_ENV,
+        "request_max_retries": max_retries,
+        "stream_max_retries": max_retries,
+    }
+    lines += ["", f"[model_providers.{PROVIDER_ID}]"] + [f"{k} = {toml_value(v)}" for k, v in provider.items()]
+    lines += ["", "[analytics]", "enabled = false", "", "[features]", "plugins = false",
+              "", "[history]", 'persistence = "none"']
+    return "\n".join(lines) + "\n"
+
+
+class CodexAgent:
+    """Codex, headless, in the sandbox; see the module docstring."""
+
+    name = "codex"
+    needs_sandbox = True
+    needs_gateway = True
+
+    def __init__(self, options: AgentOptions | None = None) -> None:
+        self.options = options or AgentOptions()
+        if self.options.effort is not None and self.options.effort not in EFFORTS:
+            raise UserError(f"codex effort must be one of {', '.join(EFFORTS)} (got {self.options.effort!r})")
+        extra_config = self.options.extra.get("config") or {}
+        if not isinstance(extra_config, dict):
+            raise UserError("codex extra 'config' must be a mapping of config.toml keys to values")
+
+    def config(self, relay_port: int) -> str:
+        extra = self.options.extra
+        return render_config(model=self.options.model, effort=self.options.effort, relay_port=relay_port,
+                             max_retries=int(extra.get("max_retries", 3)), extra=extra.get("config") or {})
+
+    def command(self, prompt: str, relay_port: int) -> list[str]:
+        from statebox.sandbox.gateway import relay_command
+
+        codex_args = ["exec", "--json", "--skip-git-repo-check", "-s", "danger-full-access",
+                      *extra_cli_args(self.options), "--", prompt]
+        script = WRAPPER.format(relay=relay_command(relay_port))
+        return ["/bin/sh", "-c", script, "statebox-codex", self.config(relay_port), *codex_args]
+
+    def launch(self, ctx: AttemptContext, lease: Any, prompt: str) -> CliLaunch:
+        from statebox.sandbox.gateway import DEFAULT_RELAY_PORT, container_env
+
+        port = int(self.options.extra.get("relay_port", DEFAULT_RELAY_PORT))
+        env = {**container_env(lease, "openai", relay_port=port), "CODEX_HOME": CODEX_HOME, "TMPDIR": "/tmp"}
+        return CliLaunch(
+            cli="codex",
+            command=self.command(prompt, port),
+            env=env,
+            raw_log=RAW_LOG,
+            normaliser=CodexNormaliser(),
+            meta={"model": self.options.model, "effort": self.options.effort},
+        )
+
+    def run(self, ctx: AttemptContext) -> Session:
+        return run_cli_attempt(ctx, self.name, "openai", self.launch)

@@ -1,0 +1,140 @@
+"""Shared set-up for the claude-code / codex end-to-end tests.
+
+Real parts only: a generated video prepared by the real workspace code, the real
+Docker engine and agents image, the real gateway, and the scripted model server as
+the gateway's upstream (so the real `claude` / `codex` binaries speak their real
+wire formats). The host holds decoy "real" keys; the tests prove they never reach
+the container.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from statebox.agents.base import AgentOptions, AttemptContext, SecretFacts
+from statebox.policies.model import Policy, load_policy
+from statebox.sandbox.gateway import Gateway
+from statebox.sandbox.workspace import prepare_workspace
+from statebox.schema import Attempt, EventKind, Item, Session
+from statebox.testing.scripted_model import ScriptRequest, Turn
+
+DECOY_ANTHROPIC = "sk-ant-api03-DECOY-do-not-leak-7f3a9c2e"
+DECOY_OPENAI = "sk-proj-DECOY-do-not-leak-4b8d1e6f"
+FLASH_FRAMES = [3, 4, 9, 15, 16, 17, 22, 27]  # 5 runs of white frames in a 30-frame clip
+EXPECTED_FLASHES = 5
+
+# The scripted agent's "vision code": count white flashes with OpenCV inside the sandbox.
+MEASURE = r"""cat > measure.py <<'EOF'
+import glob, cv2
+video = sorted(glob.glob('*.mp4'))[0]
+cap = cv2.VideoCapture(video)
+frames = flashes = 0
+prev = False
+while True:
+    ok, frame = cap.read()
+    if not ok:
+        break
+    bright = frame.mean() > 128
+    flashes += bright and not prev
+    prev = bright
+    frames += 1
+print(f"frames={frames} flashes={flashes}")
+EOF
+python3 measure.py"""
+
+# Network must fail: curl (if the image has it) and a raw socket connect. Then show the
+# environment, so the test can prove the host's key is not in the container.
+NETWORK_AND_ENV = (
+    "(curl -sS -m 5 https://example.com 2>&1 || echo curl-failed); "
+    "python3 -c \"import socket; socket.create_connection(('93.184.216.34', 443), timeout=5)\" 2>&1 "
+    "| tail -n 1; echo socket-exit=${PIPESTATUS[0]}; env | sort"
+)
+
+
+def make_video(path: Path) -> Path:
+    """A 3 s, 10 fps grey clip with white flashes at FLASH_FRAMES."""
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 10.0, (64, 48))
+    for i in range(30):
+        value = 255 if i in FLASH_FRAMES else 40
+        writer.write(np.full((48, 64, 3), value, dtype=np.uint8))
+    writer.release()
+    return path
+
+
+def answer_hook(req: ScriptRequest) -> Turn:
+    """Turn 4: write the measured count to answer.txt (computed from the measurement's output)."""
+    found = [m for out in req.tool_outputs for m in re.findall(r"flashes=(\d+)", out)]
+    value = found[-1] if found else "unknown"
+    return Turn(shell=f"echo {value} > answer.txt && cat answer.txt")
+
+
+def final_hook(req: ScriptRequest) -> Turn:
+    found = [m for out in req.tool_outputs for m in re.findall(r"flashes=(\d+)", out)]
+    return Turn(text=f"I counted the flashes with OpenCV.\nANSWER: {found[-1] if found else 'unknown'}")
+
+
+FULL_SCRIPT = [Turn(shell="ls -la"), Turn(shell=MEASURE), Turn(shell=NETWORK_AND_ENV), answer_hook, final_hook]
+
+
+def make_context(tmp_path: Path, agent: str, engine, gateway: Gateway, *, model: str,
+                 policy: Policy | None = None, extra: dict | None = None) -> AttemptContext:
+    policy = policy or load_policy("default")
+    video = make_video(tmp_path / "flash_clip_original.mp4")
+    item = Item(id="flashtest-0001", benchmark="vstat", video=str(video),
+                question="How many times does the screen flash white?", answer_type="number", target=EXPECTED_FLASHES)
+    query = item.queries[0]
+    workspace = prepare_workspace(item, query, video, policy, root=tmp_path / "ws", dataset="flashset")
+    attempt = Attempt(run_id="test-run", agent=agent, item_id=item.id, dataset="flashset")
+    return AttemptContext(
+        attempt=attempt, item=item, query=query, attempt_dir=tmp_path / "attempts" / attempt.attempt_id,
+        policy=policy, options=AgentOptions(model=model, extra=extra or {}),
+        secret=SecretFacts(original_name=video.name, original_stem=video.stem, item_id=item.id, dataset="flashset"),
+        workspace=workspace, engine=engine, gateway=gateway,
+    )
+
+
+def gateway_for(server, monkeypatch) -> Gateway:
+    """A gateway whose upstream is the scripted server and whose 'real' keys are decoys on the host."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", DECOY_ANTHROPIC)
+    monkeypatch.setenv("OPENAI_API_KEY", DECOY_OPENAI)
+    return Gateway(env=dict(os.environ), anthropic_base_url=server.base_url, openai_base_url=server.openai_base_url)
+
+
+def gateway_records(ctx: AttemptContext) -> list[dict]:
+    path = Path(ctx.attempt_dir) / "gateway.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def shell_steps(session: Session) -> list[tuple[str, str]]:
+    """(command, output) pairs in session order: each shell_command paired with the next tool_output."""
+    steps: list[tuple[str, str]] = []
+    pending: str | None = None
+    for event in session.events:
+        if event.kind is EventKind.shell_command:
+            pending = event.text
+        elif event.kind is EventKind.tool_output and pending is not None:
+            steps.append((pending, event.text))
+            pending = None
+    return steps
+
+
+def assert_no_decoy_anywhere(ctx: AttemptContext, server, session: Session) -> None:
+    """The host's key is in no request body, tool output, event or file the attempt produced."""
+    decoys = (DECOY_ANTHROPIC, DECOY_OPENAI)
+    for rec in server.requests:
+        body = json.dumps(rec.body)
+        assert not any(d in body for d in decoys), f"a decoy key reached a request body ({rec.path})"
+    for event in session.events:
+        assert not any(d in event.text or d in json.dumps(event.data) for d in decoys), f"decoy in event {event.seq}"
+    assert not any(d in session.response for d in decoys)
+    for folder in (Path(ctx.attempt_dir), ctx.workspace.path):
+        for path in folder.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                data = path.read_bytes()
+                assert not any(d.encode() in data for d in decoys), f"decoy key found in {path}"
