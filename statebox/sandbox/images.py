@@ -220,7 +220,7 @@ def resolve_base(client, base: str | None = None, offline_base: bool = False,
 
 # ---------------------------------------------------------------- targets
 
-_build_lock = threading.Lock()
+_build_lock = threading.RLock()  # re-entered: ensure_image(child) -> image_tag -> ensure_image(parent)
 _resolved: dict[tuple, str] = {}
 
 
@@ -256,8 +256,21 @@ def ensure_image(target: str = "sandbox", *, base: str | None = None, offline_ba
             progress(f"{tag} is up to date")
         client = docker_client(docker_host)
         client.images.get(tag).tag(get_target(target).repository, "latest")
+        if not exists or force:
+            prune_old_tags(client, get_target(target).repository, keep=tag)
         _resolved[key] = tag
         return tag
+
+
+def prune_old_tags(client, repository: str, keep: str) -> None:
+    """Drop superseded content-hash tags of one repository (images still in use stay; errors ignored)."""
+    for image in client.images.list(name=repository):
+        for old in image.tags:
+            if old != keep and not old.endswith(":latest") and old.startswith(repository + ":"):
+                try:
+                    client.images.remove(old, noprune=False)
+                except Exception:  # noqa: BLE001 - in use by a container, or already gone
+                    pass
 
 
 def _assemble_context(target: ImageTarget, ca_bundle: Path | None, into: Path) -> None:

@@ -137,7 +137,7 @@ def probe(path: Path) -> dict[str, Any]:
 
 STRIP_ARGS = ["-map_metadata", "-1", "-map_chapters", "-1", "-map_metadata:s:v", "-1", "-map_metadata:s:a", "-1",
               "-fflags", "+bitexact", "-flags:v", "+bitexact", "-flags:a", "+bitexact", "-sn", "-dn",
-              "-metadata", "creation_time=", "-movflags", "+faststart"]
+              "-metadata", "creation_time="]
 ENCODE_ARGS = ["-c:v", "libx264", "-preset", "veryfast", "-crf", "18", "-pix_fmt", "yuv420p",
                "-x264-params", "no-info=1", "-c:a", "aac", "-b:a", "128k"]
 
@@ -231,21 +231,27 @@ def _template_words(policy: Policy) -> str:
     return text.lower()
 
 
-def _bytes_contain(path: Path, needle: str) -> bool:
-    """Case-insensitive for files up to 64 MB (all of instruction.txt, most videos); common casings beyond."""
+def _bytes_contain(path: Path, needles: list[str]) -> list[str]:
+    """The needles found in a file's bytes: case-insensitive up to 64 MB (instruction.txt, most
+    videos), common casings beyond; UTF-16 too, since mp4/QuickTime text atoms can use it."""
     size = path.stat().st_size
     if size == 0:
-        return False
+        return []
+    found = []
     if size <= 64 * 1024 * 1024:
         data = path.read_bytes().lower()
-        low = needle.lower()
-        return low.encode() in data or low.encode("utf-16-le") in data  # mp4 text atoms can be UTF-16
-    variants = {needle, needle.lower(), needle.upper(), needle.title()}
+        for needle in needles:
+            low = needle.lower()
+            if low.encode() in data or low.encode("utf-16-le") in data:
+                found.append(needle)
+        return found
     with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        for variant in variants:
-            if data.find(variant.encode()) != -1 or data.find(variant.encode("utf-16-le")) != -1:
-                return True
-    return False
+        for needle in needles:
+            for variant in {needle, needle.lower(), needle.upper(), needle.title()}:
+                if data.find(variant.encode()) != -1 or data.find(variant.encode("utf-16-le")) != -1:
+                    found.append(needle)
+                    break
+    return found
 
 
 def leak_gate(folder: Path, video: Path, needles: list[str], policy: Policy) -> list[str]:
@@ -277,8 +283,8 @@ def leak_gate(folder: Path, video: Path, needles: list[str], policy: Policy) -> 
         for needle in checked:
             if needle.lower() in rel.lower():
                 problems.append(f"file name {rel!r} contains {needle!r}")
-            elif entry.is_file() and not entry.is_symlink() and _bytes_contain(entry, needle):
-                problems.append(f"file {rel!r} contains {needle!r}")
+        if checked and entry.is_file() and not entry.is_symlink():
+            problems += [f"file {rel!r} contains {n!r}" for n in _bytes_contain(entry, checked)]
     if problems:
         raise LeakGateError("leak gate: the workspace still identifies the source video: " + "; ".join(problems[:5]))
     return notes
