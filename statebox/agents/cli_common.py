@@ -268,5 +268,7 @@ def conclude(ctx: AttemptContext, agent: str, recorder: SessionRecorder, launch:
 
 
 def _last_line(text: str) -> str:
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    return lines[-1].strip()[:300] if lines else ""
+    """The most telling stderr line: the last one naming an error, else the last one."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    telling = [ln for ln in lines if any(w in ln.lower() for w in ("error", "panic", "fatal", "exception"))]
+    return (telling or lines or [""])[-1][:300]
