@@ -23,7 +23,7 @@ from statebox.errors import UserError
 
 Provider = Literal["anthropic", "openai"]
 OpenAIApi = Literal["chat", "responses"]
-DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4.1"}
+DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1"}
 
 
 @dataclass(frozen=True)

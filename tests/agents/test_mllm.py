@@ -1,0 +1,126 @@
+"""The `mllm` baseline against a scripted model behind the real gateway, with the official SDKs.
+
+Frames are decoded by the real vtools script (on the host here, `vtools=local`; inside the
+sandbox in the docker test at the end).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+
+import numpy as np
+import pytest
+
+from statebox.agents.base import AgentOptions
+from statebox.agents.mllm import MllmAgent
+from statebox.testing.scripted_model import Turn
+
+from video_agents_support import QUESTION, body_of, image_times, make_clip, make_ctx, scripted_gateway
+
+LOCAL = {"vtools": "local"}
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory):
+    return make_clip(tmp_path_factory.mktemp("mllm") / "clip.mp4")
+
+
+def run_mllm(tmp_path, clip, options, script=None, **ctx_kwargs):
+    with scripted_gateway(script or [Turn(text="I see three cubes.\nANSWER: 3")]) as (server, gateway):
+        ctx = make_ctx("mllm", tmp_path, gateway, clip, options=options, **ctx_kwargs)
+        session = MllmAgent(options).run(ctx)
+        return session, server.model.model_requests(), ctx
+
+
+def test_anthropic_request_carries_n_labelled_base64_images_in_time_order(tmp_path, clip):
+    session, requests, ctx = run_mllm(tmp_path, clip, AgentOptions(model="claude-sonnet-4-6", frames=6, extra=LOCAL))
+    assert session.status == "ok", session.reason
+    assert session.response == "3"
+    assert len(requests) == 1 and requests[0].path.startswith("/v1/messages")
+    content = body_of(requests[0])["messages"][0]["content"]
+    images = [b for b in content if b["type"] == "image"]
+    assert len(images) == 6
+    for block in images:
+        assert block["source"]["type"] == "base64" and block["source"]["media_type"] == "image/jpeg"
+        assert base64.b64decode(block["source"]["data"])[:3] == b"\xff\xd8\xff"  # a real JPEG
+    expected = (np.linspace(0, 99, 6).astype(int) / 10).tolist()  # lmms-eval's uniform indices at 10 fps
+    assert image_times(requests[0]) == pytest.approx(expected)
+    labels = [b["text"] for b in content[:-1] if b["type"] == "text"]
+    assert labels == [f"[frame t={t:.3f}s]" for t in expected]
+    assert [b["type"] for b in content[:12]] == ["text", "image"] * 6  # each label right before its image
+    assert QUESTION in content[-1]["text"] and "ANSWER:" in content[-1]["text"]
+    # Frame accounting matches what was sent, and the gateway saw the same images.
+    assert session.frames.model_visible == pytest.approx(expected)
+    assert session.frames.images_sent == 6
+    assert session.frames.decoded == pytest.approx(expected)
+    logged = [json.loads(line) for line in (ctx.attempt_dir / "gateway.jsonl").read_text().splitlines()]
+    assert len(logged) == 1
+    assert json.dumps(logged[0]["request"]).count('"sha256"') == 6
+    assert session.usage.requests == 1 and session.usage.input_tokens > 0
+    assert "secret_name" not in json.dumps(body_of(requests[0]))
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_openai_requests_use_data_url_images(tmp_path, clip, api):
+    options = AgentOptions(model="gpt-4.1", frames=4, extra={**LOCAL, "api": api})
+    session, requests, _ = run_mllm(tmp_path, clip, options)
+    assert session.status == "ok" and session.response == "3"
+    assert len(requests) == 1
+    body = body_of(requests[0])
+    if api == "chat":
+        assert requests[0].path.endswith("/chat/completions")
+        parts = body["messages"][-1]["content"]
+        urls = [p["image_url"]["url"] for p in parts if p["type"] == "image_url"]
+    else:
+        assert requests[0].path.endswith("/responses")
+        parts = body["input"][0]["content"]
+        urls = [p["image_url"] for p in parts if p["type"] == "input_image"]
+    assert len(urls) == 4 and all(u.startswith("data:image/jpeg;base64,") for u in urls)
+    assert image_times(requests[0]) == pytest.approx([0.0, 3.3, 6.6, 9.9])
+    assert session.frames.images_sent == 4
+
+
+def test_without_timestamps_no_labels_are_sent_but_accounting_keeps_times(tmp_path, clip):
+    options = AgentOptions(model="claude-sonnet-4-6", frames=5, timestamps=False, extra=LOCAL)
+    session, requests, _ = run_mllm(tmp_path, clip, options)
+    text = json.dumps(body_of(requests[0]))
+    assert "[frame t=" not in text and "timestamp" not in text
+    assert text.count('"type": "image"') == 5
+    assert session.frames.model_visible == pytest.approx([0.0, 2.4, 4.9, 7.4, 9.9])
+
+
+def test_fps_sampling(tmp_path, clip):
+    session, requests, _ = run_mllm(tmp_path, clip, AgentOptions(model="claude-sonnet-4-6", fps=0.5, extra=LOCAL))
+    assert image_times(requests[0]) == [0.0, 2.0, 4.0, 6.0, 8.0]
+    assert "at 0.5 frame(s) per second" in json.dumps(body_of(requests[0]))
+
+
+def test_streaming_query_never_gets_a_frame_after_its_time(tmp_path, clip):
+    # Uncut video (belt): requests are clamped to the query time by the agent's tools.
+    options = AgentOptions(model="claude-sonnet-4-6", frames=8, extra=LOCAL)
+    session, requests, _ = run_mllm(tmp_path / "a", clip, options, query_time=4.0)
+    times = image_times(requests[0])
+    assert len(times) == 8 and max(times) <= 4.0 and times[-1] == pytest.approx(4.0)
+    assert max(session.frames.decoded) <= 4.0
+    assert "4 s into the recording" in json.dumps(body_of(requests[0]))
+    # The real path (braces): the workspace video is cut at the query time.
+    session, requests, _ = run_mllm(tmp_path / "b", clip, options, query_time=4.0, cut=True)
+    times = image_times(requests[0])
+    assert len(times) == 8 and max(times) <= 4.0 + 1e-6
+
+
+def test_unusable_text_still_gives_an_answer(tmp_path, clip):
+    script = [Turn(text="Hmm, hard to say.\nThere might be 7 of them")]
+    session, _, _ = run_mllm(tmp_path, clip, AgentOptions(model="gpt-4.1", frames=2, extra=LOCAL), script)
+    assert session.status == "ok"
+    assert session.response == "There might be 7 of them"
+
+
+def test_model_errors_end_the_attempt_with_a_status_not_a_crash(tmp_path, clip):
+    script = [Turn(status=400, text="invalid image")]
+    session, _, _ = run_mllm(tmp_path, clip, AgentOptions(model="claude-sonnet-4-6", frames=2, extra=LOCAL), script)
+    assert session.status == "error" and "400" in session.reason
+    assert session.frames.images_sent == 2  # they were sent, even though the call failed
+    assert not math.isnan(session.duration_s)
