@@ -55,6 +55,7 @@ class ClaudeCodeAgent:
     """Claude Code, headless, in the sandbox; see the module docstring."""
 
     name = "claude-code"
+    provider = "anthropic"  # Claude Code speaks only the Messages API
     needs_sandbox = True
     needs_gateway = True
 

@@ -16,7 +16,8 @@ then `exec`s codex with a generated `config.toml` in a tmpfs `CODEX_HOME`:
 Its `--json` lines are parsed live into the session and kept as `codex.jsonl`.
 
 Options: `model`, `effort` (`model_reasoning_effort`: minimal|low|medium|high|xhigh),
-`prompt_template`, and in `extra`: `config` (more top-level config.toml keys),
+`prompt_template`, and in `extra`: `config` (more top-level config.toml keys; on the
+command line `-o config.KEY=VALUE`),
 `max_retries` (request/stream retries, default 3), `cli_args` (extra CLI arguments).
 """
 
@@ -55,6 +56,31 @@ def toml_value(value: Any) -> str:
     return json.dumps(str(value), ensure_ascii=False)
 
 
+def _scalar(text: str) -> Any:
+    """`-o config.KEY=VALUE` arrives as text: read true/false and numbers as such."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def config_overrides(extra: dict[str, Any]) -> dict[str, Any]:
+    """Extra top-level config.toml keys: `extra["config"]` (a mapping) and `config.KEY` options."""
+    found = extra.get("config") or {}
+    if not isinstance(found, dict):
+        raise UserError("codex option 'config' must be a mapping; on the command line use -o config.KEY=VALUE")
+    out = dict(found)
+    for key, value in extra.items():
+        if key.startswith("config.") and len(key) > len("config."):
+            out[key[len("config."):]] = _scalar(value) if isinstance(value, str) else value
+    return out
+
+
 def render_config(*, model: str | None, effort: str | None, relay_port: int, max_retries: int,
                   extra: dict[str, Any] | None = None) -> str:
     """config.toml for one attempt: the relay as the only provider, nothing that phones home."""
@@ -89,6 +115,7 @@ class CodexAgent:
     """Codex, headless, in the sandbox; see the module docstring."""
 
     name = "codex"
+    provider = "openai"  # whatever the model is called (a local vLLM model too): Codex speaks Responses
     needs_sandbox = True
     needs_gateway = True
 
@@ -96,14 +123,11 @@ class CodexAgent:
         self.options = options or AgentOptions()
         if self.options.effort is not None and self.options.effort not in EFFORTS:
             raise UserError(f"codex effort must be one of {', '.join(EFFORTS)} (got {self.options.effort!r})")
-        extra_config = self.options.extra.get("config") or {}
-        if not isinstance(extra_config, dict):
-            raise UserError("codex extra 'config' must be a mapping of config.toml keys to values")
+        self.extra_config = config_overrides(self.options.extra)
 
     def config(self, relay_port: int) -> str:
-        extra = self.options.extra
         return render_config(model=self.options.model, effort=self.options.effort, relay_port=relay_port,
-                             max_retries=int(extra.get("max_retries", 3)), extra=extra.get("config") or {})
+                             max_retries=int(self.options.extra.get("max_retries", 3)), extra=self.extra_config)
 
     def command(self, prompt: str, relay_port: int) -> list[str]:
         from statebox.sandbox.gateway import relay_command

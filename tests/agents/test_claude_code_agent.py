@@ -102,3 +102,14 @@ def test_crashing_claude_keeps_its_stderr(tmp_path, docker_engine, monkeypatch):
     errors = [e for e in session.events if e.kind is EventKind.error]
     assert errors and "no-such-flag" in errors[-1].text and errors[-1].source == "stderr.log"
     assert not server.model.model_requests()  # it died before asking the model anything
+
+
+def test_claude_code_past_the_wall_clock_is_a_timeout(tmp_path, docker_engine, monkeypatch):
+    policy = load_policy("default").model_copy(deep=True)
+    policy.limits.time_limit_s = 8
+    script = [Turn(shell="ls", delay_s=40), Turn(text="ANSWER: 1")]  # the model "hangs" past the limit
+    ctx, server, session = run_claude(tmp_path, docker_engine, monkeypatch, script, policy=policy)
+    assert session.status == "timeout"
+    assert "wall-clock limit of 8s" in session.reason
+    assert session.meta["container_s"] < 15
+    assert any(e.kind is EventKind.message and e.source == "claude.stream.jsonl" for e in session.events)

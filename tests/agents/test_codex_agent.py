@@ -117,3 +117,17 @@ def test_crashing_codex_keeps_its_stderr(tmp_path, docker_engine, monkeypatch):
     errors = [e for e in session.events if e.kind is EventKind.error]
     assert errors and "no-such-flag" in errors[-1].text and errors[-1].source == "stderr.log"
     assert not server.model.model_requests()
+
+
+def test_config_options_from_the_command_line():
+    from statebox.agents.base import AgentOptions
+    from statebox.agents.codex import CodexAgent
+
+    agent = CodexAgent(AgentOptions(model="gpt-5", extra={"config.model_verbosity": "low",
+                                                          "config.hide_agent_reasoning": "true",
+                                                          "max_retries": "1"}))
+    import tomllib
+
+    cfg = tomllib.loads(agent.config(18080))
+    assert cfg["model_verbosity"] == "low" and cfg["hide_agent_reasoning"] is True
+    assert cfg["model_providers"]["statebox"]["request_max_retries"] == 1
