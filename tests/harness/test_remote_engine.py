@@ -55,10 +55,11 @@ def second_engine(docker_engine, tmp_path_factory):
 
 
 def test_run_against_docker_host(second_engine, tmp_path):
-    from statebox.sandbox.images import ensure_image
+    from statebox.sandbox.images import ensure_image, image_tag
 
     image = ensure_image("sandbox")
-    moved = subprocess.run(f"docker save {image} | docker -H {second_engine} load", shell=True, capture_output=True, text=True)
+    _, base, _ = image_tag("sandbox")  # the tag is a hash over the base too: the remote engine needs both
+    moved = subprocess.run(f"docker save {base} {image} | docker -H {second_engine} load", shell=True, capture_output=True, text=True)
     assert moved.returncode == 0, moved.stderr
     videos = tmp_path / "videos"
     videos.mkdir()
