@@ -82,13 +82,18 @@ class AgentTally:
     statuses: Counter = field(default_factory=Counter)
 
 
-def provider_of(options: AgentOptions) -> str:
+DEFAULT_PROVIDER = {"codex": "openai"}  # an agent run without --model uses its CLI's own provider
+
+
+def provider_of(options: AgentOptions, agent_name: str = "") -> str:
+    """The provider an agent's model talks to; one rule, the gateway's, for the whole product."""
     if options.provider:
         return options.provider
-    model = (options.model or "").lower()
-    if model.startswith(("gpt", "o1", "o3", "o4", "codex")) or "openai" in model:
-        return "openai"
-    return "anthropic"
+    if not options.model:
+        return DEFAULT_PROVIDER.get(agent_name, "anthropic")
+    from statebox.sandbox.gateway import provider_for_model
+
+    return provider_for_model(options.model)
 
 
 def start_services(config: RunConfig, agents: dict[str, Agent], policy: Policy) -> RunServices:
@@ -109,7 +114,7 @@ def start_services(config: RunConfig, agents: dict[str, Agent], policy: Policy) 
         for name, agent in agents.items():
             if agent.needs_gateway:
                 options = AgentOptions.model_validate(config.agent_options.get(name, {}))
-                gateway.check_ready(provider_of(options))
+                gateway.check_ready(provider_of(options, name))
         gateway.start()
         services.gateway = gateway
     return services
