@@ -23,7 +23,7 @@ import numpy as np
 from statebox.errors import UserError
 from statebox.schema import Item
 from statebox.scoring.judge import split_items
-from statebox.scoring.metrics import gpa_point, mra, msta
+from statebox.scoring.metrics import gpa_array, mra, msta
 from statebox.scoring.parsing import ecbench_normalize, ecbench_numbers
 
 KINDS = ("random", "frequency")
@@ -52,18 +52,26 @@ def _mode(values: list[Any]) -> Any:
 
 
 def _best_constant(targets: list[float], score) -> float:
-    """The constant c maximising sum(score(c, g)): every integer in [min, max] when that span is small."""
-    low, high = int(np.floor(min(targets))), int(np.ceil(max(targets)))
+    """The constant c maximising sum(score(c, g)): every integer in [min, max] when that span is small.
+
+    `score` is applied to numpy arrays (one candidate against all targets at once).
+    """
+    values = np.asarray(targets, dtype=np.float64)
+    low, high = int(np.floor(values.min())), int(np.ceil(values.max()))
     if high - low <= MAX_CONSTANT_SPAN:
         candidates: list[float] = list(range(low, high + 1))
     else:
         candidates = sorted(set(targets))
     best, best_total = candidates[0], -1.0
     for c in candidates:
-        total = sum(score(c, g) for g in targets)
+        total = float(np.sum(score(c, values)))
         if total > best_total + 1e-12:
             best, best_total = c, total
     return best
+
+
+def _mra_many(c: float, g: np.ndarray) -> np.ndarray:
+    return np.fromiter((mra(int(c), int(x)) for x in g), dtype=np.float64, count=len(g))
 
 
 def _fmt(value: float) -> str:
@@ -79,6 +87,8 @@ class ChanceModel:
         for item in items:
             self.groups[self.group_of(item)].append(item)
         self._cache: dict[tuple[str, str], Any] = {}
+        self._group_by_id = {item.id: self.group_of(item) for item in items}
+        self._handler = getattr(self, f"_{bench}")
 
     def group_of(self, item: Item) -> str:
         labels = item.labels
@@ -103,9 +113,8 @@ class ChanceModel:
     def respond(self, item: Item, query_index: int, kind: str, rng: Any) -> str:
         if kind not in KINDS:
             raise UserError(f"unknown chance baseline '{kind}' (expected random or frequency)")
-        group = self.group_of(item)
-        handler = getattr(self, f"_{self.bench}")
-        return handler(item, query_index, kind, rng, group)
+        group = self._group_by_id.get(item.id) or self.group_of(item)
+        return self._handler(item, query_index, kind, rng, group)
 
     def _vstat(self, item: Item, qi: int, kind: str, rng: Any, group: str) -> str:
         if item.answer_type == "mcq":
@@ -113,25 +122,28 @@ class ChanceModel:
                 return "ABCD"[_randint(rng, 0, max(1, min(4, len(item.choices))) - 1)]
             return self._stat(group, "mode", lambda its: _mode([str(i.target) for i in its]))
         if item.answer_type == "number":
-            targets = self._stat(group, "targets", lambda its: [int(i.target) for i in its])
+            low, high = self._stat(group, "range", lambda its: (min(int(i.target) for i in its),
+                                                                 max(int(i.target) for i in its)))
             if kind == "random":
-                return str(_randint(rng, min(targets), max(targets)))
-            return _fmt(self._stat(group, "best", lambda its: _best_constant(targets, lambda c, g: mra(int(c), g))))
+                return str(_randint(rng, low, high))
+            return _fmt(self._stat(group, "best", lambda its: _best_constant([int(i.target) for i in its], _mra_many)))
         texts = self._stat(group, "texts", lambda its: [str(i.target) for i in its])
         return _pick(rng, texts) if kind == "random" else _mode(texts)
 
     def _vcbench(self, item: Item, qi: int, kind: str, rng: Any, group: str) -> str:
         targets = self._stat(group, "targets", lambda its: [float(q.target) for i in its for q in i.queries])
         if kind == "random":
-            return str(_randint(rng, int(min(targets)), int(max(targets))))
-        return _fmt(self._stat(group, "best", lambda its: _best_constant(targets, gpa_point)))
+            low, high = self._stat(group, "range", lambda its: (int(min(targets)), int(max(targets))))
+            return str(_randint(rng, low, high))
+        return _fmt(self._stat(group, "best", lambda its: _best_constant(targets, lambda c, g: gpa_array(
+            np.full_like(g, c), g))))
 
     def _ecbench(self, item: Item, qi: int, kind: str, rng: Any, group: str) -> str:
         if item.labels.get("task_type") == "Counting":
             if kind == "random":
-                values = self._stat(group, "numbers", lambda its: [
-                    n[0] for n in (ecbench_numbers(ecbench_normalize(i.target)) for i in its) if n])
-                return _fmt(_randint(rng, int(min(values)), int(max(values))))
+                low, high = self._stat(group, "range", lambda its: _number_range(
+                    [n[0] for n in (ecbench_numbers(ecbench_normalize(i.target)) for i in its) if n]))
+                return _fmt(_randint(rng, low, high))
             return self._stat(group, "mode", lambda its: _mode([ecbench_normalize(i.target) for i in its]))
         pool = self._stat(group, "items", lambda its: [x for i in its for x in split_items(str(i.target))])
         if kind == "random":
@@ -159,10 +171,14 @@ class ChanceModel:
         return best
 
     def _cpbench(self, item: Item, qi: int, kind: str, rng: Any, group: str) -> str:
-        targets = self._stat(group, "targets", lambda its: [int(i.target) for i in its])
+        low, high = self._stat(group, "range", lambda its: _number_range([int(i.target) for i in its]))
         if kind == "random":
-            return str(_randint(rng, min(targets), max(targets)))
-        return str(self._stat(group, "mode", lambda its: _mode(targets)))
+            return str(_randint(rng, low, high))
+        return str(self._stat(group, "mode", lambda its: _mode([int(i.target) for i in its])))
+
+
+def _number_range(values: list[float]) -> tuple[int, int]:
+    return (int(min(values)), int(max(values))) if values else (0, 0)
 
 
 def _sample(rng: Any, n: int, k: int) -> list[int]:

@@ -10,7 +10,7 @@ is generic numpy over that table, so each rule states only its benchmark's logic
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -19,9 +19,11 @@ from statebox.schema import Item, ScoreRow
 NAN = float("nan")
 
 
-@dataclass(frozen=True)
-class Answer:
-    """One prediction: the raw response text and, for EC-Bench, the predicted clips."""
+class Answer(NamedTuple):
+    """One prediction: the raw response text and, for EC-Bench, the predicted clips.
+
+    A NamedTuple, not a dataclass: a million of these are built per large scoring run.
+    """
 
     response: str
     clips: Any = None

@@ -8,9 +8,8 @@ and duplicates are warnings (the last duplicate wins), never silent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from statebox.benchmarks._io import iter_jsonl, type_name
 from statebox.errors import DataError
@@ -18,8 +17,7 @@ from statebox.schema import Item, Prediction
 from statebox.scoring.core import Answer, Answers
 
 
-@dataclass(frozen=True)
-class PredictionLine:
+class PredictionLine(NamedTuple):
     id: str
     query_index: int | None
     response: str
@@ -59,6 +57,8 @@ def _from_mapping(row: dict[str, Any], path: Path | None, line: int | None) -> P
 
 def normalise(predictions: list[Any]) -> list[PredictionLine]:
     """Accept PredictionLine, schema.Prediction or plain dicts."""
+    if all(type(p) is PredictionLine for p in predictions):
+        return predictions
     out = []
     for index, p in enumerate(predictions):
         if isinstance(p, PredictionLine):
@@ -84,20 +84,21 @@ def match(items: list[Item], predictions: list[Any], source: str | Path = "predi
         if item is None:
             unknown.append(p.id)
             continue
-        if p.query_index is None:
-            if len(item.queries) > 1:
+        index = p.query_index
+        queries = item.queries
+        if index is None:
+            if len(queries) > 1:
                 raise DataError(source, p.line,
-                                f"id '{p.id}' is a streaming question with {len(item.queries)} query points: "
+                                f"id '{p.id}' is a streaming question with {len(queries)} query points: "
                                 "'query_index' is required")
             index = 0
-        else:
-            index = p.query_index
-        if index >= len(item.queries):
+        if index >= len(queries):
             out_of_range.append(f"{p.id}#{index}")
             continue
-        key = (item.id, item.queries[index].index)
-        duplicates += key in answers
-        answers[key] = Answer(response=p.response, clips=p.clips)
+        key = (item.id, queries[index].index)
+        if key in answers:
+            duplicates += 1
+        answers[key] = Answer(p.response, p.clips)
     warnings = []
     if unknown:
         warnings.append(f"{len(unknown)} predictions name unknown ids (ignored), e.g. {', '.join(unknown[:3])}")

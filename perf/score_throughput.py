@@ -1,0 +1,144 @@
+"""How fast does statebox score VCBench-style predictions? (scoring must never be a run's bottleneck)
+
+Generates 1,000,000 query-point predictions (200,000 streaming questions x 5
+points, all eight subtypes, ~3% garbage answers) and measures, in the same run:
+
+- statebox core: predictions matched to queries, parsed, GPA/MoC/UDA per question, means;
+- statebox full report: the above plus label breakdowns, 1000-replicate clustered bootstrap
+  CIs and the two chance baselines (what `statebox score` does);
+- peer A: reading the same predictions JSONL with `json.loads` per line (the floor of any scorer);
+- peer B: a naive per-row pure-Python scorer of the same metrics (the released
+  compute_metrics.py style), on a 100,000-prediction sample.
+
+Prints predictions/second for each and the ratios. Usage: .venv/bin/python perf/score_throughput.py [N]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from statebox.schema import Item, Query
+from statebox.scoring.predictions import load_predictions
+from statebox.scoring.report import score_predictions, score_table
+
+SUBTYPES = ["O1-Snap", "O1-Delta", "O2-Unique", "O2-Gain", "E1-Action", "E1-Transit", "E2-Periodic", "E2-Episode"]
+POINTS = 5
+
+
+def make_items(n_questions: int, rng: random.Random) -> list[Item]:
+    items = []
+    for q in range(n_questions):
+        subtype = SUBTYPES[q % len(SUBTYPES)]
+        count, queries = rng.randint(0, 3), []
+        for k in range(POINTS):
+            count += rng.randint(0, 3)
+            queries.append(Query(index=k, time=10.0 * (k + 1), target=count))
+        items.append(Item(id=f"q{q}", benchmark="vcbench", video=f"v{q // 3}.mp4", question="How many?",
+                          answer_type="number", target=count, queries=queries,
+                          labels={"counting_subtype": subtype, "counting_type": subtype[:2]}))
+    return items
+
+
+def write_predictions(items: list[Item], path: Path, rng: random.Random) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        for item in items:
+            for q in item.queries:
+                roll = rng.random()
+                if roll < 0.03:
+                    response = "I am not sure, maybe a few"
+                elif roll < 0.10:
+                    response = f"There are {q.target + rng.randint(-1, 1)} of them."
+                else:
+                    response = str(q.target + rng.choice((0, 0, 0, 1, -1, 2)))
+                handle.write(json.dumps({"id": item.id, "query_index": q.index, "response": response}) + "\n")
+
+
+def naive_scores(items: list[Item], lines: list[dict]) -> dict[str, float]:
+    """Per row and per question in plain Python, as the released compute_metrics.py does it."""
+    preds: dict[tuple[str, int], float] = {}
+    for line in lines:
+        try:
+            preds[(line["id"], line["query_index"])] = int(line["response"])
+        except ValueError:
+            numbers = [t.strip(".") for t in line["response"].split() if t.strip(".").lstrip("-").isdigit()]
+            preds[(line["id"], line["query_index"])] = int(numbers[-1]) if numbers else float("nan")
+    sign = lambda x: 1 if x > 0 else (-1 if x < 0 else 0)  # noqa: E731
+    gpas, mocs, udas = [], [], []
+    for item in items:
+        p = [preds.get((item.id, q.index), float("nan")) for q in item.queries]
+        g = [q.target for q in item.queries]
+        total = 0.0
+        for pi, gi in zip(p, g):
+            if pi == pi:
+                sigma = 0.05 * max(gi, 1)
+                total += math.exp(-((pi - gi) ** 2) / (2 * sigma**2))
+        gpas.append(total / len(p))
+        if item.labels["counting_subtype"] not in ("O1-Delta", "O2-Gain", "O1-Snap"):
+            v = 1.0
+            for i in range(len(p) - 1):
+                if not (p[i + 1] == p[i + 1] and p[i] == p[i]) or p[i + 1] < p[i]:
+                    v = i / (len(p) - 1)
+                    break
+            mocs.append(v)
+        if item.labels["counting_subtype"] not in ("O1-Delta", "O2-Gain"):
+            udas.append(sum(p[i] == p[i] and p[i + 1] == p[i + 1] and sign(p[i + 1] - p[i]) == sign(g[i + 1] - g[i])
+                            for i in range(len(p) - 1)) / (len(p) - 1))
+    return {"gpa": sum(gpas) / len(gpas), "moc": sum(mocs) / len(mocs), "uda": sum(udas) / len(udas)}
+
+
+def main() -> None:
+    n_predictions = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    rng = random.Random(0)
+    items = make_items(n_predictions // POINTS, rng)
+    n = len(items) * POINTS
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "predictions.jsonl"
+        write_predictions(items, path, rng)
+
+        start = time.perf_counter()
+        with path.open(encoding="utf-8") as handle:
+            raw = [json.loads(line) for line in handle]
+        json_s = time.perf_counter() - start
+
+        lines = load_predictions(path)
+
+    start = time.perf_counter()
+    table, _ = score_table("vcbench", items, lines)
+    core_s = time.perf_counter() - start
+
+    start = time.perf_counter()
+    report = score_predictions("vcbench", items, lines, n_boot=1000)
+    full_s = time.perf_counter() - start
+
+    sample_questions = 100_000 // POINTS
+    sample_items = items[:sample_questions]
+    sample_ids = {i.id for i in sample_items}
+    sample_lines = [r for r in raw if r["id"] in sample_ids]
+    start = time.perf_counter()
+    naive = naive_scores(sample_items, sample_lines)
+    naive_s = time.perf_counter() - start
+    check = score_predictions("vcbench", sample_items, sample_lines, n_boot=0, chance=False).metrics
+    for key in ("gpa", "moc", "uda"):
+        assert abs(check[key] - naive[key]) < 1e-9, (key, check[key], naive[key])
+
+    rate = lambda count, seconds: count / seconds  # noqa: E731
+    core_rate, full_rate = rate(n, core_s), rate(n, full_s)
+    json_rate, naive_rate = rate(n, json_s), rate(len(sample_lines), naive_s)
+    print(f"predictions: {n:,} VCBench query points ({len(items):,} questions); gpa={report.metrics['gpa']:.4f}")
+    print(f"statebox core scoring      : {core_rate:12,.0f} predictions/s  ({core_s:.2f} s)")
+    print(f"statebox full report       : {full_rate:12,.0f} predictions/s  ({full_s:.2f} s; CIs x1000, chance, groups)")
+    print(f"peer A json.loads per line : {json_rate:12,.0f} predictions/s  ({json_s:.2f} s)")
+    print(f"peer B naive pure Python   : {naive_rate:12,.0f} predictions/s  (on {len(sample_lines):,}; same numbers to 1e-9)")
+    print(f"ratio core / naive         : {core_rate / naive_rate:6.2f}x")
+    print(f"ratio core / json parsing  : {core_rate / json_rate:6.2f}x")
+    print(f"ratio full report / json   : {full_rate / json_rate:6.2f}x")
+
+
+if __name__ == "__main__":
+    main()
