@@ -124,3 +124,18 @@ def test_model_errors_end_the_attempt_with_a_status_not_a_crash(tmp_path, clip):
     assert session.status == "error" and "400" in session.reason
     assert session.frames.images_sent == 2  # they were sent, even though the call failed
     assert not math.isnan(session.duration_s)
+
+
+@pytest.mark.docker
+def test_frames_are_decoded_inside_the_sandbox(tmp_path, clip, docker_engine):
+    """The production path: vtools runs in the hardened container via docker exec."""
+    options = AgentOptions(model="claude-sonnet-4-6", frames=5)
+    with scripted_gateway([Turn(text="ANSWER: 3")]) as (server, gateway):
+        ctx = make_ctx("mllm", tmp_path, gateway, clip, options=options, engine=docker_engine, query_time=6.0)
+        session = MllmAgent(options).run(ctx)
+        requests = server.model.model_requests()
+    assert session.status == "ok", session.reason
+    assert session.response == "3"
+    times = image_times(requests[0])
+    assert len(times) == 5 and times == sorted(times) and max(times) <= 6.0
+    assert session.frames.model_visible == times and session.frames.images_sent == 5

@@ -139,3 +139,21 @@ def test_frame_budget_caps_what_the_model_sees(tmp_path, clip):
     assert len(sent) == 12 == session.frames.images_sent
     assert len(set(sent)) == 12, "frames already seen are not sent again"
     assert [role_of(r) for r in requests].count("observer") == 2
+
+
+@pytest.mark.docker
+def test_video_agent_in_the_sandbox(tmp_path, clip, docker_engine):
+    """The production path: probe, motion and frames all run as vtools inside the container."""
+    options = AgentOptions(model="gpt-4.1", frames=16)
+    replies = {"planner": [PLAN_1FPS], "observer": [OBSERVED], "replanner": [MORE, DONE],
+               "synthesiser": ["ANSWER: 4"]}
+    with scripted_gateway(by_role(replies)) as (server, gateway):
+        ctx = make_ctx("video-agent", tmp_path, gateway, clip, options=options, engine=docker_engine)
+        session = VideoAgent(options).run(ctx)
+        requests = server.model.model_requests()
+    assert session.status == "ok", session.reason
+    assert session.response == "4"
+    observed = [image_times(r) for r in requests if role_of(r) == "observer"]
+    # First round: the 10 planned frames thinned evenly to half of the 16-frame budget.
+    assert observed == [[0.0, 1.0, 3.0, 4.0, 5.0, 6.0, 8.0, 9.0], [2.5, 3.5, 4.5]]
+    assert session.frames.images_sent == 11

@@ -50,11 +50,11 @@ def make_item(answer_type: str = "number") -> Item:
 
 def make_ctx(agent: str, tmp: Path, gateway: Gateway, clip: Path, *, options: AgentOptions,
              query_time: float | None = None, cut: bool = False, engine: Any = None) -> AttemptContext:
-    """A context like the harness's; `cut=True` prepares the real de-identified (cut) workspace."""
+    """A context like the harness's; `cut=True` (or an engine) prepares the real de-identified workspace."""
     item = make_item()
     query = Query(index=0, time=query_time)
     policy = load_policy("default")
-    if cut:
+    if cut or engine is not None:  # the real de-identified workspace (owned by the container's user)
         workspace = prepare_workspace(item, query, clip, policy, root=tmp / "wsroot")
     else:
         folder = tmp / "ws"
