@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from statebox.schema import Event, EventKind, FrameAccount
+from statebox.schema import Event, EventKind, FrameAccount, Session
 
 # "frame_t0001.500.jpg", "crop_t0012.250.png", "grid_t0000.000-0059.967.jpg" (first time only)
 FILE_TIME = re.compile(r"(?:frame|crop)_t(\d+(?:\.\d+)?)\.(?:jpe?g|png)\b", re.I)
@@ -267,3 +267,16 @@ def account_for_session(events: Iterable[Event], attempt_dir: Path) -> tuple[Fra
         "untracked_decoding_events": decoded.untracked_commands,
     }
     return account, notes
+
+
+def with_frame_account(session: Session, attempt_dir: Path) -> Session:
+    """The session with its FrameAccount filled in from its events and gateway log.
+
+    Host-side agents record frames live; a session that recorded none (a coding agent)
+    gets the account derived from what it did. Call it on every finished session
+    (the coding-agent runner, or the harness before storing the row).
+    """
+    if session.frames.decoded or session.frames.model_visible or session.frames.images_sent:
+        return session
+    account, notes = account_for_session(session.events, attempt_dir)
+    return session.model_copy(update={"frames": account, "meta": {**session.meta, "frame_accounting": notes}})

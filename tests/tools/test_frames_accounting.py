@@ -112,3 +112,17 @@ def test_decoded_times_come_from_vtools_reports_not_from_other_numbers():
     events = [Event(seq=0, kind=EventKind.tool_output, text="took 1.5s\n" + json.dumps(
         {"tool": "vtools", "command": "motion", "decoded_times": [0.0, 0.25, 0.5]}, separators=(",", ":")))]
     assert decoded_from_events(events).times == [0.0, 0.25, 0.5]
+
+
+def test_sessions_without_a_live_account_get_one_derived(tmp_path):
+    from statebox.agents.frames_accounting import with_frame_account
+    from statebox.schema import FrameAccount, Session
+
+    (tmp_path / "gateway.jsonl").write_text(json.dumps(
+        {"api": "anthropic", "request": summarise_images(claude_conversation(2))}) + "\n")
+    coding = Session(attempt_id="a", agent="claude-code", events=[])
+    filled = with_frame_account(coding, tmp_path)
+    assert filled.frames.model_visible == [2.5, 4.0] and filled.frames.images_sent == 2
+    assert filled.meta["frame_accounting"]["images_per_request"] == [2]
+    live = Session(attempt_id="b", agent="mllm", frames=FrameAccount(decoded=[1.0], model_visible=[1.0], images_sent=1))
+    assert with_frame_account(live, tmp_path).frames == live.frames  # a live account is never overwritten
