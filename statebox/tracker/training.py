@@ -70,7 +70,7 @@ def _sha256(path: Path) -> str:
 
 def train_detector(suite: Path, out: Path, *, model: str = "yolov8n.yaml", epochs: int = 30, imgsz: int = 320,
                    device: str = "cpu", name: str | None = None, every: int = 5, batch: int = 16,
-                   engine=None, progress: bool = True) -> WeightsCard:
+                   families: list[str] | None = None, engine=None, progress: bool = True) -> WeightsCard:
     """Export, train in the container, write `<out>/<name>.pt` + `<name>.card.json`; returns the card."""
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -83,13 +83,13 @@ def train_detector(suite: Path, out: Path, *, model: str = "yolov8n.yaml", epoch
     if not model.endswith((".yaml", ".yml")):
         raise UserError(f"--model {model!r}: give a model yaml (e.g. yolov8n.yaml); training never downloads weights")
     stem = name or f"suite-{Path(model).stem}"
-    console = Console(stderr=True, quiet=not progress)
+    console = Console(stderr=True, quiet=not progress, markup=False, highlight=False)
     out.mkdir(parents=True, exist_ok=True)
     data_dir = out / "dataset"
     if data_dir.exists():
         shutil.rmtree(data_dir)
     console.print(f"[tracker] exporting frames + boxes from {suite} ...")
-    summary = export_yolo_dataset(suite, data_dir, every=every)
+    summary = export_yolo_dataset(suite, data_dir, every=every, families=families)
     console.print(f"[tracker] data set: {summary.images} images, {summary.boxes} boxes, classes {summary.names}")
     engine = engine or SandboxEngine()
     image = tc.tracker_image(progress=lambda m: console.print(f"[tracker] {m}"))
@@ -109,7 +109,7 @@ def train_detector(suite: Path, out: Path, *, model: str = "yolov8n.yaml", epoch
     result_event: dict[str, Any] = {}
     network: list[dict] = []
     started = time.monotonic()
-    with Progress(TextColumn("[tracker] training"), BarColumn(), TextColumn("{task.completed}/{task.total} epochs"),
+    with Progress(TextColumn("tracker: training", markup=False), BarColumn(), TextColumn("{task.completed}/{task.total} epochs"),
                   TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as bar:
         task = bar.add_task("", total=epochs)
 

@@ -160,25 +160,39 @@ def _near_border(box: tuple[float, float, float, float], log: TrackLog, margin: 
         (log.height and y2 >= log.height - margin)
 
 
+def _segments(track: Track, gap_s: float) -> list[Track]:
+    """A track split where it was unseen for more than `gap_s` (an object that left and came back)."""
+    out: list[Track] = []
+    for i, t in enumerate(track.times):
+        if not out or t - out[-1].last > gap_s:
+            out.append(Track(track.id, track.cls))
+        out[-1].times.append(t)
+        out[-1].boxes.append(track.boxes[i])
+        out[-1].extras.append(track.extras[i])
+    return out
+
+
 def entries(log: TrackLog, cls: str) -> ProgramResult:
-    """Visits into view: tracks of `cls`, where a track that resumes one lost mid-image
-    (same colour, within a second) continues that visit instead of starting a new one."""
-    tracks = sorted(_real_tracks(log, cls), key=lambda t: t.first)
+    """Visits into view. Each track is split where it went unseen; a piece that resumes one
+    lost away from the image border (same colour, within a second) continues that visit
+    (an occlusion), any other piece is a new entry."""
+    gap = max(0.35, 3 * (log.step or 0.1))
+    pieces = sorted((seg for tr in _real_tracks(log, cls) for seg in _segments(tr, gap)), key=lambda t: t.first)
     visits: list[list[Track]] = []
-    for tr in tracks:
+    for piece in pieces:
         cont = None
         for v in visits:
             prev = v[-1]
-            if prev.last < tr.first <= prev.last + 1.0 and not _near_border(prev.boxes[-1], log) \
-                    and _colour_distance(_track_colour(prev), _track_colour(tr)) < COLOUR_SAME:
+            if prev.last < piece.first <= prev.last + 1.0 and not _near_border(prev.boxes[-1], log) \
+                    and _colour_distance(_track_colour(prev), _track_colour(piece)) < COLOUR_SAME:
                 cont = v
                 break
         if cont is None:
-            visits.append([tr])
+            visits.append([piece])
         else:
-            cont.append(tr)
+            cont.append(piece)
     return ProgramResult(str(len(visits)), "entries", explanation=f"{len(visits)} entries of {cls} into view",
-                         evidence={"visits": [[t.id for t in v] for v in visits]})
+                         evidence={"visits": [[(t.id, t.first) for t in v] for v in visits]})
 
 
 # ---------------------------------------------------------------- pixels over time

@@ -1,0 +1,112 @@
+"""The tracker in its sandbox: no network attempt, the right number of objects, the agent's sessions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from statebox.policies import load_policy
+from statebox.sandbox.docker import ContainerSpec, Mount
+from statebox.tracker import container as tc
+
+pytestmark = pytest.mark.docker
+
+
+def _spec(image, command, mounts, policy=None):
+    return ContainerSpec(image=image, command=command, workspace=None, policy=policy or load_policy("default"),
+                         env=dict(tc.OFFLINE_ENV), mounts=mounts)
+
+
+def test_network_guard_records_an_attempt_and_the_network_is_off(docker_engine, tracker_image, writable_dir):
+    """Positive control: the guard the other tests rely on does see a look-up, and it fails."""
+    code = ("import socket\n"
+            "try:\n    socket.create_connection(('pypi.org', 443), timeout=3); print('CONNECTED')\n"
+            "except OSError as exc:\n    print('refused', type(exc).__name__)\n")
+    lines: list[str] = []
+    result = docker_engine.run(_spec(tracker_image, [tc.PYTHON, "-c", code],
+                                     [Mount(source=writable_dir, target=tc.OUT_MOUNT, read_only=False)]),
+                               writable_dir / "stdout.log", writable_dir / "stderr.log", on_stdout_line=lines.append)
+    assert result.status == "ok", result.reason
+    text = "".join(lines)
+    assert "refused" in text and "CONNECTED" not in text
+    logged = tc.read_network_log(writable_dir)
+    assert any(row["kind"] == "dns" and row["target"] == "pypi.org" for row in logged)
+    assert any((tc.parse_event_line(l) or {}).get("event") == "network_attempt" for l in lines)
+
+
+def _gt_count(suite: Path, stem: str) -> int:
+    meta = json.loads((suite / "cube_count" / "gt" / f"{stem}.meta.json").read_text())
+    return int(meta["answers"]["count"])
+
+
+def test_tracking_a_generated_clip_recovers_the_number_of_objects(docker_engine, tracker_image, shipped_weights,
+                                                                 tiny_suite, writable_dir, tmp_path):
+    stem = "cube_count_control_0000"  # a static camera that shows every cube in every frame
+    video = tiny_suite / "cube_count" / "videos" / f"{stem}.mp4"
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "question.json").write_text(json.dumps({"question": "How many cubes are present in the scene?"}))
+    command = [tc.PYTHON, "-m", "sbtracker.cli", "track", "--video", f"/videos/{video.name}",
+               "--question-file", f"{tc.INPUT_MOUNT}/question.json",
+               "--weights", f"{tc.MODELS_MOUNT}/{shipped_weights.name}", "--out", tc.OUT_MOUNT]
+    lines: list[str] = []
+    result = docker_engine.run(
+        _spec(tracker_image, command, [Mount(source=video, target=f"/videos/{video.name}"),
+                                       Mount(source=shipped_weights, target=f"{tc.MODELS_MOUNT}/{shipped_weights.name}"),
+                                       Mount(source=tmp_path / "in", target=tc.INPUT_MOUNT),
+                                       Mount(source=writable_dir, target=tc.OUT_MOUNT, read_only=False)]),
+        writable_dir / "stdout.log", writable_dir / "stderr.log", on_stdout_line=lines.append)
+    assert result.status == "ok" and result.exit_code == 0, (writable_dir / "stderr.log").read_text()[-2000:]
+    expected = _gt_count(tiny_suite, stem)
+    ids_per_frame = [len(json.loads(l)["objects"]) for l in (writable_dir / "tracks.jsonl").read_text().splitlines()]
+    assert ids_per_frame.count(expected) >= 0.9 * len(ids_per_frame), ids_per_frame
+    answer = json.loads((writable_dir / "answer.json").read_text())
+    assert answer["program"] == "unique_total" and answer["response"] == str(expected), answer
+    events = [tc.parse_event_line(l) for l in lines]
+    assert not any(e and e.get("event") == "network_attempt" for e in events)
+    assert not (writable_dir / "network.jsonl").exists()
+
+
+def _context(item, ws, attempt_dir, engine, weights=None):
+    from statebox.agents.base import AgentOptions, AttemptContext, SecretFacts
+    from statebox.schema import Attempt
+
+    policy = load_policy("default")
+    attempt = Attempt(run_id="t", agent="tracker", item_id=item.id)
+    return AttemptContext(attempt=attempt, item=item, query=item.queries[0], attempt_dir=attempt_dir, policy=policy,
+                          options=AgentOptions(weights=weights),
+                          secret=SecretFacts(original_name="x.mp4", original_stem="x", item_id=item.id, dataset="d"),
+                          workspace=ws, engine=engine)
+
+
+def test_agent_answers_in_the_sandbox_and_abstains_on_what_it_cannot_map(docker_engine, tracker_image,
+                                                                          shipped_weights, tiny_suite, tmp_path):
+    from statebox.agents.base import make_agent
+    from statebox.benchmarks import load_benchmark
+    from statebox.benchmarks.synthetic.suite import load_suite
+    from statebox.recorder import read_events
+    from statebox.sandbox.workspace import prepare_workspace
+    from statebox.schema import resolve_video
+    from statebox.scoring import score_query
+
+    ds = load_suite(tiny_suite).dataset("cube_count")
+    items = load_benchmark(ds.bench, ds.data, ds.videos).items
+    item = next(i for i in items if "control" in i.id)
+    policy = load_policy("default")
+    ws = prepare_workspace(item, item.queries[0], resolve_video(item, ds.videos), policy, root=tmp_path / "ws")
+    try:
+        agent = make_agent("tracker")
+        session = agent.run(_context(item, ws, tmp_path / "a1", docker_engine))
+        assert session.status == "ok", session.reason
+        assert score_query(ds.bench, item, 0, session.response).metrics["correct"] == 1.0, session.response
+        assert session.frames.decoded and session.meta["program"] == "unique_total"
+        kinds = {e.kind.value for e in read_events(tmp_path / "a1")}
+        assert {"message", "shell_command", "frames", "final_answer"} <= kinds and "network_attempt" not in kinds
+
+        odd = item.model_copy(update={"question": "What colour is the plane behind the cubes?"})
+        abstained = agent.run(_context(odd, ws, tmp_path / "a2", docker_engine))
+        assert abstained.status == "abstain" and abstained.response == ""
+        assert score_query(ds.bench, odd, 0, abstained.response).metrics["correct"] == 0.0
+    finally:
+        ws.cleanup()

@@ -1,0 +1,47 @@
+"""`statebox tracker train` end to end on a few images: export, train in the sandbox, weights + card."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from statebox.errors import UserError
+from statebox.tracker.export import export_yolo_dataset
+from statebox.tracker.training import train_detector
+
+
+def test_export_writes_yolo_labels_and_keeps_videos_on_one_side(tiny_suite: Path, tmp_path: Path):
+    summary = export_yolo_dataset(tiny_suite, tmp_path / "ds", every=10)
+    assert summary.images["train"] > 0 and summary.images["val"] > 0
+    assert set(summary.names.values()) >= {"cube", "cup", "ball", "bolt", "lamp", "block"}
+    train_videos = {p.stem.rsplit("_", 1)[0] for p in (tmp_path / "ds/images/train").glob("*.jpg")}
+    val_videos = {p.stem.rsplit("_", 1)[0] for p in (tmp_path / "ds/images/val").glob("*.jpg")}
+    assert train_videos and val_videos and not (train_videos & val_videos)
+    for label in (tmp_path / "ds/labels/train").glob("*.txt"):
+        for line in label.read_text().splitlines():
+            cls, *xywh = line.split()
+            assert 0 <= int(cls) < len(summary.names) and all(0 <= float(v) <= 1 for v in xywh)
+    assert "names:" in (tmp_path / "ds/data.yaml").read_text()
+
+
+def test_export_refuses_a_folder_that_is_not_a_suite(tmp_path: Path):
+    with pytest.raises(UserError, match="not a generated suite"):
+        export_yolo_dataset(tmp_path, tmp_path / "ds")
+
+
+@pytest.mark.docker
+def test_one_epoch_training_in_the_sandbox_writes_weights_and_card(docker_engine, tracker_image, tiny_suite, tmp_path):
+    card = train_detector(tiny_suite, tmp_path / "train", epochs=1, imgsz=160, every=25, batch=8,
+                          families=["cube_count"], engine=docker_engine, progress=False)
+    weights = Path(card.weights_path)
+    assert weights.is_file() and weights.stat().st_size == card.bytes and card.bytes < 10_000_000
+    saved = json.loads(Path(card.card_path).read_text())
+    assert saved["epochs"] == 1 and saved["model"] == "yolov8n.yaml" and saved["device"] == "cpu"
+    assert set(saved["metrics"]) == {"mAP50", "mAP50-95", "precision", "recall"}
+    assert saved["data"]["images"]["train"] >= 8 and saved["names"] == {"0": "cube"}
+    assert saved["versions"]["ultralytics"] == "8.4.190"
+    # network none, and the guard saw no attempt from ultralytics (hub, fonts, downloads, pip)
+    assert saved["network_attempts"] == 0
+    assert not (tmp_path / "train/run/network.jsonl").exists()
