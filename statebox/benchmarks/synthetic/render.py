@@ -57,6 +57,31 @@ class ObjectStats:
         return self.in_frame_px / self.full_px if self.full_px else 0.0
 
 
+def _box_1d(a: np.ndarray, r: int, axis: int) -> np.ndarray:
+    """Mean over a window of 2r+1 along `axis` (edges clamped), in exact integer arithmetic."""
+    pad = [(0, 0), (0, 0)]
+    pad[axis] = (r + 1, r)
+    c = np.cumsum(np.pad(a, pad, mode="edge"), axis=axis, dtype=np.int64)
+    n = a.shape[axis]
+    hi = np.take(c, np.arange(2 * r + 1, 2 * r + 1 + n), axis=axis)
+    lo = np.take(c, np.arange(0, n), axis=axis)
+    return (hi - lo) // (2 * r + 1)
+
+
+def soften(mask: np.ndarray, radius: int) -> np.ndarray:
+    """A Gaussian-like blur (three box passes per axis) of a uint8 mask.
+
+    Integer-only on purpose: OpenCV's blurs take alignment-dependent SIMD paths for
+    large kernels, so the same frame could round differently from run to run, and the
+    suite promises identical frames for the same seed.
+    """
+    out = mask.astype(np.int64)
+    r = max(1, radius // 2)
+    for _ in range(3):
+        out = _box_1d(_box_1d(out, r, 0), r, 1)
+    return out.astype(np.uint8)
+
+
 def _fixed(points: np.ndarray) -> np.ndarray:
     return np.round(points * SCALE).astype(np.int32)
 
@@ -123,18 +148,18 @@ class Renderer:
         light = self.light.vector
         cam_pos = np.asarray(camera.pos)
 
-        shadow = np.zeros((h, w), np.float32)
+        shadow = np.zeros((h, w), np.uint8)
         for obj in objects:
             if not obj.cast_shadow:
                 continue
             for part in obj.parts:
                 poly = self._shadow_polygon(camera, part)
                 if poly is not None:
-                    cv2.fillConvexPoly(shadow, poly, 1.0, cv2.LINE_AA, SHIFT)
+                    cv2.fillConvexPoly(shadow, poly, 255, cv2.LINE_AA, SHIFT)
         k = self.light.shadow_blur | 1
-        shadow = cv2.GaussianBlur(shadow, (k, k), 0)
-        base = self.background * (1.0 - self.light.shadow_strength * np.clip(shadow, 0, 1))[..., None]
-        glow = np.zeros((h, w), np.float32)
+        shadow = soften(shadow, k // 2)
+        base = self.background * (1.0 - self.light.shadow_strength * (shadow.astype(np.float32) / 255.0))[..., None]
+        glow = np.zeros((h, w), np.uint8)
         lamps: list[tuple[Sphere, np.ndarray, float]] = []
         self._ground_pools(camera, objects, base)
         frame = np.clip(base, 0, 255).astype(np.uint8)
@@ -150,12 +175,12 @@ class Renderer:
                     hulls.setdefault(obj.oid, []).append(hull)
 
         for sphere, centre, radius in lamps:
-            cv2.circle(glow, (int(centre[0] * SCALE), int(centre[1] * SCALE)), int(radius * 2.6 * SCALE), 1.0, -1,
+            cv2.circle(glow, (int(centre[0] * SCALE), int(centre[1] * SCALE)), int(radius * 2.6 * SCALE), 255, -1,
                        cv2.LINE_AA, SHIFT)
         if lamps:
-            glow = cv2.GaussianBlur(glow, (0, 0), sigmaX=max(4.0, lamps[0][2] * 1.2))
+            glow = soften(glow, int(max(4.0, lamps[0][2] * 1.2)))
             tint = np.asarray(lamps[0][0].color, np.float32)
-            out = frame.astype(np.float32) + glow[..., None] * tint[None, None, :] * 0.9
+            out = frame.astype(np.float32) + (glow.astype(np.float32) / 255.0)[..., None] * tint[None, None, :] * 0.9
             frame = np.clip(out, 0, 255).astype(np.uint8)
         if self.noise:
             noisy = frame.astype(np.int16) + self.noise[frame_index % len(self.noise)]
@@ -181,9 +206,9 @@ class Renderer:
                     uv, depth = camera.project(pts)
                     if (depth <= NEAR).any():
                         continue
-                    pool = np.zeros(base.shape[:2], np.float32)
-                    cv2.fillConvexPoly(pool, _fixed(uv), 1.0, cv2.LINE_AA, SHIFT)
-                    pool = cv2.GaussianBlur(pool, (0, 0), sigmaX=9)
+                    pool = np.zeros(base.shape[:2], np.uint8)
+                    cv2.fillConvexPoly(pool, _fixed(uv), 255, cv2.LINE_AA, SHIFT)
+                    pool = soften(pool, 9).astype(np.float32) / 255.0
                     base += pool[..., None] * np.asarray(part.color, np.float32)[None, None, :] * 0.35
 
     def _draw_part(self, camera: Camera, part: Part, frame: np.ndarray, light: np.ndarray, cam_pos: np.ndarray,
@@ -238,7 +263,11 @@ class Renderer:
                 diffuse = np.clip(nx * lc[0] + ny * lc[1] + nz * lc[2], 0, 1)
                 hv = lc + np.array([0, 0, -1], np.float32)
                 hv /= np.linalg.norm(hv)
-                spec = s.gloss * np.clip(nx * hv[0] + ny * hv[1] + nz * hv[2], 0, 1) ** 30
+                c = np.clip(nx * hv[0] + ny * hv[1] + nz * hv[2], 0, 1)
+                c2 = c * c
+                c4 = c2 * c2
+                c8 = c4 * c4
+                spec = s.gloss * (c8 * c8 * c8 * c4 * c2)  # c**30 by products: numpy's SIMD pow is not bit-stable
                 rgb = colour * (0.38 + 0.66 * diffuse)[..., None] + 255.0 * spec[..., None]
             alpha = np.clip(radius - np.sqrt(d2) * radius + 0.5, 0, 1)[..., None]
             roi = frame[cy0:cy1, cx0:cx1].astype(np.float32)
