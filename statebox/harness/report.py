@@ -291,11 +291,18 @@ def render_report(run_dir: Path, rows: list[ResultRow], scores: list[AgentDatase
 <h2>Attempts</h2>
 {_attempts(rows, items, run_dir)}
 <script>
-// #open=N opens the N-th attempt and its transcript (links from the leaderboard, screenshot tests)
-const m = location.hash.match(/^#open=(\d+)$/);
+// #open=N opens the N-th attempt and its transcript; #focus=N also hides everything else
+// (links into a report, and the screenshot test).
+const m = location.hash.match(/^#(open|focus)=(\d+)$/);
 if (m) {{
-  const d = document.querySelectorAll('details.attempt')[Number(m[1])];
-  if (d) {{ d.open = true; d.querySelectorAll('details').forEach(x => x.open = true); d.scrollIntoView(); }}
+  const d = document.querySelectorAll('details.attempt')[Number(m[2])];
+  if (d) {{
+    d.open = true;
+    d.querySelectorAll('details').forEach(x => x.open = true);
+    if (m[1] === 'focus') {{
+      for (const el of document.body.children) if (el !== d && el.tagName !== 'H1' && el.tagName !== 'SCRIPT') el.style.display = 'none';
+    }}
+  }}
 }}
 </script>
 </body></html>

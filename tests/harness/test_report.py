@@ -74,16 +74,22 @@ def test_report_renders_in_headless_chromium(finished_run, tmp_path):
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert 'id="leaderboard"' in dom.stdout
     assert "<details class=\"attempt\" open" in dom.stdout  # the script ran and opened a transcript
-    shot = tmp_path / "report.png"
-    proc = subprocess.run(
-        [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--window-size=1400,2000", "--virtual-time-budget=3000",
-         f"--screenshot={shot}", url],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert proc.returncode == 0 and shot.exists(), proc.stderr[-2000:]
     from PIL import Image
 
-    image = Image.open(shot).convert("L")
-    colours = image.getcolors(maxcolors=1_000_000) or []
-    assert len(colours) > 20, "the screenshot is blank"
-    shutil.copy(shot, Path("/tmp/statebox-report-screenshot.png")) if Path("/tmp").is_dir() else None
+    def screenshot(fragment: str, name: str) -> Image.Image:
+        shot = tmp_path / name
+        proc = subprocess.run(
+            [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--window-size=1400,1600",
+             "--virtual-time-budget=3000", f"--screenshot={shot}", report.resolve().as_uri() + fragment],
+            capture_output=True, text=True, timeout=120,
+        )
+        assert proc.returncode == 0 and shot.exists(), proc.stderr[-2000:]
+        return Image.open(shot).convert("L")
+
+    top = screenshot("", "leaderboard.png")
+    transcript = screenshot("#focus=0", "transcript.png")
+    for image, what in ((top, "leaderboard"), (transcript, "transcript")):
+        colours = image.getcolors(maxcolors=1_000_000) or []
+        assert len(colours) > 20, f"the {what} screenshot is blank"
+    # the focused view shows a different picture than the leaderboard: the transcript rendered
+    assert top.tobytes() != transcript.tobytes()
