@@ -32,17 +32,24 @@ COLUMNS = ("gpa", "moc", "uda", "exact_match", "invalid_rate")
 
 
 def parse_many(responses: list[str | None]) -> np.ndarray:
-    """Parsed counts as float64, NaN for invalid or missing answers (fast path: plain integers)."""
-    out = np.empty(len(responses), dtype=np.float64)
-    for index, text in enumerate(responses):
+    """Parsed counts as float64, NaN for invalid or missing answers.
+
+    Fast path: responses that are plain decimal digits (the common case) are converted
+    by numpy in one C loop; everything else goes through `vcbench_number`.
+    """
+    out = np.full(len(responses), np.nan)
+    if not responses:
+        return out
+    texts = np.array(["" if r is None else r for r in responses], dtype=np.dtypes.StringDType())
+    simple = np.strings.isdecimal(texts) & (np.strings.str_len(texts) < 16)
+    try:
+        out[simple] = texts[simple].astype(np.float64)
+    except ValueError:  # a non-ASCII decimal digit numpy will not cast: parse those rows one by one
+        simple[:] = False
+    for index in np.flatnonzero(~simple):
+        text = responses[index]
         if text is None:
-            out[index] = np.nan
             continue
-        try:
-            out[index] = int(text)
-            continue
-        except ValueError:
-            pass
         value = vcbench_number(text)
         out[index] = np.nan if value is None else value
     return out
@@ -92,22 +99,29 @@ def question_metrics(pred: np.ndarray, target: np.ndarray, starts: np.ndarray, c
 
 
 def score_table(items: list[Item], answers: Answers, judge: Any = None) -> ScoredTable:
-    targets, starts, counts = flat_layout(items)
+    # One pass over the query points collects responses, targets and layout together.
     responses: list[str | None] = []
-    missing = 0
+    targets: list[float] = []
+    counts: list[int] = []
+    get = answers.get
     for item in items:
-        for query in item.queries:
-            answer = answers.get((item.id, query.index))
-            if answer is None:
-                missing += 1
-                responses.append(None)
-            else:
-                responses.append(answer.response)
+        queries = item.queries
+        counts.append(len(queries))
+        item_id = item.id
+        for query in queries:
+            answer = get((item_id, query.index))
+            responses.append(None if answer is None else answer[0])
+            targets.append(query.target)
+    missing = responses.count(None)
+    count_array = np.asarray(counts, dtype=np.int64)
+    starts = np.zeros(len(items), dtype=np.int64)
+    if len(items):
+        np.cumsum(count_array[:-1], out=starts[1:])
     pred = parse_many(responses)
     subtypes = [i.labels.get("counting_subtype", "") for i in items]
     moc_ok = np.fromiter((s in MOC_SUBTYPES for s in subtypes), dtype=bool, count=len(items))
     uda_ok = np.fromiter((s in UDA_SUBTYPES for s in subtypes), dtype=bool, count=len(items))
-    values = question_metrics(pred, targets, starts, counts, moc_ok, uda_ok)
+    values = question_metrics(pred, np.asarray(targets, dtype=np.float64), starts, count_array, moc_ok, uda_ok)
     failures = int(np.isnan(pred).sum()) - missing
     warnings = []
     if failures or missing:
