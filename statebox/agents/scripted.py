@@ -104,9 +104,9 @@ class ShellAgent:
                 policy=ctx.policy,
             )
             result = ctx.engine.run(spec, stdout_path, stderr_path, on_stdout_line=on_line)
-            answer_file = Path(ctx.workspace.path) / "answer.txt"
-            if answer_file.exists():
-                response = answer_file.read_text(errors="replace").strip()
+            answer = ctx.workspace.read_output("answer.txt")  # refuses a planted symlink
+            if answer is not None:
+                response = answer.strip()
             else:
                 lines = [l for l in stdout_path.read_text(errors="replace").splitlines() if l.strip()] if stdout_path.exists() else []
                 response = lines[-1].strip() if lines else ""

@@ -28,8 +28,9 @@ def second_engine(docker_engine, tmp_path_factory):
     root.mkdir(exist_ok=True)
     sock = root / "docker.sock"
     log = open(root / "dockerd.log", "w")
+    # its own network namespace: a second daemon must not touch the host's docker0 bridge
     proc = subprocess.Popen(
-        ["dockerd", "--host", f"unix://{sock}", "--data-root", str(root / "data"), "--exec-root", str(root / "exec"),
+        ["unshare", "--net", "dockerd", "--host", f"unix://{sock}", "--data-root", str(root / "data"), "--exec-root", str(root / "exec"),
          "--pidfile", str(root / "docker.pid"), "--bridge", "none", "--iptables=false", "--ip-masq=false"],
         stdout=log, stderr=subprocess.STDOUT,
     )
