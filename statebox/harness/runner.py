@@ -82,15 +82,16 @@ class AgentTally:
     statuses: Counter = field(default_factory=Counter)
 
 
-DEFAULT_PROVIDER = {"codex": "openai"}  # an agent run without --model uses its CLI's own provider
-
-
-def provider_of(options: AgentOptions, agent_name: str = "") -> str:
-    """The provider an agent's model talks to; one rule, the gateway's, for the whole product."""
+def provider_of(options: AgentOptions, agent: Agent | None = None) -> str:
+    """The provider an agent's model talks to; one rule, the gateway's, for the whole product.
+    A CLI agent run without --model uses its CLI's own provider (its `provider` attribute)."""
     if options.provider:
         return options.provider
+    fixed = getattr(agent, "provider", None)
+    if fixed:
+        return fixed
     if not options.model:
-        return DEFAULT_PROVIDER.get(agent_name, "anthropic")
+        return "anthropic"
     from statebox.sandbox.gateway import provider_for_model
 
     return provider_for_model(options.model)
@@ -114,7 +115,7 @@ def start_services(config: RunConfig, agents: dict[str, Agent], policy: Policy) 
         for name, agent in agents.items():
             if agent.needs_gateway:
                 options = AgentOptions.model_validate(config.agent_options.get(name, {}))
-                gateway.check_ready(provider_of(options, name))
+                gateway.check_ready(provider_of(options, agent))
         gateway.start()
         services.gateway = gateway
     return services
