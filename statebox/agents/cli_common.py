@@ -249,7 +249,7 @@ def conclude(ctx: AttemptContext, agent: str, recorder: SessionRecorder, launch:
         recorder.add(EventKind.final_answer, clip(answer), source=ANSWER_FILE, data={"from": ANSWER_FILE})
     recorder.usage = lease.usage.model_copy()
     raw_logs = [name for name in ("events.jsonl", launch.raw_log, STDERR_LOG, GATEWAY_LOG) if (attempt_dir / name).exists()]
-    return Session(
+    session = Session(
         attempt_id=ctx.attempt.attempt_id,
         agent=agent,
         status=status,  # type: ignore[arg-type]
@@ -265,6 +265,21 @@ def conclude(ctx: AttemptContext, agent: str, recorder: SessionRecorder, launch:
               "model_requests": lease.requests_logged,
               "response_from": ANSWER_FILE if answer is not None else "final_message", **launch.meta},
     )
+    return _with_frames(session, attempt_dir)
+
+
+def _with_frames(session: Session, attempt_dir: Path) -> Session:
+    """Frame accounting from the session's vtools reports and the gateway's image log.
+
+    The CLI decodes frames inside the sandbox by itself, so what it decoded and what its
+    model saw are recovered after the fact; a bug there must not cost the attempt.
+    """
+    from statebox.agents.frames_accounting import with_frame_account
+
+    try:
+        return with_frame_account(session, attempt_dir)
+    except Exception as exc:  # noqa: BLE001
+        return session.model_copy(update={"meta": {**session.meta, "frame_accounting_error": str(exc)[:300]}})
 
 
 def _last_line(text: str) -> str:

@@ -79,7 +79,8 @@ def final_hook(req: ScriptRequest) -> Turn:
     return Turn(text=f"I counted the flashes with OpenCV.\nANSWER: {found[-1] if found else 'unknown'}")
 
 
-FULL_SCRIPT = [Turn(shell="ls -la"), Turn(shell=MEASURE), Turn(shell=NETWORK_AND_ENV), answer_hook, final_hook]
+FIRST_LOOK = "ls -la && vtools frames *.mp4 --times 0.5,1.5 --out frames"
+FULL_SCRIPT = [Turn(shell=FIRST_LOOK), Turn(shell=MEASURE), Turn(shell=NETWORK_AND_ENV), answer_hook, final_hook]
 
 
 def make_context(tmp_path: Path, agent: str, engine, gateway: Gateway, *, model: str,

@@ -69,6 +69,7 @@ def test_codex_measures_the_video_and_answers(tmp_path, docker_engine, monkeypat
     steps = shell_steps(session)
     assert [cmd.split()[0] for cmd, _ in steps] == ["ls", "cat", "(curl", "echo"]
     assert ctx.workspace.video_name in steps[0][1]
+    assert {0.5, 1.5} <= {round(t, 3) for t in session.frames.decoded}  # vtools' report, accounted
     assert f"frames=30 flashes={EXPECTED_FLASHES}" in steps[1][1]
     network_out = steps[2][1]
     assert "curl-failed" in network_out or "Could not resolve" in network_out
