@@ -26,7 +26,16 @@ installed() {
 }
 
 if ! installed; then
-  command -v npm > /dev/null || { echo "40-agent-clis: npm is missing (apt-get install -y npm)" >&2; exit 1; }
+  if ! command -v npm > /dev/null; then
+    # Only npm (the registry's own client) is needed to fetch the packages; the CLIs are native.
+    if command -v apt-get > /dev/null && [ "$(id -u)" = 0 ]; then
+      echo "40-agent-clis: installing npm with apt ..."
+      apt-get install -y -q --no-install-recommends npm > /dev/null \
+        || { apt-get update -q > /dev/null && apt-get install -y -q --no-install-recommends npm > /dev/null; }
+    else
+      echo "40-agent-clis: npm is missing; install Node.js + npm and re-run 'make setup'" >&2; exit 1
+    fi
+  fi
   npm install -g --prefix "$PREFIX" --no-fund --no-audit --loglevel=error \
     "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" "@openai/codex@$CODEX_VERSION"
   modules="$PREFIX/lib/node_modules"
