@@ -103,6 +103,7 @@ AGENT_MODULES: dict[str, str] = {
     "oracle": "statebox.agents.baselines:OracleAgent",
     "scripted-cheater": "statebox.agents.scripted:ScriptedCheaterAgent",
     "shell": "statebox.agents.scripted:ShellAgent",
+    "claude-code-scripted": "statebox.agents.scripted:ScriptedClaudeCodeAgent",
 }
 
 

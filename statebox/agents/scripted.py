@@ -136,3 +136,17 @@ class ScriptedCheaterAgent(ShellAgent):
 
     def script(self, ctx: AttemptContext) -> str:
         return CHEATER_SCRIPT
+
+
+def _claude_code_agent() -> type:
+    from statebox.agents.claude_code import ClaudeCodeAgent
+
+    return ClaudeCodeAgent
+
+
+class ScriptedClaudeCodeAgent(_claude_code_agent()):  # type: ignore[misc]
+    """The real Claude Code CLI driven by a scripted model (the gateway's upstream is the
+    scripted server): the demo's cheating coding agent, labelled so nobody mistakes it for
+    a real model's result."""
+
+    name = "claude-code-scripted"

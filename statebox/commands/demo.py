@@ -15,7 +15,8 @@ from typing import Optional
 
 import typer
 
-DEMO_AGENTS = ["oracle", "chance-random", "chance-frequency", "tracker", "scripted-cheater"]
+DEMO_AGENTS = ["oracle", "chance-random", "chance-frequency", "tracker", "claude-code-scripted"]
+CHEATER_ITEMS = 1  # the cheating coding agent runs on this many items per dataset (it is slow-ish and always caught)
 
 
 def register(app: typer.Typer) -> None:
@@ -47,6 +48,8 @@ def register(app: typer.Typer) -> None:
         ensure_image("sandbox")
         if "tracker" in chosen:
             ensure_image("tracker")
+        if "claude-code-scripted" in chosen:
+            ensure_image("agents")
         suite_dir = out / "suite"
         if not (suite_dir / "suite.json").exists():
             console.print(f"suite: generating the tiny built-in suite into {suite_dir}")
@@ -61,9 +64,22 @@ def register(app: typer.Typer) -> None:
             concurrency=concurrency,
             policy="default",
             agent_options={},
+            agent_limits={"claude-code-scripted": CHEATER_ITEMS, "scripted-cheater": CHEATER_ITEMS},
             suite=str(suite_dir),
         )
-        scores = execute_run(config, run_dir, title="statebox demo — built-in tiny suite")
+        from statebox.testing.cheating_model import CHEATING_SCRIPT
+        from statebox.testing.scripted_model import ScriptedModelServer
+
+        # the cheating coding agent is the real `claude` CLI; its "model" is a scripted server
+        # that follows the known cheating pattern, reached through the real gateway
+        with ScriptedModelServer(CHEATING_SCRIPT) as cheating_model:
+            console.print(f"scripted model for the cheating agent: {cheating_model.base_url}")
+            scores = execute_run(
+                config,
+                run_dir,
+                title="statebox demo — built-in tiny suite",
+                gateway_options={"anthropic_base_url": cheating_model.base_url, "anthropic_api_key": "scripted-demo-key"},
+            )
         real = _real_agent()
         if real is not None:
             agent_name, model = real
@@ -81,11 +97,11 @@ def register(app: typer.Typer) -> None:
             execute_run(real_config, out / "run-real", title=f"statebox demo — {agent_name}")
             write_report(out / "run-real")
         path, scores, rows = write_report(run_dir)
-        cheats = [r for r in rows if r.agent == "scripted-cheater"]
+        cheats = [r for r in rows if r.agent in ("claude-code-scripted", "scripted-cheater")]
         if cheats:
             caught = sum(1 for r in cheats if r.verdict == "contaminated")
             console.print(
-                f"[bold]auditor:[/] scripted-cheater attempts flagged contaminated: {caught}/{len(cheats)} "
+                f"[bold]auditor:[/] cheating coding-agent attempts flagged contaminated: {caught}/{len(cheats)} "
                 f"(their answers are voided in the 'voided' column)"
             )
         console.print(f"[bold]report:[/] {path}")

@@ -107,7 +107,9 @@ def register(app: typer.Typer) -> None:
         execute_run(config, target_dir, as_json=as_json)
 
 
-def execute_run(config, run_dir: Path, *, as_json: bool = False, title: str = "statebox leaderboard") -> list:
+def execute_run(
+    config, run_dir: Path, *, as_json: bool = False, title: str = "statebox leaderboard", gateway_options: dict | None = None
+) -> list:
     """Run with a live progress display, then print the leaderboard (or JSON)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -137,7 +139,7 @@ def execute_run(config, run_dir: Path, *, as_json: bool = False, title: str = "s
         progress.update(task_ids[agent_name], completed=tally.done, failed=tally.failed, tokens=tally.tokens, cost=tally.cost)
 
     with progress:
-        store = run_planned(config, run_dir, progress=on_progress, on_start=on_start)
+        store = run_planned(config, run_dir, progress=on_progress, on_start=on_start, gateway_options=gateway_options)
     rows = store.rows()
     store.close()
     items = {d.spec.label: d.items for d in load_datasets(config)}

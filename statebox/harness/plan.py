@@ -41,6 +41,7 @@ class RunConfig(BaseModel):
     agents: list[str]
     datasets: list[DatasetSpec]
     limit: int | None = None
+    agent_limits: dict[str, int] = Field(default_factory=dict)  # per-agent cap (e.g. a costly agent on a few items)
     epochs: int = 1
     concurrency: int = 1
     policy: str = "default"
@@ -121,9 +122,11 @@ def plan_attempts(config: RunConfig, datasets: list[LoadedDataset]) -> list[Plan
     """Every (agent, dataset, item, query, epoch), in a stable order."""
     planned: list[PlannedAttempt] = []
     for agent in config.agents:
+        cap = config.agent_limits.get(agent)
         for loaded in datasets:
+            items = loaded.items[:cap] if cap is not None else loaded.items
             for epoch in range(config.epochs):
-                for item in loaded.items:
+                for item in items:
                     for query in item.queries:
                         attempt = Attempt(
                             run_id=config.run_id,

@@ -67,7 +67,7 @@ class RunServices:
     def close(self) -> None:
         if self.gateway is not None:
             try:
-                self.gateway.stop()
+                self.gateway.close()
             except Exception:  # noqa: BLE001 - closing must not mask the run's own error
                 pass
 
@@ -97,7 +97,9 @@ def provider_of(options: AgentOptions, agent: Agent | None = None) -> str:
     return provider_for_model(options.model)
 
 
-def start_services(config: RunConfig, agents: dict[str, Agent], policy: Policy) -> RunServices:
+def start_services(
+    config: RunConfig, agents: dict[str, Agent], policy: Policy, gateway_options: dict[str, Any] | None = None
+) -> RunServices:
     """Start only what the run's agents need, and fail before any container starts
     when something is missing (engine, API key)."""
     services = RunServices(policy=policy)
@@ -111,7 +113,7 @@ def start_services(config: RunConfig, agents: dict[str, Agent], policy: Policy) 
     if any(a.needs_gateway for a in agents.values()):
         from statebox.sandbox.gateway import Gateway
 
-        gateway = Gateway()
+        gateway = Gateway(**(gateway_options or {}))
         for name, agent in agents.items():
             if agent.needs_gateway:
                 options = AgentOptions.model_validate(config.agent_options.get(name, {}))
@@ -291,6 +293,7 @@ def run_planned(
     *,
     progress: ProgressHook | None = None,
     on_start: Callable[[dict[str, AgentTally]], None] | None = None,
+    gateway_options: dict[str, Any] | None = None,
 ) -> ResultStore:
     """Run (or continue) a run: skip attempts already in the store, run the rest C at a time."""
     run_dir = Path(run_dir)
@@ -321,7 +324,7 @@ def run_planned(
         on_start(tallies)
     if not todo:
         return store
-    services = start_services(config, agents, policy)
+    services = start_services(config, agents, policy, gateway_options)
     lock = threading.Lock()
     try:
         with ThreadPoolExecutor(max_workers=max(1, config.concurrency), thread_name_prefix="attempt") as pool:
