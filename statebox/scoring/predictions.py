@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 from statebox.benchmarks._io import iter_jsonl, type_name
 from statebox.errors import DataError
 from statebox.schema import Item, Prediction
-from statebox.scoring.core import Answer, Answers
+from statebox.scoring.core import Answers
 
 
 class PredictionLine(NamedTuple):
@@ -74,31 +74,35 @@ def normalise(predictions: list[Any]) -> list[PredictionLine]:
 
 def match(items: list[Item], predictions: list[Any], source: str | Path = "predictions") -> tuple[Answers, list[str]]:
     """Answers keyed by (item id, query index), plus warnings about what did not fit."""
-    by_id = {item.id: item for item in items}
+    # id -> (number of query points, their Query.index values when they differ from positions)
+    by_id: dict[str, tuple[int, list[int] | None]] = {}
+    for item in items:
+        indexes = [q.index for q in item.queries]
+        by_id[item.id] = (len(indexes), None if indexes == list(range(len(indexes))) else indexes)
     answers: Answers = {}
     unknown: list[str] = []
     out_of_range: list[str] = []
-    duplicates = 0
+    before = 0
     for p in normalise(predictions):
-        item = by_id.get(p.id)
-        if item is None:
+        known = by_id.get(p.id)
+        if known is None:
             unknown.append(p.id)
             continue
+        n_queries, indexes = known
         index = p.query_index
-        queries = item.queries
         if index is None:
-            if len(queries) > 1:
+            if n_queries > 1:
                 raise DataError(source, p.line,
-                                f"id '{p.id}' is a streaming question with {len(queries)} query points: "
+                                f"id '{p.id}' is a streaming question with {n_queries} query points: "
                                 "'query_index' is required")
             index = 0
-        if index >= len(queries):
+        if index >= n_queries:
             out_of_range.append(f"{p.id}#{index}")
             continue
-        key = (item.id, queries[index].index)
-        if key in answers:
-            duplicates += 1
-        answers[key] = Answer(p.response, p.clips)
+        # A PredictionLine already has .response and .clips: it is stored as the Answer itself.
+        answers[(p.id, index if indexes is None else indexes[index])] = p
+        before += 1
+    duplicates = before - len(answers)
     warnings = []
     if unknown:
         warnings.append(f"{len(unknown)} predictions name unknown ids (ignored), e.g. {', '.join(unknown[:3])}")

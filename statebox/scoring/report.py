@@ -8,8 +8,10 @@ baselines scored by the same rules), `parse_failures`, `missing`, `judge`.
 
 from __future__ import annotations
 
+import gc
 import math
 import random
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -67,11 +69,25 @@ def label_groups(items: list[Item]) -> dict[str, np.ndarray]:
     return out
 
 
+@contextmanager
+def _collector_paused():
+    """Scoring allocates millions of short-lived tuples and no reference cycles; the cyclic
+    collector would otherwise re-scan every loaded Item on each allocation burst."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def score_table(bench: str, items: list[Item], predictions: list[Any], judge: Any = None,
                 source: str = "predictions") -> tuple[ScoredTable, list[str]]:
     rules = rules_for(bench)
-    answers, warnings = match(items, predictions, source)
-    return rules.score_table(items, answers, judge), warnings
+    with _collector_paused():
+        answers, warnings = match(items, predictions, source)
+        return rules.score_table(items, answers, judge), warnings
 
 
 def score_predictions(bench: str, items: list[Item], predictions: list[Any], judge: Any = None, *,
@@ -106,7 +122,8 @@ def score_predictions(bench: str, items: list[Item], predictions: list[Any], jud
     if n_boot > 0 and items:
         extra["ci"] = _confidence_intervals(rules, table, items, n_boot, seed, set(report_metrics))
     if chance and items:
-        extra["chance"] = {kind: _chance_metrics(bench, rules, items, kind, seed) for kind in KINDS}
+        with _collector_paused():
+            extra["chance"] = {kind: _chance_metrics(bench, rules, items, kind, seed) for kind in KINDS}
     extra.update(table.extra)
     return ScoreReport(benchmark=bench, n=len(items), metrics=report_metrics, groups=groups,
                        warnings=warnings, **extra)

@@ -110,7 +110,7 @@ def score_table(items: list[Item], answers: Answers, judge: Any = None) -> Score
         item_id = item.id
         for query in queries:
             answer = get((item_id, query.index))
-            responses.append(None if answer is None else answer[0])
+            responses.append(None if answer is None else answer.response)
             targets.append(query.target)
     missing = responses.count(None)
     count_array = np.asarray(counts, dtype=np.int64)
