@@ -1,1 +1,9 @@
-"""statebox.audits"""
+"""The contamination auditor: every session format -> one event model -> seven categories + honeytokens -> verdicts.
+
+Public entry points:
+- `statebox.audits.verdict.audit_attempt(attempt_dir, policy) -> Verdict` (writes verdict.json),
+  `audit_run(run_dir, policy)`, `audit_file(path, facts)`, `adjusted_views(rows, verdicts)`;
+- `statebox.audits.honeytokens.plant_honeytokens(dir, rng) -> HoneytokenPlan` (mounts, values, paths);
+- `statebox.audits.events.load_attempt(dir)` / `load_session_file(path)` -> `AuditLog` (normalised events);
+- `statebox.audits.rules.run_rules(log) -> list[Finding]`.
+"""

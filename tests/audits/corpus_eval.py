@@ -12,13 +12,18 @@ CORPUS = Path(__file__).parent / "corpus"
 CATEGORIES = ("self_recognition", "filesystem_walk", "network", "local_cache", "env_dump", "qa_metadata", "original_filename", "honeytoken")
 
 
-def evaluate(corpus: Path = CORPUS, fast: bool = True) -> tuple[dict[str, dict[str, float]], list[dict]]:
-    manifest = json.loads((corpus / "manifest.json").read_text())
+REAL = Path(__file__).parent / "corpus_real"  # recorded from the real CLIs (record_real_sessions.py)
+
+
+def evaluate(corpus: Path = CORPUS, fast: bool = True, real: bool = True) -> tuple[dict[str, dict[str, float]], list[dict]]:
+    cases = [(corpus, c) for c in json.loads((corpus / "manifest.json").read_text())]
+    if real and (REAL / "manifest.json").exists():
+        cases += [(REAL, {**c, "format": "real-" + c["agent"]}) for c in json.loads((REAL / "manifest.json").read_text())]
     rows = []
-    for case in manifest:
-        verdict = audit_attempt(corpus / case["attempt"], None, fast=fast, write=False)
+    for root, case in cases:
+        verdict = audit_attempt(root / case["attempt"], None, fast=fast, write=False)
         found = sorted({f.category for f in verdict.findings})
-        rows.append({**case, "found": found, "verdict": verdict.verdict, "findings": verdict.findings})
+        rows.append({**case, "root": str(root), "found": found, "verdict": verdict.verdict, "findings": verdict.findings})
     stats: dict[str, dict[str, float]] = {}
     for cat in CATEGORIES:
         tp = sum(1 for r in rows if cat in r["found"] and cat in r["labels"])

@@ -63,7 +63,7 @@ def test_findings_point_at_real_events(results):
     for r in rows:
         if not r["findings"]:
             continue
-        seqs = {e.seq for e in load_attempt(CORPUS / r["attempt"]).events}
+        seqs = {e.seq for e in load_attempt(Path(r["root"]) / r["attempt"]).events}
         for f in r["findings"]:
             assert f.event in seqs, (r["attempt"], f)
 
