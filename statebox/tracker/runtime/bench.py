@@ -38,7 +38,8 @@ def bench(video: Path, weights: str, imgsz: int, conf: float, device: str, round
         started = time.perf_counter()
         n, ids = 0, set()
         for result in peer_model.track(source=str(video), stream=True, tracker="bytetrack.yaml", imgsz=imgsz,
-                                       conf=conf, device=device, half=half, verbose=False, vid_stride=stride):
+                                       conf=conf, device=device, quantize=16 if half else None, verbose=False,
+                                       vid_stride=stride):
             n += 1
             if result.boxes is not None and result.boxes.id is not None:
                 ids.update(int(i) for i in result.boxes.id.tolist())

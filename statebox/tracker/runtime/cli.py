@@ -81,11 +81,13 @@ def cmd_track(args: argparse.Namespace) -> int:
 
 
 def _track_many(args: argparse.Namespace, out: Path) -> int:
-    """Track a video once, then answer many questions, each on the frames before its `until` time.
+    """Track each video once, then answer many questions, each on the frames before its `until` time.
 
-    ByteTrack is online (a frame's tracks depend only on earlier frames), so the prefix of
-    one run equals a run on the video cut at `until`: suite evaluation needs one tracking
-    pass per video instead of one per streaming query.
+    The questions file is a list of {key, question, choices, until, video}; `video`
+    defaults to --video. ByteTrack is online (a frame's tracks depend only on earlier
+    frames), so the prefix of one run equals a run on the video cut at `until`: suite
+    evaluation needs one tracking pass per video instead of one per streaming query, and
+    one container (one model load) for many videos.
     """
     from dataclasses import replace
 
@@ -94,23 +96,29 @@ def _track_many(args: argparse.Namespace, out: Path) -> int:
     from .track import TrackerConfig, run_tracking
 
     questions = json.loads(Path(args.questions_file).read_text())
-    video = _find_video(args.video)
-    detector = Detector(DetectorConfig(weights=args.weights, imgsz=args.imgsz, conf=args.conf, device=args.device))
-    features: dict[str, set[str]] = {}
+    by_video: dict[str, list[dict]] = {}
     for q in questions:
-        for name, classes in features_for(q.get("question", ""), list(detector.names.values())).items():
-            features.setdefault(name, set()).update(classes)
-    with (out / f"{video.stem}.tracks.jsonl").open("w") as sink:
-        log, stats = run_tracking(video, detector, stride=args.stride, batch=args.batch,
-                                  tracker_config=TrackerConfig(), features=features, sink=sink)
-    emit({"event": "tracked", "video": video.name, "frames": stats.frames_read, "fps": round(stats.fps, 2)})
-    with (out / f"{video.stem}.answers.jsonl").open("w") as fh:
-        for q in questions:
-            until = q.get("until")
-            part = log if until is None else replace(log, frames=[f for f in log.frames if f.t < until])
-            payload = {"key": q.get("key"), **answer_question(q.get("question", ""), q.get("choices") or [], part).to_json()}
-            fh.write(json.dumps(payload) + "\n")
-            emit({"event": "answer", **payload})
+        by_video.setdefault(q.get("video") or str(_find_video(args.video)), []).append(q)
+    detector = Detector(DetectorConfig(weights=args.weights, imgsz=args.imgsz, conf=args.conf, device=args.device))
+    with (out / "answers.jsonl").open("w") as answers:
+        for video_path, video_questions in by_video.items():
+            video = _find_video(video_path)
+            features: dict[str, set[str]] = {}
+            for q in video_questions:
+                for name, classes in features_for(q.get("question", ""), list(detector.names.values())).items():
+                    features.setdefault(name, set()).update(classes)
+            with (out / f"{video.stem}.tracks.jsonl").open("w") as sink:
+                log, stats = run_tracking(video, detector, stride=args.stride, batch=args.batch,
+                                          tracker_config=TrackerConfig(), features=features, sink=sink)
+            emit({"event": "tracked", "video": video.name, "frames": stats.frames_read, "fps": round(stats.fps, 2)})
+            for q in video_questions:
+                until = q.get("until")
+                part = log if until is None else replace(log, frames=[f for f in log.frames if f.t < until])
+                payload = {"key": q.get("key"),
+                           **answer_question(q.get("question", ""), q.get("choices") or [], part).to_json()}
+                answers.write(json.dumps(payload) + "\n")
+                answers.flush()
+                emit({"event": "answer", **payload})
     return 0
 
 
