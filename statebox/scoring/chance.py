@@ -198,17 +198,19 @@ def _best_eoc_constant(targets: list[float]) -> float:
     return max(candidates, key=lambda c: (sum(msta(c, g) for g in targets), -c))
 
 
-_MODELS: dict[tuple[str, int, int], ChanceModel] = {}
+# Cached by the list's identity; the entry keeps the list itself alive, so its id cannot be
+# reused by a different (e.g. subset) list while the cached model answers for it.
+_MODELS: dict[tuple[str, int, int], tuple[list[Item], ChanceModel]] = {}
 
 
 def chance_model(bench: str, items: list[Item]) -> ChanceModel:
     key = (bench, id(items), len(items))
-    model = _MODELS.get(key)
-    if model is None:
+    entry = _MODELS.get(key)
+    if entry is None or entry[0] is not items:
         if len(_MODELS) > 8:
             _MODELS.clear()
-        model = _MODELS[key] = ChanceModel(bench, items)
-    return model
+        entry = _MODELS[key] = (items, ChanceModel(bench, items))
+    return entry[1]
 
 
 def chance_response(bench: str, item: Item, query_index: int, items: list[Item], kind: str, rng: Any) -> str:
