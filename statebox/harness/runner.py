@@ -33,7 +33,8 @@ ATTEMPTS_DIR = "attempts"
 
 class _AttemptEngine:
     """The run's sandbox engine as one attempt sees it: every container gets the attempt's
-    extra read-only mounts (honeytokens) without each agent having to know about them."""
+    extra mounts (honeytokens: root-owned 0444 files, mounted so that a read moves their host
+    atime) without each agent having to know about them."""
 
     def __init__(self, engine: Any, mounts: list[Any]) -> None:
         self._engine = engine
@@ -199,6 +200,7 @@ def execute_attempt(
                 "attempt_id": attempt.attempt_id,
                 "bench": planned.dataset.bench,
                 "item_id": planned.item.id,
+                "question": planned.item.question,  # lets the auditor recognise searches for it
                 "query_index": planned.query.index,
                 "query_time": planned.query.time,
                 "workspace_video": workspace.video_name if workspace else None,
