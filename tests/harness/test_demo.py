@@ -1,0 +1,43 @@
+"""`statebox demo`, end to end on the real engine, with the real `claude` CLI as the cheater.
+
+The full demo also runs the tracker (minutes on a CPU); this test keeps the parts
+that prove the product's promise: the oracle reaches 100% through the real scorer,
+and the cheating coding agent (real CLI, scripted cheating model, real gateway)
+finds only honeytokens, is flagged contaminated, and its answers are voided.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+def test_demo_catches_the_cheating_coding_agent(tmp_path, docker_engine):
+    out = tmp_path / "demo"
+    proc = subprocess.run(
+        [sys.executable, "-m", "statebox.cli", "demo", "--out", str(out), "--agent", "oracle", "--agent", "claude-code-scripted"],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    assert "statebox demo" in proc.stdout and "report:" in proc.stdout
+    report = json.loads(
+        subprocess.run([sys.executable, "-m", "statebox.cli", "report", str(out / "run"), "--json"],
+                       capture_output=True, text=True, check=True, timeout=300).stdout
+    )
+    cheater = [r for r in report["results"] if r["agent"] == "claude-code-scripted"]
+    oracle = [r for r in report["results"] if r["agent"] == "oracle"]
+    assert len(cheater) == 6 and len(oracle) == 6  # one entry per suite family
+    for r in cheater:
+        assert r["verdict_counts"].get("contaminated", 0) == sum(r["status_counts"].values()), r
+        assert r["audit_categories"].get("honeytoken", 0) >= 1, r
+        assert r["clean_metrics"] is None  # nothing clean to score
+        assert all((v or 0) == 0 for k, v in r["voided_metrics"].items() if k in ("score", "gpa", "accuracy")), r
+    for r in oracle:
+        assert r["verdict_counts"] == {"clean": sum(r["status_counts"].values())}
+    html = (out / "run" / "report.html").read_text()
+    assert "contaminated" in html and "honeytoken" in html
