@@ -242,10 +242,8 @@ def _attempts(rows: list[ResultRow], items: dict[str, dict[str, Item]], run_dir:
         item = items.get(r.dataset, {}).get(r.item_id)
         query = next((q for q in item.queries if q.index == r.query_index), None) if item else None
         target = query.target if query is not None and query.target is not None else (item.target if item else None)
-        correct = None
-        if r.metrics:
-            first = next(iter(r.metrics.values()))
-            correct = first is not None and first >= 0.999
+        value = r.metrics.get("correct")  # the scorer's per-query verdict
+        correct = None if value is None else value >= 0.999
         mark = "" if correct is None else ("<span class=ok>✔</span>" if correct else "<span class=bad>✘</span>")
         findings = "".join(
             f"<li><b>{_e(f.get('category'))}</b> ({_e(f.get('severity'))}, event #{_e(f.get('event'))}): <code>{_e(str(f.get('quote', ''))[:300])}</code></li>"
