@@ -18,6 +18,24 @@ import numpy as np
 NEAR = 0.05  # metres: faces with a vertex nearer than this to the camera plane are skipped
 
 
+def dot3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Dot product over the last axis (size 3) written as plain multiplies and adds.
+
+    numpy's `@`/`dot`/`einsum` hand small products to BLAS kernels whose FMA and
+    alignment-dependent paths can change the last bit between processes; a last-bit
+    change can move a polygon edge by a pixel and break "same seed, same frames".
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float64)
+    length = np.sqrt(dot3(v, v))
+    return v / np.where(length > 0, length, 1.0)[..., None] if v.ndim > 1 else v / (float(length) or 1.0)
+
+
 @dataclass(frozen=True)
 class Camera:
     """A pinhole camera: position, yaw about z (0 looks along +y), pitch down (radians), horizontal FOV."""
@@ -48,7 +66,7 @@ class Camera:
         """World points (n,3) -> camera coordinates (n,3): x right, y up, z depth."""
         right, up, forward = self.basis()
         rel = np.asarray(points, dtype=np.float64) - np.asarray(self.pos)
-        return np.stack([rel @ right, rel @ up, rel @ forward], axis=-1)
+        return np.stack([dot3(rel, right), dot3(rel, up), dot3(rel, forward)], axis=-1)
 
     def project(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """World points (n,3) -> pixel coordinates (n,2) and depths (n,)."""
@@ -102,8 +120,7 @@ class Mesh:
             n = np.stack([a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1],
                           a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2],
                           a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]], axis=-1)
-            length = np.linalg.norm(n, axis=1, keepdims=True)
-            cached = n / np.where(length > 0, length, 1.0)
+            cached = unit(n)
             self._normals = cached
         return cached
 
@@ -133,7 +150,9 @@ def box_mesh(center_xy: tuple[float, float], z0: float, size: tuple[float, float
     sx, sy, sz = size
     hx, hy = sx / 2.0, sy / 2.0
     base = np.array([[-hx, -hy, 0], [hx, -hy, 0], [hx, hy, 0], [-hx, hy, 0]], dtype=np.float64)
-    bottom = base @ rot_z(yaw).T + np.array([center_xy[0], center_xy[1], z0])
+    c, s = math.cos(yaw), math.sin(yaw)
+    rotated = np.stack([base[:, 0] * c - base[:, 1] * s, base[:, 0] * s + base[:, 1] * c, base[:, 2]], axis=-1)
+    bottom = rotated + np.array([center_xy[0], center_xy[1], z0])
     top = bottom + np.array([0.0, 0.0, sz])
     vertices = np.vstack([bottom, top])
     faces = [[3, 2, 1, 0], [4, 5, 6, 7], [0, 1, 5, 4], [1, 2, 6, 5], [2, 3, 7, 6], [3, 0, 4, 7]]
@@ -159,10 +178,9 @@ def frustum_mesh(center_xy: tuple[float, float], z0: float, r_bottom: float, r_t
 def shade(color: tuple[int, int, int], normal: np.ndarray, light: np.ndarray, view: np.ndarray,
           gloss: float, ambient: float = 0.36) -> tuple[int, int, int]:
     """Lambert + Blinn-Phong shading of a flat face; returns a BGR colour."""
-    diffuse = max(0.0, float(normal @ light))
-    half = light + view
-    half = half / (math.sqrt(float(half @ half)) or 1.0)
-    spec = gloss * max(0.0, float(normal @ half)) ** 24
+    diffuse = max(0.0, float(dot3(normal, light)))
+    half = unit(light + view)
+    spec = gloss * max(0.0, float(dot3(normal, half))) ** 24
     k = ambient + 0.72 * diffuse
     s = 255.0 * spec
     return tuple(int(min(255.0, max(0.0, c * k + s))) for c in color)

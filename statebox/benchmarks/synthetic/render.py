@@ -20,7 +20,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from statebox.benchmarks.synthetic.geometry import NEAR, Camera, Mesh, Part, Sphere, shade
+from statebox.benchmarks.synthetic.geometry import NEAR, Camera, Mesh, Part, Sphere, dot3, shade, unit
 
 SHIFT = 4  # sub-pixel bits for cv2 polygon fills
 SCALE = 1 << SHIFT
@@ -99,8 +99,7 @@ class Light:
 
     @property
     def vector(self) -> np.ndarray:
-        v = np.asarray(self.direction, dtype=np.float64)
-        return v / np.linalg.norm(v)
+        return unit(np.asarray(self.direction, dtype=np.float64))
 
 
 class Renderer:
@@ -129,9 +128,9 @@ class Renderer:
     def _shadow_polygon(self, camera: Camera, part: Part) -> np.ndarray | None:
         light = self.light.vector
         if isinstance(part, Sphere):
-            a = np.cross(light, [0.0, 0.0, 1.0])
-            a = a / (np.linalg.norm(a) or 1.0)
-            b = np.cross(light, a)
+            a = unit(np.array([light[1], -light[0], 0.0]))  # light x up
+            b = np.array([light[1] * a[2] - light[2] * a[1], light[2] * a[0] - light[0] * a[2],
+                          light[0] * a[1] - light[1] * a[0]])
             ang = np.arange(20) * 2 * math.pi / 20
             pts = np.asarray(part.center) + part.radius * (np.outer(np.cos(ang), a) + np.outer(np.sin(ang), b))
         else:
@@ -192,7 +191,8 @@ class Renderer:
     @staticmethod
     def _distance(cam_pos: np.ndarray, obj: SceneObject) -> float:
         pts = [np.asarray(p.center) if isinstance(p, Sphere) else p.vertices.mean(axis=0) for p in obj.parts]
-        return float(np.linalg.norm(np.mean(pts, axis=0) - cam_pos))
+        d = np.mean(pts, axis=0) - cam_pos
+        return float(np.sqrt(dot3(d, d)))
 
     def _ground_pools(self, camera: Camera, objects: list[SceneObject], base: np.ndarray) -> None:
         """A lit bulb brightens the ground below it (a soft pool of light)."""
@@ -220,18 +220,18 @@ class Renderer:
             return None
         normals = part.normals()
         views = cam_pos[None, :] - part.face_centres()
-        facing = np.einsum("ij,ij->i", normals, views) > 0
+        facing = dot3(normals, views) > 0
         for face, normal, view, front in zip(part.faces, normals, views, facing):
             if not front:
                 continue
-            view = view / math.sqrt(float(view @ view))
+            view = view / math.sqrt(float(dot3(view, view)))
             colour = shade(part.color, normal, light, view, part.gloss)
             cv2.fillConvexPoly(frame, _fixed(uv[face]), colour, cv2.LINE_AA, SHIFT)
         for polygon, colour in part.decals:
             p = np.asarray(polygon)
             a, b = p[1] - p[0], p[2] - p[0]
             n = np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
-            if n @ (cam_pos - p.mean(axis=0)) <= 0:
+            if dot3(n, cam_pos - p.mean(axis=0)) <= 0:
                 continue
             duv, ddepth = camera.project(p)
             if (ddepth > NEAR).all():
@@ -254,7 +254,7 @@ class Renderer:
             d2 = nx * nx + ny * ny
             nz = -np.sqrt(np.clip(1.0 - d2, 0.0, 1.0))
             right, up, forward = camera.basis()
-            lc = np.array([light @ right, light @ up, light @ forward], np.float32)
+            lc = np.array([dot3(light, right), dot3(light, up), dot3(light, forward)], np.float32)
             colour = np.asarray(s.color, np.float32)
             if s.emissive:
                 core = np.clip(1.0 - d2, 0, 1)[..., None]
@@ -262,7 +262,7 @@ class Renderer:
             else:
                 diffuse = np.clip(nx * lc[0] + ny * lc[1] + nz * lc[2], 0, 1)
                 hv = lc + np.array([0, 0, -1], np.float32)
-                hv /= np.linalg.norm(hv)
+                hv = (hv / np.sqrt(hv[0] * hv[0] + hv[1] * hv[1] + hv[2] * hv[2])).astype(np.float32)
                 c = np.clip(nx * hv[0] + ny * hv[1] + nz * hv[2], 0, 1)
                 c2 = c * c
                 c4 = c2 * c2
