@@ -34,24 +34,26 @@ ATTEMPTS_DIR = "attempts"
 class _AttemptEngine:
     """The run's sandbox engine as one attempt sees it: every container gets the attempt's
     extra mounts (honeytokens: root-owned 0444 files, mounted so that a read moves their host
-    atime) without each agent having to know about them."""
+    atime) and the run/attempt labels, without each agent having to know about them."""
 
-    def __init__(self, engine: Any, mounts: list[Any]) -> None:
+    def __init__(self, engine: Any, mounts: list[Any], run_id: str = "", attempt_id: str = "") -> None:
         self._engine = engine
         self._mounts = mounts
+        self._labels = {"run_id": run_id, "attempt_id": attempt_id}
 
-    def _with_mounts(self, spec: Any) -> Any:
-        if not self._mounts:
-            return spec
-        present = {m.target for m in spec.mounts}
-        extra = [m for m in self._mounts if m.target not in present]
-        return spec.model_copy(update={"mounts": list(spec.mounts) + extra})
+    def _prepared(self, spec: Any) -> Any:
+        update: dict[str, Any] = {k: v for k, v in self._labels.items() if v and not getattr(spec, k, "")}
+        if self._mounts:
+            present = {m.target for m in spec.mounts}
+            extra = [m for m in self._mounts if m.target not in present]
+            update["mounts"] = list(spec.mounts) + extra
+        return spec.model_copy(update=update) if update else spec
 
     def run(self, spec: Any, *args: Any, **kwargs: Any) -> Any:
-        return self._engine.run(self._with_mounts(spec), *args, **kwargs)
+        return self._engine.run(self._prepared(spec), *args, **kwargs)
 
     def start(self, spec: Any, *args: Any, **kwargs: Any) -> Any:
-        return self._engine.start(self._with_mounts(spec), *args, **kwargs)
+        return self._engine.start(self._prepared(spec), *args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._engine, name)
@@ -107,10 +109,7 @@ def start_services(
     if any(a.needs_sandbox for a in agents.values()):
         from statebox.sandbox.docker import SandboxEngine
 
-        services.engine = SandboxEngine()
-        gc = getattr(services.engine, "gc", None)
-        if gc is not None:
-            gc()
+        services.engine = SandboxEngine()  # also removes containers a killed run left behind
     if any(a.needs_gateway for a in agents.values()):
         from statebox.sandbox.gateway import Gateway
 
@@ -216,7 +215,11 @@ def execute_attempt(
             options=options,
             secret=secret,
             workspace=workspace,
-            engine=_AttemptEngine(services.engine, mounts) if services.engine is not None else None,
+            engine=(
+                _AttemptEngine(services.engine, mounts, attempt.run_id, attempt.attempt_id)
+                if services.engine is not None
+                else None
+            ),
             gateway=services.gateway,
             dataset_items=dataset_items,
             videos_dir=videos_dir,

@@ -93,15 +93,17 @@ def test_sigkill_mid_run_then_resume_matches_uninterrupted_run(tmp_path, docker_
     assert after == reference  # same attempt ids, answers and scores
     assert all(r[2] == "ok" and r[3] == "3" for r in after)
     # the resumed run cleaned up the containers the killed one left behind
-    leftovers = docker_engine_client_containers()
+    run_id = json.loads((killed / "run.json").read_text())["run_id"]
+    leftovers = docker_engine_client_containers(run_id)
     assert leftovers == [], f"stale statebox containers left: {leftovers}"
 
 
-def docker_engine_client_containers() -> list[str]:
+def docker_engine_client_containers(run_id: str) -> list[str]:
     import docker
 
     client = docker.from_env()
     try:
-        return [c.name for c in client.containers.list(all=True, filters={"label": "statebox=1"})]
+        found = client.containers.list(all=True, filters={"label": ["statebox=1", f"statebox.run={run_id}"]})
+        return [c.name for c in found]
     finally:
         client.close()
