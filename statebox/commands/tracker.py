@@ -1,4 +1,4 @@
-"""`statebox tracker train`: train the baseline's detector on the generated suite, in the sandbox."""
+"""`statebox tracker train | eval`: train the baseline's detector on a generated suite, score it per task."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-tracker_app = typer.Typer(help="The detector/tracker baseline: train its detector on a generated suite.",
+tracker_app = typer.Typer(help="The detector/tracker baseline: train its detector on a generated suite, score it per task.",
                           no_args_is_help=True)
 
 
@@ -39,6 +39,38 @@ def train(
     print(f"[tracker] mAP50 {card.metrics.get('mAP50')} after {card.epochs} epochs "
           f"({card.train_seconds:.0f}s); card: {card.card_path}", file=sys.stderr)
     print(card.weights_path)
+
+
+@tracker_app.command("eval")
+def evaluate(
+    suite: Path = typer.Option(..., "--suite", help="a generated suite folder"),
+    weights: Optional[Path] = typer.Option(None, "--weights", help="weights file (default: the shipped suite model)"),
+    task: list[str] = typer.Option([], "--task", help="only these task families (repeatable)"),
+    as_json: bool = typer.Option(False, "--json", help="print the per-task scores as JSON"),
+) -> None:
+    """Score the tracker on a suite per task, next to the frequency baseline (abstentions counted apart)."""
+    import json
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from statebox.tracker.evaluate import evaluate_suite
+
+    score = evaluate_suite(suite, weights, tasks=list(task) or None,
+                           progress=lambda m: print(f"[tracker] {m}", file=sys.stderr, flush=True))
+    rows = {name: {"n": t.n, "accuracy": round(t.accuracy, 4), "frequency_baseline": round(t.chance, 4),
+                   "abstained": t.abstained, "programs": t.programs} for name, t in score.tasks.items()}
+    if as_json:
+        print(json.dumps({"weights": score.weights, "tasks": rows, "network_attempts": score.network_attempts}, indent=2))
+        return
+    table = Table(title=f"tracker ({score.weights}) on {suite}")
+    for col in ("task", "n", "tracker", "frequency", "abstained", "programs"):
+        table.add_column(col)
+    for name, r in rows.items():
+        table.add_row(name, str(r["n"]), f"{r['accuracy']:.2f}", f"{r['frequency_baseline']:.2f}", str(r["abstained"]),
+                      ", ".join(f"{k} {v}" for k, v in r["programs"].items()))
+    Console().print(table)
+    print(f"network attempts: {score.network_attempts}")
 
 
 def register(app: typer.Typer) -> None:

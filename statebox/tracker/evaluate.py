@@ -128,7 +128,7 @@ def evaluate_suite(suite_dir: Path, weights: Path | None = None, *, tasks: list[
             score.programs[row.get("program", "?")] = score.programs.get(row.get("program", "?"), 0) + 1
             target = item.queries[qi].target if item.queries[qi].target is not None else item.target
             result.answers.append({"task": ds.family, "key": key, "response": row.get("response"), "target": target,
-                                   "correct": correct, "program": row.get("program"),
+                                   "correct": correct, "program": row.get("program"), "abstain": bool(row.get("abstain")),
                                    "explanation": row.get("explanation", "")})
         progress(f"{ds.family}: {score.correct}/{score.n} correct")
     return result

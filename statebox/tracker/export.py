@@ -27,6 +27,8 @@ class ExportSummary(BaseModel):
     """What went into the data set; copied into the weights card."""
 
     suite: str
+    suite_seed: int | None = None  # from suite.json: the suite can be regenerated exactly
+    suite_size: str | None = None
     families: list[str]
     names: dict[int, str]
     videos: dict[str, int] = Field(default_factory=dict)  # split -> videos
@@ -112,7 +114,12 @@ def export_yolo_dataset(suite_dir: Path, out_dir: Path, *, every: int = 5, min_v
     if not classes:
         raise UserError(f"{suite_dir}: the ground truth has no visible boxes to train on")
     class_index = {c: i for i, c in enumerate(classes)}
-    summary = ExportSummary(suite=str(suite_dir), families=sorted({v.family for v in videos}),
+    try:
+        described = json.loads((suite_dir / "suite.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        described = {}
+    summary = ExportSummary(suite=str(suite_dir), suite_seed=described.get("seed"), suite_size=described.get("size"),
+                            families=sorted({v.family for v in videos}),
                             names=dict(enumerate(classes)), every=every, min_visible=min_visible)
     per_family: dict[str, list[_Video]] = {}
     for v in videos:
