@@ -124,3 +124,13 @@ def test_bad_input_is_one_clear_line(tmp_path: Path) -> None:
     proc = subprocess.run(STATEBOX + ["bench", "validate", str(tmp_path / "missing")], capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "suite.json is missing" in proc.stderr
+
+
+def test_static_props_stay_in_frame(tiny_suite: Path) -> None:
+    """Cups, bolts and the lamp never leave the picture (a cut-off bolt could hide a turn)."""
+    for family, classes in (("shell_game", {"cup"}), ("bolts", {"bolt"}), ("morse_light", {"lamp"})):
+        family_dir = tiny_suite / family
+        for meta_file in sorted((family_dir / "gt").glob("*.meta.json")):
+            rows = gt.read_tracks(family_dir, meta_file.name.removesuffix(".meta.json"))
+            out = [r for r in rows if r.cls in classes and r.in_frame < 0.99]
+            assert not out, (family, out[:1])

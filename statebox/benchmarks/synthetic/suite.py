@@ -21,7 +21,6 @@ for, and the same seed gives byte-identical annotation files and identical frame
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import shutil
 import time
@@ -129,10 +128,14 @@ def make_suite(out: Path, size: str = "tiny", seed: int = 0, tasks: list[str] | 
     records: dict[str, dict[int, VideoRecord]] = {f: {} for f in families}
     workers = workers if workers is not None else min(2, os.cpu_count() or 1)
     done = 0
-    # Fresh interpreters ("spawn"), even for one worker: encoding inside a long-lived host
-    # process (a test runner, a harness) was seen to give different bytes for the same frames.
-    if True:
-        with ProcessPoolExecutor(max_workers=max(1, workers), mp_context=multiprocessing.get_context("spawn")) as pool:
+    if workers <= 1:
+        for family, index, record in map(_video_job, jobs):
+            records[family][index] = record
+            done += 1
+            if progress:
+                progress(record.stem, done, len(jobs))
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
             for family, index, record in pool.map(_video_job, jobs):
                 records[family][index] = record
                 done += 1

@@ -2,9 +2,11 @@
 
 Why PyAV and not cv2.VideoWriter: the opencv-python-headless wheel has no H.264
 encoder ('avc1' is unavailable), and a system ffmpeg is not guaranteed on a fresh
-machine, while PyAV (already a dependency) bundles libx264. One encoder thread and
-the bitexact muxer flag make the bytes a pure function of the frames, so the same
-seed gives byte-identical videos on the same library versions. The BGR -> YUV 4:2:0
+machine, while PyAV (already a dependency) bundles libx264. One encoder thread, the
+bitexact muxer flag, explicit timestamps and a fresh encoder process per video
+(`encode.py`: inside a busy host process libx264 gave one of two byte streams for the
+same frames) make the bytes a pure function of the frames, so the same seed gives
+byte-identical videos on the same library versions. The BGR -> YUV 4:2:0
 conversion is done here in integer arithmetic (BT.601, limited range) rather than by
 swscale, whose SIMD paths depend on buffer alignment and made the same frames encode
 to different bytes from one process to the next.
@@ -12,15 +14,14 @@ to different bytes from one process to the next.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterable, Iterator
-from fractions import Fraction
 from pathlib import Path
 
 import av
 import numpy as np
-
-CRF = "20"
-
 
 def bgr_to_i420(frame: np.ndarray) -> np.ndarray:
     """BGR uint8 (h, w, 3) -> planar I420 (h * 3 / 2, w), BT.601 limited range, exact integer maths."""
@@ -40,49 +41,27 @@ def bgr_to_i420(frame: np.ndarray) -> np.ndarray:
     return out
 
 
-def _i420_frame(i420: np.ndarray) -> av.VideoFrame:
-    """An AVFrame whose every byte is set, row padding included.
-
-    Frames made by `from_ndarray` leave the padding at the end of each row
-    uninitialised, and x264's SIMD copies read it: the same pictures then encoded to
-    different bytes in different processes.
-    """
-    h = i420.shape[0] * 2 // 3
-    w = i420.shape[1]
-    frame = av.VideoFrame(w, h, "yuv420p")
-    planes = (i420[:h], i420[h:h + h // 4].reshape(h // 2, w // 2), i420[h + h // 4:].reshape(h // 2, w // 2))
-    for plane, data in zip(frame.planes, planes):
-        rows = plane.buffer_size // plane.line_size
-        padded = np.zeros((rows, plane.line_size), np.uint8)
-        padded[: data.shape[0], : data.shape[1]] = data
-        plane.update(padded)
-    return frame
-
-
 def write_mp4(path: Path, frames: Iterable[np.ndarray], fps: int) -> int:
-    """Encode BGR frames to `path` (H.264, yuv420p, no metadata); returns the frame count."""
+    """Encode BGR frames to `path` (H.264, yuv420p, no metadata) in a fresh encoder process; returns the frame count."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".part.mp4")
-    count = 0
-    with av.open(str(tmp), "w", format="mp4", options={"fflags": "+bitexact"}) as container:
-        stream = container.add_stream(
-            "libx264", rate=Fraction(fps, 1),
-            options={"crf": CRF, "preset": "veryfast", "threads": "1", "x264-params": "threads=1"},
-        )
-        stream.pix_fmt = "yuv420p"
-        stream.codec_context.flags |= av.codec.context.Flags.bitexact
-        for frame in frames:
-            if count == 0:
-                stream.height, stream.width = frame.shape[:2]
-            video_frame = _i420_frame(bgr_to_i420(frame))
-            for packet in stream.encode(video_frame):
-                container.mux(packet)
-            count += 1
-        for packet in stream.encode():
-            container.mux(packet)
+    frames = list(frames)
+    if not frames:
+        raise ValueError("no frames to encode")
+    h, w = frames[0].shape[:2]
+    payload = b"".join(bgr_to_i420(f).tobytes() for f in frames)
+    proc = subprocess.run([sys.executable, "-m", "statebox.benchmarks.synthetic.encode", str(tmp), str(fps), str(w), str(h)],
+                          input=payload, capture_output=True, env=_clean_env())
+    if proc.returncode != 0:
+        raise RuntimeError(f"encoding {path.name} failed: {proc.stderr.decode(errors='replace').strip()[-500:]}")
     tmp.replace(path)
-    return count
+    return len(frames)
+
+
+def _clean_env() -> dict[str, str]:
+    keep = ("PATH", "HOME", "PYTHONPATH", "LANG", "LC_ALL", "SYSTEMROOT", "TMPDIR")
+    return {k: v for k, v in os.environ.items() if k in keep}
 
 
 def read_frames(path: Path, format: str = "bgr24") -> Iterator[tuple[float, np.ndarray]]:

@@ -91,15 +91,16 @@ class Plan:
         return objects
 
 
-def camera():
-    return aim((0.0, -2.75, 2.75), (0.0, 0.05, 0.1), 46.0, WIDTH, HEIGHT)
+def camera(n_bolts: int):
+    """Same viewpoint for every video; the field of view widens with the row so every bolt is in frame."""
+    return aim((0.0, -2.75, 2.75), (0.0, 0.05, 0.1), 22.0 + 8.0 * n_bolts, WIDTH, HEIGHT)
 
 
 def make_video(family_dir: Path, seed: int, index: int, n: int) -> VideoRecord:
     rng = rng_for(seed, NAME, index)
     plan = Plan(rng)
     renderer = Renderer(WIDTH, HEIGHT, GROUND, noise_sigma=1.5, seed=int(rng.integers(1 << 31)))
-    cam = camera()
+    cam = camera(plan.n_bolts)
     clip = render_clip(renderer, int(plan.duration * FPS), FPS, lambda i, t: (cam, plan.scene(t)))
     stem = f"{NAME}_{index:04d}"
     events = [event(FPS, round(start * FPS), "tighten" if direction < 0 else "loosen", [bolt + 1],
