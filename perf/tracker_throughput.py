@@ -81,12 +81,13 @@ def main() -> int:
             print(f"benchmark failed: {result.status} (exit {result.exit_code}) {result.reason}", file=sys.stderr)
             return 1
         print(f"video {video.name}, weights {weights.name}, device {found['device']} (half={found['half']}), "
-              f"imgsz {found['imgsz']}, batch {found['batch']}, torch threads {found['torch_threads']}, "
+              f"imgsz {found['imgsz']}, batch {found['batch']}, "
               f"{time.monotonic() - started:.0f}s in the container")
         for name, rows in found["rounds"].items():
             per_round = ", ".join(f"{r['fps']:.1f}" for r in rows)
             print(f"  {name:18} median {found['median_fps'][name]:6.1f} fps  (rounds: {per_round}; "
-                  f"{rows[-1]['frames']} frames, {rows[-1]['track_ids']} track ids)")
+                  f"{rows[-1]['frames']} frames, {rows[-1]['track_ids']} track ids, "
+                  f"{rows[-1]['torch_threads']} torch threads)")
         ratio = found["ratio"]
         verdict = "meets" if ratio >= TARGET or found["device"] != "cpu" else "BELOW"
         print(f"ratio: {ratio:.2f}x statebox tracker / ultralytics model.track ({verdict} the {TARGET}x CPU target)")

@@ -110,3 +110,32 @@ def test_agent_answers_in_the_sandbox_and_abstains_on_what_it_cannot_map(docker_
         assert score_query(ds.bench, odd, 0, abstained.response).metrics["correct"] == 0.0
     finally:
         ws.cleanup()
+
+
+def test_batched_parallel_pipeline_gives_the_same_tracks_as_frame_by_frame(docker_engine, tracker_image,
+                                                                          shipped_weights, tiny_suite, writable_dir):
+    """The throughput path (decode thread, batches, two batches in flight) must not change a single track."""
+    video = tiny_suite / "cube_count" / "videos" / "cube_count_main_0000.mp4"
+    code = (
+        "import json, sys\n"
+        "from sbtracker.detect import Detector, DetectorConfig\n"
+        "from sbtracker.track import run_tracking\n"
+        f"d = Detector(DetectorConfig(weights='{tc.MODELS_MOUNT}/{shipped_weights.name}'))\n"
+        "runs = []\n"
+        "for workers, batch in ((1, 1), (2, 8), (2, 5)):\n"
+        "    d.workers = workers\n"
+        f"    log, stats = run_tracking('/videos/{video.name}', d, batch=batch)\n"
+        "    runs.append([f.to_json() for f in log.frames])\n"
+        "print('FRAMES', len(runs[0]), 'OBJECTS', sum(len(f['objects']) for f in runs[0]))\n"
+        "print('SAME', runs[0] == runs[1] == runs[2])\n")
+    lines: list[str] = []
+    result = docker_engine.run(
+        _spec(tracker_image, [tc.PYTHON, "-c", code],
+              [Mount(source=video, target=f"/videos/{video.name}"),
+               Mount(source=shipped_weights, target=f"{tc.MODELS_MOUNT}/{shipped_weights.name}"),
+               Mount(source=writable_dir, target=tc.OUT_MOUNT, read_only=False)]),
+        writable_dir / "stdout.log", writable_dir / "stderr.log", on_stdout_line=lines.append)
+    assert result.status == "ok", (writable_dir / "stderr.log").read_text()[-2000:]
+    text = "".join(lines)
+    assert "FRAMES 100" in text and "OBJECTS 0" not in text, text
+    assert "SAME True" in text, text

@@ -6,8 +6,11 @@ neighbour slows both alike:
 
 - peer: `model.track(source=video, stream=True, tracker="bytetrack.yaml")`, the loop
   ultralytics documents (decoding, one frame per forward pass, its own ByteTrack);
-- sbtracker: `run_tracking` (decoding in its own thread, batched forward passes,
-  `trackers.ByteTrackTracker` per class).
+- sbtracker: `run_tracking` (decoding in its own thread, batched channels-last forward
+  passes on every granted core, `trackers.ByteTrackTracker` per class).
+
+Each side keeps its own torch thread setting: ultralytics sets cores - 1 on CPUs when its
+predictor starts, sbtracker every core the container grants when a run starts.
 
 Prints one JSON object: frames, seconds and fps per side and per round, and the ratio of
 the medians.
@@ -23,6 +26,7 @@ from pathlib import Path
 
 def bench(video: Path, weights: str, imgsz: int, conf: float, device: str, rounds: int, batch: int,
           stride: int = 1) -> dict:
+    import torch
     from ultralytics import YOLO
 
     from .detect import Detector, DetectorConfig, resolve_device
@@ -59,12 +63,11 @@ def bench(video: Path, weights: str, imgsz: int, conf: float, device: str, round
         for name, fn in (("ultralytics_track", peer), ("sbtracker", ours)):
             frames, seconds, ids = fn()
             rows[name].append({"frames": frames, "seconds": round(seconds, 3), "fps": round(frames / seconds, 2),
-                               "track_ids": ids})
+                               "track_ids": ids, "torch_threads": torch.get_num_threads()})
     med = {k: statistics.median(r["fps"] for r in v) for k, v in rows.items()}
-    import torch
 
     return {"video": video.name, "device": device, "half": half, "imgsz": imgsz, "batch": batch, "stride": stride,
-            "torch_threads": torch.get_num_threads(), "rounds": rows, "median_fps": med,
+            "rounds": rows, "median_fps": med,
             "ratio": round(med["sbtracker"] / med["ultralytics_track"], 3)}
 
 
