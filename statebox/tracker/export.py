@@ -3,8 +3,8 @@
 The suite writes, per video, every object's visible box in every frame
 (`<family>/gt/<stem>.tracks.jsonl`, see statebox.benchmarks.synthetic.groundtruth).
 Training the baseline's detector on those boxes needs no labelling and no downloads:
-every `every`-th frame becomes a JPEG plus a YOLO label file (`class cx cy w h`,
-normalised). Whole videos go to the validation split (never frames of one video on
+every `every`-th frame, plus frames that show each object at least `per_object` times,
+becomes a JPEG plus a YOLO label file (`class cx cy w h`, normalised). Whole videos go to the validation split (never frames of one video on
 both sides), so the mAP on the card measures unseen layouts.
 
 Only the modal box counts (the pixels you can see): an object hidden under a cup is not
@@ -35,6 +35,7 @@ class ExportSummary(BaseModel):
     images: dict[str, int] = Field(default_factory=dict)  # split -> images
     boxes: dict[str, int] = Field(default_factory=dict)  # split -> boxes
     every: int = 5
+    per_object: int = 3  # each object labelled in at least this many frames
     min_visible: float = 0.25
     data_yaml: str = "data.yaml"
     suite_digest: str = ""  # hash of the ground-truth files used
@@ -97,8 +98,30 @@ def _split_of(index: int, n_videos: int, val_every: int) -> str:
     return "val" if index % val_every == val_every - 1 or (n_videos < val_every and index == n_videos - 1) else "train"
 
 
+def _frames_to_export(rows_by_frame: dict[int, list[dict]], every: int, min_visible: float,
+                      per_object: int) -> set[int]:
+    """Every `every`-th frame, plus frames so that each object is labelled in at least `per_object` of them.
+
+    Brief appearances (a ball shown for a second before a cup covers it) would otherwise
+    fall between the sampled frames and the detector would rarely see them.
+    """
+    n_frames = max(rows_by_frame) + 1 if rows_by_frame else 0
+    chosen = set(range(0, n_frames, every))
+    visible: dict[int, list[int]] = {}
+    for frame, rows in sorted(rows_by_frame.items()):
+        for row in rows:
+            if row.get("box") is not None and float(row.get("visible", 0)) >= min_visible:
+                visible.setdefault(int(row["id"]), []).append(frame)
+    for frames in visible.values():
+        missing = per_object - len(chosen.intersection(frames))
+        if missing > 0:
+            picks = [frames[(k + 1) * len(frames) // (per_object + 1)] for k in range(per_object)]
+            chosen.update(picks[:missing] if missing < per_object else picks)
+    return chosen
+
+
 def export_yolo_dataset(suite_dir: Path, out_dir: Path, *, every: int = 5, min_visible: float = 0.25,
-                        val_every: int = 5, families: list[str] | None = None,
+                        val_every: int = 5, families: list[str] | None = None, per_object: int = 3,
                         progress=lambda _msg: None) -> ExportSummary:
     """Write `out_dir/{images,labels}/{train,val}/` and `out_dir/data.yaml`; returns what was written."""
     import cv2
@@ -120,7 +143,8 @@ def export_yolo_dataset(suite_dir: Path, out_dir: Path, *, every: int = 5, min_v
         described = {}
     summary = ExportSummary(suite=str(suite_dir), suite_seed=described.get("seed"), suite_size=described.get("size"),
                             families=sorted({v.family for v in videos}),
-                            names=dict(enumerate(classes)), every=every, min_visible=min_visible)
+                            names=dict(enumerate(classes)), every=every, per_object=per_object,
+                            min_visible=min_visible)
     per_family: dict[str, list[_Video]] = {}
     for v in videos:
         per_family.setdefault(v.family, []).append(v)
@@ -132,13 +156,14 @@ def export_yolo_dataset(suite_dir: Path, out_dir: Path, *, every: int = 5, min_v
         for i, v in enumerate(fam_videos):
             split = _split_of(i, len(fam_videos), val_every)
             summary.videos[split] += 1
+            chosen = _frames_to_export(v.rows_by_frame, every, min_visible, per_object)
             cap = cv2.VideoCapture(str(v.video))
             frame_no = 0
             while True:
                 ok = cap.grab()
                 if not ok:
                     break
-                if frame_no % every == 0:
+                if frame_no in chosen:
                     ok, image = cap.retrieve()
                     if not ok:
                         break

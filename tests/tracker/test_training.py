@@ -45,3 +45,15 @@ def test_one_epoch_training_in_the_sandbox_writes_weights_and_card(docker_engine
     # network none, and the guard saw no attempt from ultralytics (hub, fonts, downloads, pip)
     assert saved["network_attempts"] == 0
     assert not (tmp_path / "train/run/network.jsonl").exists()
+
+
+def test_brief_appearances_are_exported_at_least_per_object_times():
+    from statebox.tracker.export import _frames_to_export
+
+    # object 1 visible in every frame, object 2 only in frames 41..45 (between the 20-frame samples)
+    rows = {f: [{"id": 1, "box": [0, 0, 5, 5], "visible": 1.0}] for f in range(100)}
+    for f in range(41, 46):
+        rows[f].append({"id": 2, "box": [5, 5, 9, 9], "visible": 0.9})
+    chosen = _frames_to_export(rows, every=20, min_visible=0.25, per_object=3)
+    assert {0, 20, 40, 60, 80} <= chosen
+    assert len(chosen & set(range(41, 46))) == 3
