@@ -102,7 +102,7 @@ def train_detector(suite: Path, out: Path, *, model: str = "yolov8n.yaml", epoch
                "--epochs", str(epochs), "--imgsz", str(imgsz), "--device", device, "--batch", str(batch),
                "--out", tc.OUT_MOUNT]
     spec = ContainerSpec(image=image, command=command, workspace=None, policy=training_policy(device),
-                         env=dict(tc.OFFLINE_ENV),
+                         env={**tc.OFFLINE_ENV, "OMP_WAIT_POLICY": "PASSIVE"},
                          mounts=[Mount(source=data_dir.resolve(), target=tc.DATA_MOUNT, read_only=True),
                                  Mount(source=run_dir.resolve(), target=tc.OUT_MOUNT, read_only=False)],
                          gpu=device == "cuda")

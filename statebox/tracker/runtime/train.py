@@ -30,13 +30,14 @@ def train(data_yaml: Path, model_yaml: str, epochs: int, imgsz: int, device: str
     import ultralytics
     from ultralytics import YOLO
 
-    from .detect import resolve_device
+    from .detect import available_cpus, resolve_device
 
     device = resolve_device(device)
     out_dir.mkdir(parents=True, exist_ok=True)
     model = YOLO(model_yaml, task="detect")
     started = time.perf_counter()
     epoch_times: list[float] = []
+    threads_used: list[int] = []
 
     def on_epoch_end(trainer) -> None:
         if len(epoch_times) >= trainer.epochs:  # the final validation fires this callback once more
@@ -46,7 +47,16 @@ def train(data_yaml: Path, model_yaml: str, epochs: int, imgsz: int, device: str
         emit({"event": "epoch", "epoch": trainer.epoch + 1, "epochs": trainer.epochs,
               "seconds": round(epoch_times[-1], 1), "mAP50": _metric(m, "metrics/mAP50(B)")})
 
+    def use_all_cores(trainer) -> None:
+        # ultralytics leaves a core free for data-loader workers (cores - 1 torch threads);
+        # with workers=0 the loading happens between steps, so training takes every granted core
+        # (OMP_WAIT_POLICY=PASSIVE, set by the host, keeps idle OpenMP threads from spinning).
+        if device == "cpu":
+            torch.set_num_threads(available_cpus())
+            threads_used.append(torch.get_num_threads())
+
     model.add_callback("on_fit_epoch_end", on_epoch_end)
+    model.add_callback("on_train_epoch_start", use_all_cores)
     model.train(
         data=str(data_yaml), epochs=epochs, imgsz=imgsz, device=device if device != "cpu" else "cpu",
         batch=batch, workers=0, pretrained=False, amp=False, seed=seed, deterministic=True,
@@ -76,6 +86,7 @@ def train(data_yaml: Path, model_yaml: str, epochs: int, imgsz: int, device: str
         },
         "names": {int(k): v for k, v in (YOLO(str(weights)).names or {}).items()},
         "versions": {"ultralytics": ultralytics.__version__, "torch": torch.__version__},
+        "torch_threads": max(threads_used) if threads_used else torch.get_num_threads(),
         "weights_bytes": weights.stat().st_size,
     }
     (out_dir / "train_result.json").write_text(json.dumps(result, indent=2))
