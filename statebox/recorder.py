@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from statebox.schema import Event, EventKind, FrameAccount, Usage
+from statebox.schema import AttemptStatus, Event, EventKind, FrameAccount, Session, Usage
 
 EVENTS_FILE = "events.jsonl"
 
@@ -74,6 +74,35 @@ class SessionRecorder:
             self.usage.output_tokens += output_tokens
             self.usage.cost_usd += cost_usd
             self.usage.requests += 1
+
+    def session(
+        self,
+        attempt_id: str,
+        agent: str,
+        *,
+        status: AttemptStatus = "ok",
+        reason: str = "",
+        response: str = "",
+        raw_logs: list[str] | None = None,
+        usage: Usage | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Session:
+        """The attempt's `Session` as recorded so far: every agent ends with this one call."""
+        with self._lock:
+            return Session(
+                attempt_id=attempt_id,
+                agent=agent,
+                status=status,
+                reason=reason,
+                response=response,
+                events=list(self.events),
+                raw_logs=raw_logs if raw_logs is not None else [EVENTS_FILE],
+                frames=self.frames.model_copy(deep=True),
+                usage=(usage or self.usage).model_copy(),
+                started_at=self.started_at,
+                duration_s=round(time.time() - self.started_at, 3),
+                meta=meta or {},
+            )
 
     def close(self) -> None:
         with self._lock:

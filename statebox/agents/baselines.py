@@ -8,12 +8,11 @@ ground truth through the scorer reaches 100% on the generated suite.
 from __future__ import annotations
 
 import random
-import time
 from typing import Any
 
 from statebox.agents.base import AgentOptions, AttemptContext
 from statebox.recorder import SessionRecorder
-from statebox.schema import EventKind, Item, Session
+from statebox.schema import EventKind, Item, Session  # noqa: F401 - Session is the return type
 
 
 def format_target(item: Item, target: Any) -> str:
@@ -41,8 +40,7 @@ class _HostAgent:
         raise NotImplementedError
 
     def run(self, ctx: AttemptContext) -> Session:
-        started = time.time()
-        with SessionRecorder(ctx.attempt_dir, started) as rec:
+        with SessionRecorder(ctx.attempt_dir) as rec:
             rec.add(EventKind.message, ctx.item.question, data={"role": "user"})
             status, reason = "ok", ""
             try:
@@ -50,17 +48,7 @@ class _HostAgent:
             except ValueError as exc:
                 response, status, reason = "", "error", str(exc)
             rec.add(EventKind.final_answer, response)
-            return Session(
-                attempt_id=ctx.attempt.attempt_id,
-                agent=self.name,
-                status=status,
-                reason=reason,
-                response=response,
-                events=list(rec.events),
-                raw_logs=["events.jsonl"],
-                started_at=started,
-                duration_s=time.time() - started,
-            )
+            return rec.session(ctx.attempt.attempt_id, self.name, status=status, reason=reason, response=response)
 
 
 def _rng(ctx: AttemptContext) -> random.Random:

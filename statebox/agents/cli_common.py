@@ -20,7 +20,6 @@ import json
 import shutil
 import string
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -249,18 +248,14 @@ def conclude(ctx: AttemptContext, agent: str, recorder: SessionRecorder, launch:
         recorder.add(EventKind.final_answer, clip(answer), source=ANSWER_FILE, data={"from": ANSWER_FILE})
     recorder.usage = lease.usage.model_copy()
     raw_logs = [name for name in ("events.jsonl", launch.raw_log, STDERR_LOG, GATEWAY_LOG) if (attempt_dir / name).exists()]
-    session = Session(
-        attempt_id=ctx.attempt.attempt_id,
-        agent=agent,
+    session = recorder.session(
+        ctx.attempt.attempt_id,
+        agent,
         status=status,  # type: ignore[arg-type]
         reason=reason,
         response=response,
-        events=list(recorder.events),
         raw_logs=raw_logs,
-        frames=recorder.frames,
-        usage=lease.usage.model_copy(),
-        started_at=ctx.started_at,
-        duration_s=round(time.time() - ctx.started_at, 3),
+        usage=lease.usage,
         meta={"exit_code": result.exit_code, "container_status": result.status, "container_s": result.duration_s,
               "model_requests": lease.requests_logged,
               "response_from": ANSWER_FILE if answer is not None else "final_message", **launch.meta},

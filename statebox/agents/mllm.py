@@ -136,17 +136,5 @@ class MllmAgent:
 
 def _session(ctx: AttemptContext, agent: str, rec: SessionRecorder, status: str, reason: str, response: str,
              usage: Usage, started: float, meta: dict[str, Any]) -> Session:
-    return Session(
-        attempt_id=ctx.attempt.attempt_id,
-        agent=agent,
-        status=status,  # type: ignore[arg-type]
-        reason=reason,
-        response=response,
-        events=list(rec.events),
-        raw_logs=["gateway.jsonl"],
-        frames=rec.frames.model_copy(deep=True),
-        usage=usage,
-        started_at=started,
-        duration_s=round(time.time() - started, 3),
-        meta=meta,
-    )
+    return rec.session(ctx.attempt.attempt_id, agent, status=status, reason=reason, response=response,  # type: ignore[arg-type]
+                       raw_logs=["gateway.jsonl"], usage=usage, meta=meta)

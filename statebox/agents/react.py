@@ -246,18 +246,14 @@ class ReactAgent:
             if state.status != "ok" and state.reason:
                 rec.add(EventKind.error, state.reason)
             rec.usage = lease.usage.model_copy()
-            return Session(
-                attempt_id=ctx.attempt.attempt_id,
-                agent=self.name,
+            return rec.session(
+                ctx.attempt.attempt_id,
+                self.name,
                 status=state.status,
                 reason=state.reason,
                 response=response,
-                events=list(rec.events),
                 raw_logs=["events.jsonl", "gateway.jsonl"],
-                frames=rec.frames.model_copy(),
-                usage=lease.usage.model_copy(),
-                started_at=started,
-                duration_s=time.time() - started,
+                usage=lease.usage,
                 meta={"model": model, "provider": provider, "steps": state.steps},
             )
 

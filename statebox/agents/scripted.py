@@ -13,7 +13,6 @@ demo runs it so that people see the auditor catch it and void its score.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from statebox.agents.base import AgentOptions, AttemptContext
@@ -83,9 +82,8 @@ class ShellAgent:
         from statebox.sandbox.images import ensure_image
 
         assert ctx.engine is not None and ctx.workspace is not None, "the shell agent runs in a sandbox"
-        started = time.time()
         script = self.script(ctx)
-        with SessionRecorder(ctx.attempt_dir, started) as rec:
+        with SessionRecorder(ctx.attempt_dir) as rec:
             rec.add(EventKind.message, ctx.instruction, data={"role": "user"})
             rec.add(EventKind.shell_command, script, source="script")
             stdout_path = ctx.attempt_dir / "stdout.log"
@@ -116,16 +114,13 @@ class ShellAgent:
                 tail = stderr_path.read_text(errors="replace").strip().splitlines()[-3:]
                 rec.add(EventKind.error, "\n".join(tail), source="stderr.log")
             rec.add(EventKind.final_answer, response)
-            return Session(
-                attempt_id=ctx.attempt.attempt_id,
-                agent=self.name,
+            return rec.session(
+                ctx.attempt.attempt_id,
+                self.name,
                 status=status,
                 reason=reason,
                 response=response,
-                events=list(rec.events),
                 raw_logs=["events.jsonl", "stdout.log", "stderr.log"],
-                started_at=started,
-                duration_s=time.time() - started,
             )
 
 
