@@ -40,7 +40,7 @@ class TrackerAgent:
         self.stride = int(extra.get("stride", 1))
         self.batch = int(extra.get("batch", 8))
         self.imgsz = int(extra.get("imgsz", 320))
-        self.conf = float(extra.get("conf", 0.25))
+        self.conf = float(extra.get("conf", 0.1))
         self.device = str(extra.get("device", "auto"))
         self.weights = tc.resolve_weights(options.weights)
 

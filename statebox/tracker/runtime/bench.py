@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--video", required=True)
     p.add_argument("--weights", required=True)
     p.add_argument("--imgsz", type=int, default=320)
-    p.add_argument("--conf", type=float, default=0.25)
+    p.add_argument("--conf", type=float, default=0.1)
     p.add_argument("--device", default="auto")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--batch", type=int, default=8)

@@ -141,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--weights", required=True)
     t.add_argument("--out", required=True)
     t.add_argument("--imgsz", type=int, default=320)
-    t.add_argument("--conf", type=float, default=0.25)
+    t.add_argument("--conf", type=float, default=0.1)
     t.add_argument("--stride", type=int, default=1)
     t.add_argument("--batch", type=int, default=8)
     t.add_argument("--device", default="auto")

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 class DetectorConfig:
     weights: str
     imgsz: int = 320
-    conf: float = 0.25
+    conf: float = 0.1  # ByteTrack's second stage uses detections down to this
     iou: float = 0.7
     device: str = "cpu"  # "cpu" | "cuda" | "cuda:0"
     half: bool | None = None  # None = half precision exactly when on a GPU

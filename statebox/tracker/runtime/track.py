@@ -23,11 +23,15 @@ from .tracklog import FrameTracks, TrackedObject, TrackLog
 
 @dataclass
 class TrackerConfig:
-    track_activation_threshold: float = 0.5
+    """ByteTrack thresholds, matched to ultralytics' own bytetrack.yaml (new tracks and the
+    first association stage from confidence 0.25, the second stage down to the detector's
+    0.1), so the two trackers compared in perf/ see the same detections the same way."""
+
+    track_activation_threshold: float = 0.25
     lost_track_buffer: int = 30
     minimum_consecutive_frames: int = 2
     minimum_iou_threshold: float = 0.1
-    high_conf_det_threshold: float = 0.6
+    high_conf_det_threshold: float = 0.25
 
 
 @dataclass
