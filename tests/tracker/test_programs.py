@@ -95,3 +95,15 @@ def test_programs_answer_the_tiny_suite_from_ground_truth_tracks(tiny_suite: Pat
     assert set(per_task) == {d.family for d in suite.datasets}
     for task, values in per_task.items():
         assert sum(values) / len(values) >= 0.75, f"{task}: {report[task]} correct on perfect tracks"
+
+
+def test_shell_game_without_a_ball_detection_follows_the_lifted_cup(tiny_suite: Path):
+    suite = load_suite(tiny_suite)
+    ds = suite.dataset("shell_game")
+    for item in load_benchmark(ds.bench, ds.data, ds.videos).items:
+        log = gt_tracklog(ds.data.parent, Path(item.video).stem, suite.classes)
+        for frame in log.frames:
+            frame.objects = [o for o in frame.objects if o.cls != "ball"]
+        result = answer_question(item.question, item.choices, log)
+        assert "lifted" in result.explanation, result.explanation
+        assert score_query(ds.bench, item, 0, result.response).metrics["correct"] == 1.0, result.explanation

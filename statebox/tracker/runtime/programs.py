@@ -354,11 +354,27 @@ def _nearest(tracks: list[Track], t: float, x: float) -> tuple[Track | None, flo
     return best, best_d
 
 
+def _lifted_cup(cups: list[Track], log: TrackLog, within_s: float = 4.0) -> Track | None:
+    """The cup track whose box rose most (relative to its height) early in the video, if one clearly did."""
+    best, best_rise = None, 0.0
+    start = log.frames[0].t if log.frames else 0.0
+    for c in cups:
+        early = [(b[1], b[3] - b[1]) for t, b in zip(c.times, c.boxes) if t <= start + within_s]
+        if len(early) < 3:
+            continue
+        rise = (early[0][0] - min(y for y, _ in early)) / max(statistics.median(h for _, h in early), 1.0)
+        if rise > best_rise:
+            best, best_rise = c, rise
+    return best if best_rise >= 0.2 else None
+
+
 def shell_game(log: TrackLog, choices: list[str]) -> ProgramResult:
     """Follow the cup that covered the ball, then read its place among the cups in the final frame.
 
     1. The ball's last sighting (it disappears when a cup is lowered over it) fixes the
-       hiding cup: the cup track nearest to the ball horizontally at that moment.
+       hiding cup: the cup track nearest to the ball horizontally at that moment. If the
+       ball was never detected, the cup that was lifted to show it (the cup track whose
+       box rose most, by at least 20% of its height, in the first 4 s) is the one.
     2. That cup's track is followed to the end; if ByteTrack loses it, the chain moves
        to the cup track that starts closest to where it was lost.
     3. In the final frames, the cups are ordered left to right by box centre; the
@@ -370,17 +386,23 @@ def shell_game(log: TrackLog, choices: list[str]) -> ProgramResult:
         return abstain("shell_game", str(exc))
     balls = sorted(log.tracks(ball_cls).values(), key=lambda t: t.last)
     cups = list(log.tracks(cup_cls).values())
-    if not balls or not cups:
-        return abstain("shell_game", f"saw {len(balls)} ball and {len(cups)} cup tracks")
-    ball = balls[-1]
-    t_hide = ball.last
-    bx = ball.center(-1)[0]
-    cup, _ = _nearest(cups, t_hide, bx)
-    if cup is None:  # no cup in that very frame: the nearest cup at its first sighting after
-        later = [c for c in cups if c.first >= t_hide]
-        cup = min(later, key=lambda c: (c.first, abs(c.center(0)[0] - bx))) if later else None
-    if cup is None:
-        return abstain("shell_game", "no cup was tracked when the ball disappeared")
+    if not cups:
+        return abstain("shell_game", "no cup was tracked")
+    cup, how = None, ""
+    if balls:
+        ball = balls[-1]
+        t_hide = ball.last
+        bx = ball.center(-1)[0]
+        cup, _ = _nearest(cups, t_hide, bx)
+        if cup is None:  # no cup in that very frame: the nearest cup at its first sighting after
+            later = [c for c in cups if c.first >= t_hide]
+            cup = min(later, key=lambda c: (c.first, abs(c.center(0)[0] - bx))) if later else None
+        how = f"ball track {ball.id} last seen at t={t_hide:.2f}s"
+    if cup is None:  # the ball was never seen: the cup lifted to show it is the one hiding it
+        lifted = _lifted_cup(cups, log)
+        if lifted is None:
+            return abstain("shell_game", f"saw {len(balls)} ball tracks and no cup being lifted")
+        cup, how = lifted, f"no ball seen; cup track {lifted.id} was lifted at the start"
     chain = [cup.id]
     width = statistics.median(b[2] - b[0] for c in cups for b in c.boxes)
     while cup.last < log.duration - log.step - 1e-9:
@@ -409,9 +431,8 @@ def shell_game(log: TrackLog, choices: list[str]) -> ProgramResult:
     if letter is None:
         return abstain("shell_game", f"no choice names the {place} cup")
     return ProgramResult(letter, "shell_game",
-                         explanation=f"ball last seen at t={t_hide:.2f}s under cup track {chain[0]}; "
-                                     f"followed {chain}; it ends {place} of {len(xs)} cups",
-                         evidence={"ball_track": ball.id, "cup_chain": chain, "place": place})
+                         explanation=f"{how}: cup track {chain[0]}; followed {chain}; it ends {place} of {len(xs)} cups",
+                         evidence={"cup_chain": chain, "place": place})
 
 
 # ---------------------------------------------------------------- rules
