@@ -251,7 +251,8 @@ def ensure_image(target: str = "sandbox", *, base: str | None = None, offline_ba
         tag, parent_ref, exists = image_tag(target, base=base, offline_base=offline_base,
                                             progress=progress, docker_host=docker_host)
         if not exists or force:
-            build_target(get_target(target), tag, parent_ref, ca_bundle, progress, docker_host)
+            root_base = resolve_base(docker_client(docker_host), base, offline_base, progress)
+            build_target(get_target(target), tag, parent_ref, ca_bundle, progress, docker_host, base_ref=root_base)
         else:
             progress(f"{tag} is up to date")
         client = docker_client(docker_host)
@@ -289,8 +290,12 @@ def _assemble_context(target: ImageTarget, ca_bundle: Path | None, into: Path) -
 
 
 def build_target(target: ImageTarget, tag: str, parent_ref: str, ca_bundle: Path | str | None,
-                 progress: Progress, docker_host: str | None = None) -> None:
+                 progress: Progress, docker_host: str | None = None, base_ref: str | None = None) -> None:
     """Build one target with the engine's builder, streaming its log to `progress`.
+
+    Build args: PARENT (the parent target's image) and BASE (the root base image). A heavy
+    install stage built FROM ${BASE} stays in the engine's layer cache when only the parent
+    changes (e.g. vtools edited), so the tracker does not re-download torch for it.
 
     The CA bundle only reaches the first (wheels) stage of a multi-stage Dockerfile, so pip
     trusts a TLS-intercepting proxy during the build without the final image trusting it.
@@ -308,7 +313,7 @@ def build_target(target: ImageTarget, tag: str, parent_ref: str, ca_bundle: Path
         try:
             stream = client.api.build(
                 path=ctx, dockerfile="Dockerfile", tag=tag, rm=True, forcerm=True, pull=False,
-                buildargs={"PARENT": parent_ref}, decode=True,
+                buildargs={"PARENT": parent_ref, "BASE": base_ref or parent_ref}, decode=True,
                 labels={"statebox": "1", "statebox.target": target.name},
             )
             for chunk in stream:
