@@ -25,6 +25,7 @@ class DetectorConfig:
     iou: float = 0.7
     device: str = "cpu"  # "cpu" | "cuda" | "cuda:0"
     half: bool | None = None  # None = half precision exactly when on a GPU
+    agnostic: bool = True  # one box per object even when two classes fire on it (the tracker votes on the class)
 
 
 def available_cpus() -> int:
@@ -109,6 +110,7 @@ class Detector:
             iou=self.config.iou,
             device=self.device,
             quantize=16 if self.half else None,  # half precision on a GPU (ultralytics 8.4: `quantize`)
+            agnostic_nms=self.config.agnostic,
             batch=len(images),
             verbose=False,
         )
@@ -130,7 +132,7 @@ class Detector:
         x = (x.half() if self.half else x.float()).div_(255).contiguous(memory_format=torch.channels_last)
         with torch.inference_mode():
             preds = self.net(x)
-        dets = nms.non_max_suppression(preds, self.config.conf, self.config.iou, None, False, max_det=300)
+        dets = nms.non_max_suppression(preds, self.config.conf, self.config.iou, None, self.config.agnostic, max_det=300)
         out = []
         for det, im in zip(dets, images):
             if len(det) == 0:

@@ -86,7 +86,8 @@ def count_at_end(log: TrackLog, cls: str, window_s: float = END_WINDOW_S) -> int
     if not log.frames:
         return 0
     end = log.frames[-1].t
-    counts = [sum(1 for o in f.objects if o.cls == cls) for f in log.frames if f.t >= end - window_s - 1e-9]
+    majority = log.majority_class()
+    counts = [log.count_in_frame(f, cls, majority) for f in log.frames if f.t >= end - window_s - 1e-9]
     return int(round(statistics.median(counts))) if counts else 0
 
 
@@ -198,6 +199,20 @@ def entries(log: TrackLog, cls: str) -> ProgramResult:
 # ---------------------------------------------------------------- pixels over time
 
 
+def _cross(a, b, c) -> float:
+    """z of (a - c) x (b - c): positive when a -> b turns clockwise on screen (y pointing down)."""
+    return (a[0] - c[0]) * (b[1] - c[1]) - (b[0] - c[0]) * (a[1] - c[1])
+
+
+def _top_shift(tr: Track, t0: float, t1: float, step: float, span: float = 0.5) -> float | None:
+    """How far the box's top edge moved down (pixels) from before a turn to after it (medians over `span` s)."""
+    before = [b[1] for t, b in zip(tr.times, tr.boxes) if t0 - span - step / 2 <= t < t0]
+    after = [b[1] for t, b in zip(tr.times, tr.boxes) if t1 < t <= t1 + span + step / 2]
+    if not before or not after:
+        return None
+    return statistics.median(after) - statistics.median(before)
+
+
 def rotation_count(log: TrackLog, cls: str, want: str = "tighten") -> ProgramResult:
     """Turns of each `cls` track, from the path of its painted mark (`mark_xy`, image pixels).
 
@@ -212,11 +227,12 @@ def rotation_count(log: TrackLog, cls: str, want: str = "tighten") -> ProgramRes
     step = log.step or 0.1
     pause = max(1, round(0.3 / step))
     for tr in _real_tracks(log, cls):
-        pts = [(t, e["mark_xy"]) for t, e in zip(tr.times, tr.extras) if e.get("mark_xy")]
+        pts = [(t, e["mark_xy"], b) for t, e, b in zip(tr.times, tr.extras, tr.boxes) if e.get("mark_xy")]
         if len(pts) < 3:
             continue
-        times = [t for t, _ in pts]
-        xy = [p for _, p in pts]
+        times = [t for t, _, _ in pts]
+        xy = [p for _, p, _ in pts]
+        tr = Track(tr.id, tr.cls, times, [b for _, _, b in pts])
         moving = [((xy[i + 1][0] - xy[i][0]) ** 2 + (xy[i + 1][1] - xy[i][1]) ** 2) ** 0.5
                   / max(times[i + 1] - times[i], 1e-6) > TURN_SPEED for i in range(len(xy) - 1)]
         i = 0
@@ -229,13 +245,19 @@ def rotation_count(log: TrackLog, cls: str, want: str = "tighten") -> ProgramRes
                 j += 1
             path = xy[i: j + 2]
             travel = sum(((b[0] - a[0]) ** 2 + (b[1] - a[1]) ** 2) ** 0.5 for a, b in zip(path, path[1:]))
-            x0, y0 = path[0]
-            area = sum((a[0] - x0) * (b[1] - y0) - (b[0] - x0) * (a[1] - y0) for a, b in zip(path, path[1:])) / 2
-            if travel >= TURN_MIN and abs(area) > 1.0:
+            area = sum(_cross(a, b, path[0]) for a, b in zip(path, path[1:])) / 2
+            cue = "rotation"
+            if travel and abs(area) / travel ** 2 < CLEAR_TURN:
+                # seen almost edge-on the mark's path is nearly straight and its sweep is noise;
+                # then the head's height decides: tightening sinks it, loosening raises it
+                sink = _top_shift(tr, times[i], times[j + 1], step)
+                if sink is not None and abs(sink) >= 1.0:
+                    area, cue = sink, "sink"
+            if travel >= TURN_MIN and area != 0:
                 kind = "tighten" if area > 0 else "loosen"
                 turns[kind] += 1
                 found.append({"track": tr.id, "t0": times[i], "t1": times[j + 1], "travel_px": round(travel, 1),
-                              "area": round(area, 1), "kind": kind})
+                              "area": round(area, 1), "cue": cue, "kind": kind})
             i = j + 1
     n = turns[want]
     return ProgramResult(str(n), "rotation_count",
@@ -245,6 +267,7 @@ def rotation_count(log: TrackLog, cls: str, want: str = "tighten") -> ProgramRes
 
 
 TURN_SPEED = 8.0  # pixels per second
+CLEAR_TURN = 0.03  # |swept area| / travel^2 under which a turn's direction is unclear (a semicircle: 0.16)
 TURN_MIN = 6.0  # pixels
 
 
@@ -413,12 +436,13 @@ def shell_game(log: TrackLog, choices: list[str]) -> ProgramResult:
             break
         cup = min(nxt, key=lambda c: (abs(c.center(0)[0] - x_lost), c.first))
         chain.append(cup.id)
+    majority = log.majority_class()
     final = log.frames[-1]
-    final_cups = [o for o in final.objects if o.cls == cup_cls]
+    final_cups = [o for o in final.objects if majority.get(o.id) == cup_cls]
     x_followed = cup.center(-1)[0]
     if len(final_cups) < 2:  # fall back to the last frame that shows at least three cups
         for f in reversed(log.frames):
-            fc = [o for o in f.objects if o.cls == cup_cls]
+            fc = [o for o in f.objects if majority.get(o.id) == cup_cls]
             if len(fc) >= 3:
                 final_cups = fc
                 break

@@ -1,9 +1,9 @@
 """Detection + ByteTrack over a whole video: the tracks every program reads.
 
 ByteTrack comes from Roboflow's `trackers` package (supervision 0.31 dropped
-`sv.ByteTrack`). One tracker runs per class, so a ball never inherits a cup's id when the
-two overlap; ids are then renumbered 1, 2, 3, ... in order of first appearance across
-classes, so `id` is unique within a video.
+`sv.ByteTrack`). It runs class-agnostic (as ultralytics' own ByteTrack does) over
+class-agnostic NMS detections, so one object is one track even when the detector's class
+for it flickers; each track's class is decided by vote (see `ObjectTracker`).
 """
 
 from __future__ import annotations
@@ -48,50 +48,42 @@ class RunStats:
         return self.frames_read / self.wall_s if self.wall_s else 0.0
 
 
-class MultiClassByteTrack:
-    """One `trackers.ByteTrackTracker` per class id, with ids renumbered globally."""
+class ObjectTracker:
+    """One class-agnostic `trackers.ByteTrackTracker`; each object keeps the class its detections vote for.
+
+    A young detector often calls one object a can in one frame and a ball in the next. A
+    tracker per class would then cut the object into pieces (a new id each time the class
+    flips back); here the track follows the box whatever the class, and programs read
+    each track's class as the confidence-weighted majority of its detections so far
+    (`TrackLog.majority_class`). The class reported per frame is that frame's detection.
+    """
 
     def __init__(self, names: dict[int, str], frame_rate: float, config: TrackerConfig) -> None:
-        self.names = names
-        self.frame_rate = frame_rate
-        self.config = config
-        self._trackers: dict[int, object] = {}
-        self._global_ids: dict[tuple[int, int], int] = {}
-
-    def _tracker(self, class_id: int):
         from trackers import ByteTrackTracker
 
-        if class_id not in self._trackers:
-            c = self.config
-            self._trackers[class_id] = ByteTrackTracker(
-                lost_track_buffer=c.lost_track_buffer,
-                frame_rate=self.frame_rate,
-                track_activation_threshold=c.track_activation_threshold,
-                minimum_consecutive_frames=c.minimum_consecutive_frames,
-                minimum_iou_threshold=c.minimum_iou_threshold,
-                high_conf_det_threshold=c.high_conf_det_threshold,
-            )
-        return self._trackers[class_id]
+        self.names = names
+        c = config
+        self._tracker = ByteTrackTracker(
+            lost_track_buffer=c.lost_track_buffer,
+            frame_rate=frame_rate,
+            track_activation_threshold=c.track_activation_threshold,
+            minimum_consecutive_frames=c.minimum_consecutive_frames,
+            minimum_iou_threshold=c.minimum_iou_threshold,
+            high_conf_det_threshold=c.high_conf_det_threshold,
+        )
 
     def update(self, detections, frame: np.ndarray | None = None) -> list[TrackedObject]:
-        import supervision as sv
-
+        tracked = self._tracker.update(detections)
         out: list[TrackedObject] = []
-        class_ids = detections.class_id if detections.class_id is not None else np.zeros(len(detections), int)
-        # Every tracker sees every frame (an empty one too), so its lost-track clock keeps running.
-        for cid in sorted(set(self._trackers) | {int(c) for c in class_ids}):
-            subset = detections[class_ids == cid] if len(detections) else sv.Detections.empty()
-            tracked = self._tracker(cid).update(subset)
-            if tracked.tracker_id is None:
-                continue
-            for i, tid in enumerate(tracked.tracker_id):
-                if tid is None or int(tid) < 0:
-                    continue  # not yet confirmed
-                key = (cid, int(tid))
-                gid = self._global_ids.setdefault(key, len(self._global_ids) + 1)
-                conf = float(tracked.confidence[i]) if tracked.confidence is not None else 1.0
-                x1, y1, x2, y2 = (float(v) for v in tracked.xyxy[i])
-                out.append(TrackedObject(gid, self.names.get(cid, str(cid)), (x1, y1, x2, y2), conf))
+        if tracked.tracker_id is None:
+            return out
+        for i, tid in enumerate(tracked.tracker_id):
+            if tid is None or int(tid) < 0:
+                continue  # not yet confirmed
+            cid = int(tracked.class_id[i]) if tracked.class_id is not None else 0
+            conf = float(tracked.confidence[i]) if tracked.confidence is not None else 1.0
+            x1, y1, x2, y2 = (float(v) for v in tracked.xyxy[i])
+            out.append(TrackedObject(int(tid), self.names.get(cid, str(cid)), (x1, y1, x2, y2), conf))
         return out
 
 
@@ -123,7 +115,7 @@ def run_tracking(
     detector.claim_threads()
     reader = FrameReader(video, stride=stride, batch=batch)
     info = reader.info
-    tracker = MultiClassByteTrack(detector.names, info.fps / stride, tracker_config or TrackerConfig())
+    tracker = ObjectTracker(detector.names, info.fps / stride, tracker_config or TrackerConfig())
     stats = RunStats()
     frames: list[FrameTracks] = []
     pool = ThreadPoolExecutor(max_workers=detector.workers, thread_name_prefix="sbtracker-detect")

@@ -86,13 +86,33 @@ class TrackLog:
         """Seconds between processed frames."""
         return self.stride / self.fps if self.fps else 0.0
 
+    def majority_class(self) -> dict[int, str]:
+        """Each track id's class: the confidence-weighted vote of its detections in these frames.
+
+        Computed over the frames this log holds, so a log cut at a query time never uses a
+        later frame's vote.
+        """
+        votes: dict[int, dict[str, float]] = {}
+        for f in self.frames:
+            for o in f.objects:
+                v = votes.setdefault(o.id, {})
+                v[o.cls] = v.get(o.cls, 0.0) + max(o.conf, 1e-3)
+        return {tid: max(v, key=v.get) for tid, v in votes.items()}
+
+    def count_in_frame(self, frame: FrameTracks, cls: str, majority: dict[int, str] | None = None) -> int:
+        majority = majority if majority is not None else self.majority_class()
+        return sum(1 for o in frame.objects if majority.get(o.id, o.cls) == cls)
+
     def tracks(self, cls: str | None = None) -> dict[int, Track]:
+        """Tracks by id (of class `cls` by majority vote, when given), each with every frame it was seen in."""
+        majority = self.majority_class()
         out: dict[int, Track] = {}
         for f in self.frames:
             for o in f.objects:
-                if cls is not None and o.cls != cls:
+                tcls = majority.get(o.id, o.cls)
+                if cls is not None and tcls != cls:
                     continue
-                tr = out.setdefault(o.id, Track(o.id, o.cls))
+                tr = out.setdefault(o.id, Track(o.id, tcls))
                 tr.times.append(f.t)
                 tr.boxes.append(o.xyxy)
                 tr.extras.append(o.extra)
