@@ -23,6 +23,8 @@ def train(
     name: Optional[str] = typer.Option(None, "--name", help="weights file stem (default: suite-<model stem>)"),
     every: int = typer.Option(5, "--every", min=1, help="export every n-th frame of each video"),
     batch: int = typer.Option(16, "--batch", min=1, help="training batch size"),
+    every_for: list[str] = typer.Option([], "--every-for", help="FAMILY=N: export every N-th frame of that family (repeatable)"),
+    init: Optional[Path] = typer.Option(None, "--init", help="continue from these local weights (default: from scratch)"),
 ) -> None:
     """Export frames + boxes from the suite's ground truth and train a detector inside the tracker container.
 
@@ -30,12 +32,18 @@ def train(
     """
     from statebox.tracker.training import train_detector
 
-    if device not in ("cpu", "cuda"):
-        from statebox.errors import UserError
+    from statebox.errors import UserError
 
+    if device not in ("cpu", "cuda"):
         raise UserError(f"--device must be cpu or cuda, not {device!r}")
+    overrides: dict[str, int] = {}
+    for pair in every_for:
+        family, _, n = pair.partition("=")
+        if not n.isdigit() or int(n) < 1:
+            raise UserError(f"--every-for {pair!r}: expected FAMILY=N with N >= 1")
+        overrides[family] = int(n)
     card = train_detector(suite, out, model=model, epochs=epochs, imgsz=imgsz, device=device, name=name,
-                          every=every, batch=batch)
+                          every=every, batch=batch, every_for=overrides, init=init)
     print(f"[tracker] mAP50 {card.metrics.get('mAP50')} after {card.epochs} epochs "
           f"({card.train_seconds:.0f}s); card: {card.card_path}", file=sys.stderr)
     print(card.weights_path)

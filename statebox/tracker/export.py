@@ -35,6 +35,7 @@ class ExportSummary(BaseModel):
     images: dict[str, int] = Field(default_factory=dict)  # split -> images
     boxes: dict[str, int] = Field(default_factory=dict)  # split -> boxes
     every: int = 5
+    every_for: dict[str, int] = Field(default_factory=dict)  # per-family overrides of `every`
     per_object: int = 3  # each object labelled in at least this many frames
     min_visible: float = 0.25
     data_yaml: str = "data.yaml"
@@ -122,7 +123,7 @@ def _frames_to_export(rows_by_frame: dict[int, list[dict]], every: int, min_visi
 
 def export_yolo_dataset(suite_dir: Path, out_dir: Path, *, every: int = 5, min_visible: float = 0.25,
                         val_every: int = 5, families: list[str] | None = None, per_object: int = 3,
-                        progress=lambda _msg: None) -> ExportSummary:
+                        every_for: dict[str, int] | None = None, progress=lambda _msg: None) -> ExportSummary:
     """Write `out_dir/{images,labels}/{train,val}/` and `out_dir/data.yaml`; returns what was written."""
     import cv2
 
@@ -143,7 +144,7 @@ def export_yolo_dataset(suite_dir: Path, out_dir: Path, *, every: int = 5, min_v
         described = {}
     summary = ExportSummary(suite=str(suite_dir), suite_seed=described.get("seed"), suite_size=described.get("size"),
                             families=sorted({v.family for v in videos}),
-                            names=dict(enumerate(classes)), every=every, per_object=per_object,
+                            names=dict(enumerate(classes)), every=every, every_for=dict(every_for or {}), per_object=per_object,
                             min_visible=min_visible)
     per_family: dict[str, list[_Video]] = {}
     for v in videos:
@@ -156,7 +157,7 @@ def export_yolo_dataset(suite_dir: Path, out_dir: Path, *, every: int = 5, min_v
         for i, v in enumerate(fam_videos):
             split = _split_of(i, len(fam_videos), val_every)
             summary.videos[split] += 1
-            chosen = _frames_to_export(v.rows_by_frame, every, min_visible, per_object)
+            chosen = _frames_to_export(v.rows_by_frame, (every_for or {}).get(family, every), min_visible, per_object)
             cap = cv2.VideoCapture(str(v.video))
             frame_no = 0
             while True:

@@ -31,6 +31,7 @@ class WeightsCard(BaseModel):
     sha256: str
     bytes: int
     model: str
+    init: str | None = None  # the local weights training started from (name and sha256), None = from scratch
     epochs: int
     imgsz: int
     device: str
@@ -70,7 +71,8 @@ def _sha256(path: Path) -> str:
 
 def train_detector(suite: Path, out: Path, *, model: str = "yolov8n.yaml", epochs: int = 30, imgsz: int = 320,
                    device: str = "cpu", name: str | None = None, every: int = 5, batch: int = 16,
-                   families: list[str] | None = None, engine=None, progress: bool = True) -> WeightsCard:
+                   families: list[str] | None = None, every_for: dict[str, int] | None = None,
+                   init: Path | None = None, engine=None, progress: bool = True) -> WeightsCard:
     """Export, train in the container, write `<out>/<name>.pt` + `<name>.card.json`; returns the card."""
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -89,7 +91,7 @@ def train_detector(suite: Path, out: Path, *, model: str = "yolov8n.yaml", epoch
     if data_dir.exists():
         shutil.rmtree(data_dir)
     console.print(f"[tracker] exporting frames + boxes from {suite} ...")
-    summary = export_yolo_dataset(suite, data_dir, every=every, families=families)
+    summary = export_yolo_dataset(suite, data_dir, every=every, families=families, every_for=every_for)
     console.print(f"[tracker] data set: {summary.images} images, {summary.boxes} boxes, classes {summary.names}")
     engine = engine or SandboxEngine()
     image = tc.tracker_image(progress=lambda m: console.print(f"[tracker] {m}"))
@@ -101,10 +103,19 @@ def train_detector(suite: Path, out: Path, *, model: str = "yolov8n.yaml", epoch
     command = [tc.PYTHON, "-m", "sbtracker.cli", "train", "--data", f"{tc.DATA_MOUNT}/data.yaml", "--model", model,
                "--epochs", str(epochs), "--imgsz", str(imgsz), "--device", device, "--batch", str(batch),
                "--out", tc.OUT_MOUNT]
+    mounts = [Mount(source=data_dir.resolve(), target=tc.DATA_MOUNT, read_only=True),
+              Mount(source=run_dir.resolve(), target=tc.OUT_MOUNT, read_only=False)]
+    init_sha = None
+    if init is not None:
+        init = Path(init).resolve()
+        if not init.is_file():
+            raise UserError(f"{init}: weights to start from not found (--init)")
+        init_sha = _sha256(init)
+        mounts.append(Mount(source=init, target=f"/init/{init.name}", read_only=True))
+        command += ["--init", f"/init/{init.name}"]
     spec = ContainerSpec(image=image, command=command, workspace=None, policy=training_policy(device),
                          env={**tc.OFFLINE_ENV, "OMP_WAIT_POLICY": "PASSIVE"},
-                         mounts=[Mount(source=data_dir.resolve(), target=tc.DATA_MOUNT, read_only=True),
-                                 Mount(source=run_dir.resolve(), target=tc.OUT_MOUNT, read_only=False)],
+                         mounts=mounts,
                          gpu=device == "cuda")
     result_event: dict[str, Any] = {}
     network: list[dict] = []
@@ -133,6 +144,7 @@ def train_detector(suite: Path, out: Path, *, model: str = "yolov8n.yaml", epoch
     shutil.copyfile(run_dir / "weights.pt", weights)
     card = WeightsCard(
         weights=weights.name, sha256=_sha256(weights), bytes=weights.stat().st_size, model=model, epochs=epochs,
+        init=f"{init.name} sha256:{init_sha}" if init is not None else None,
         imgsz=imgsz, device=str(result_event.get("device", device)), batch=batch,
         metrics=result_event.get("metrics", {}), names={int(k): v for k, v in result_event.get("names", {}).items()},
         data=summary, train_seconds=float(result_event.get("train_seconds", time.monotonic() - started)),

@@ -126,7 +126,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .train import train
 
     result = train(Path(args.data), args.model, args.epochs, args.imgsz, args.device, Path(args.out),
-                   batch=args.batch, seed=args.seed, emit=emit)
+                   batch=args.batch, seed=args.seed, init=args.init, emit=emit)
     emit({"event": "trained", **result})
     return 0
 
@@ -155,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--device", default="cpu")
     r.add_argument("--batch", type=int, default=16)
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--init", help="local weights to start from (default: random init from the yaml)")
     r.add_argument("--out", required=True)
     r.set_defaults(func=cmd_train)
     return parser

@@ -266,9 +266,9 @@ def rotation_count(log: TrackLog, cls: str, want: str = "tighten") -> ProgramRes
                          evidence={"turns": found})
 
 
-TURN_SPEED = 8.0  # pixels per second
+TURN_SPEED = 15.0  # pixels per second
 CLEAR_TURN = 0.03  # |swept area| / travel^2 under which a turn's direction is unclear (a semicircle: 0.16)
-TURN_MIN = 6.0  # pixels
+TURN_MIN = 20.0  # pixels (a real turn moves the mark 40+ px; detector jitter a few)
 
 
 MORSE = {".-": "a", "-...": "b", "-.-.": "c", "-..": "d", ".": "e", "..-.": "f", "--.": "g", "....": "h",

@@ -24,7 +24,7 @@ def _metric(metrics: dict[str, Any], *names: str) -> float | None:
 
 
 def train(data_yaml: Path, model_yaml: str, epochs: int, imgsz: int, device: str, out_dir: Path,
-          batch: int = 16, seed: int = 0, emit=print) -> dict[str, Any]:
+          batch: int = 16, seed: int = 0, init: str | None = None, emit=print) -> dict[str, Any]:
     """Train, copy the best weights to `out_dir/weights.pt`, and return the metrics (also in train_result.json)."""
     import torch
     import ultralytics
@@ -35,6 +35,8 @@ def train(data_yaml: Path, model_yaml: str, epochs: int, imgsz: int, device: str
     device = resolve_device(device)
     out_dir.mkdir(parents=True, exist_ok=True)
     model = YOLO(model_yaml, task="detect")
+    if init:  # continue from local weights (the architecture still comes from the yaml)
+        model.load(init)
     started = time.perf_counter()
     epoch_times: list[float] = []
     threads_used: list[int] = []
@@ -59,7 +61,7 @@ def train(data_yaml: Path, model_yaml: str, epochs: int, imgsz: int, device: str
     model.add_callback("on_train_epoch_start", use_all_cores)
     model.train(
         data=str(data_yaml), epochs=epochs, imgsz=imgsz, device=device if device != "cpu" else "cpu",
-        batch=batch, workers=0, pretrained=False, amp=False, seed=seed, deterministic=True,
+        batch=batch, workers=0, pretrained=init or False, amp=False, seed=seed, deterministic=True,
         project=str(out_dir), name="ultralytics", exist_ok=True, plots=False, verbose=False,
         patience=max(epochs, 50),
     )
