@@ -338,23 +338,29 @@ def blink_decode(log: TrackLog, cls: str) -> ProgramResult:
 def stack_count(log: TrackLog, cls: str) -> ProgramResult:
     """Objects on a stack that may be hidden: those seen at the start, plus arrivals, minus departures.
 
-    An arrival is a track that begins at the top edge of the image after the start; a
-    departure is one that ends at the top edge before the end (objects come and go
-    through the top of the frame, while the stack itself may be hidden).
+    An arrival is a track that begins after the start and then moves down by more than
+    half an object's height; a departure is one that ends before the end, after moving up
+    by more than half an object's height (objects come from above and leave upwards,
+    while the stack itself is static and may be hidden).
     """
     if not log.frames:
         return ProgramResult("0", "stack_count", explanation="no frames")
-    tracks = _real_tracks(log, cls)
+    # objects move fast through the top of the frame: a confirmed track of 2 frames counts here
+    tracks = [t for t in log.tracks(cls).values() if len(t.times) >= 2]
     if not tracks:
         return ProgramResult("0", "stack_count", explanation=f"no {cls} tracks")
     heights = [b[3] - b[1] for t in tracks for b in t.boxes]
-    margin = max(4.0, 0.5 * statistics.median(heights))
     t0, t_end = log.frames[0].t, log.frames[-1].t
     settle = MIN_TRACK_S + log.step
-    initial = [t for t in tracks if t.first <= t0 + settle and t.boxes[0][1] > margin]
-    arrivals = [t for t in tracks if t.first > t0 + settle and t.boxes[0][1] <= margin]
-    departures = [t for t in tracks if t.last < t_end - settle and t.boxes[-1][1] <= margin
-                  and t.boxes[-1][3] < t.boxes[max(0, len(t.boxes) - 4)][3]]  # bottom edge rising at the end
+    initial = [t for t in tracks if t.first <= t0 + settle]
+
+    def yc(t: Track) -> list[float]:
+        return [(b[1] + b[3]) / 2 for b in t.boxes]
+
+    h = statistics.median(heights)
+    # an arrival comes down from above; a departure ends on its way up (the stack itself is static)
+    arrivals = [t for t in tracks if t.first > t0 + settle and max(yc(t)) - yc(t)[0] > 0.5 * h]
+    departures = [t for t in tracks if t.last < t_end - settle and max(yc(t)) - yc(t)[-1] > 0.5 * h]
     n = max(0, len(initial) + len(arrivals) - len(departures))
     return ProgramResult(str(n), "stack_count",
                          explanation=f"{len(initial)} at the start + {len(arrivals)} arrived - {len(departures)} left",
