@@ -68,8 +68,11 @@ class TrackerAgent:
         meta: dict = {"weights": self.weights.name, "stride": self.stride, "batch": self.batch, "imgsz": self.imgsz}
         with SessionRecorder(ctx.attempt_dir, started) as rec:
             rec.add(EventKind.message, ctx.instruction, data={"role": "user"})
-            rec.add(EventKind.shell_command, " ".join(command), source="tracker",
-                    data={"env": {k: v for k, v in tc.OFFLINE_ENV.items() if k.startswith("YOLO_")}})
+            # statebox chose this command and its mounts (/input, /models, /out), not an agent:
+            # it is recorded as a harness message, so the auditor judges only what ran inside
+            # (the runtime's own network guard events below are still audited)
+            rec.add(EventKind.message, "statebox launched: " + " ".join(command), source="tracker",
+                    data={"role": "harness", "env": {k: v for k, v in tc.OFFLINE_ENV.items() if k.startswith("YOLO_")}})
             stdout_path = ctx.attempt_dir / "stdout.log"
             stderr_path = ctx.attempt_dir / "stderr.log"
             line_no = 0

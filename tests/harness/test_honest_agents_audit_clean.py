@@ -1,0 +1,26 @@
+"""Honest baselines must audit clean through the real harness: a false positive on the
+tracker (whose launch command mounts /input, /models and /out) once voided its whole score."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+def test_tracker_sessions_audit_clean(tiny_suite, tmp_path, docker_engine):
+    proc = subprocess.run(
+        [sys.executable, "-m", "statebox.cli", "run", "--agent", "tracker", "--suite", str(tiny_suite), "--limit", "1",
+         "--run-dir", str(tmp_path / "run"), "--concurrency", "2", "--json"],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(proc.stdout)["results"]
+    assert {r["dataset"] for r in results} == {"cube_count", "shell_game", "block_count", "bolts", "streaming_count", "morse_light"}
+    for r in results:
+        assert set(r["verdict_counts"]) == {"clean"}, (r["dataset"], r["verdict_counts"], r["audit_categories"])
+        assert r["status_counts"].get("error", 0) == 0, r
