@@ -34,6 +34,7 @@ OFFLINE_ENV = {
     "TORCH_HOME": "/tmp/torch",
     "PATH": "/opt/tracker/bin:/usr/local/bin:/usr/bin:/bin",
     "STATEBOX_NETLOG": f"{OUT_MOUNT}/network.jsonl",
+    "OMP_WAIT_POLICY": "PASSIVE",  # idle OpenMP threads sleep instead of spinning (see runtime/detect.py)
 }
 
 

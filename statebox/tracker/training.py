@@ -114,7 +114,7 @@ def train_detector(suite: Path, out: Path, *, model: str = "yolov8n.yaml", epoch
         mounts.append(Mount(source=init, target=f"/init/{init.name}", read_only=True))
         command += ["--init", f"/init/{init.name}"]
     spec = ContainerSpec(image=image, command=command, workspace=None, policy=training_policy(device),
-                         env={**tc.OFFLINE_ENV, "OMP_WAIT_POLICY": "PASSIVE"},
+                         env=dict(tc.OFFLINE_ENV),
                          mounts=mounts,
                          gpu=device == "cuda")
     result_event: dict[str, Any] = {}

@@ -7,7 +7,7 @@ neighbour slows both alike:
 - peer: `model.track(source=video, stream=True, tracker="bytetrack.yaml")`, the loop
   ultralytics documents (decoding, one frame per forward pass, its own ByteTrack);
 - sbtracker: `run_tracking` (decoding in its own thread, batched channels-last forward
-  passes on every granted core, `trackers.ByteTrackTracker` per class).
+  passes on every granted core, class-agnostic `trackers.ByteTrackTracker`).
 
 Each side keeps its own torch thread setting: ultralytics sets cores - 1 on CPUs when its
 predictor starts, sbtracker every core the container grants when a run starts.

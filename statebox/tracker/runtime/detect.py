@@ -86,14 +86,14 @@ class Detector:
         self.fast = getattr(self.net, "pt", False) and not getattr(self.net, "end2end", False)
         if self.fast:
             self.net.to(memory_format=torch.channels_last)
-        # On CPUs, whole batches run side by side on separate cores (`workers` threads, each
-        # op single- or few-threaded) rather than one batch spread over all cores by OpenMP:
-        # small convolutions scale poorly across OpenMP threads, and OpenMP's spin-waiting
-        # collapses when a neighbour takes a core (measured: 2 OpenMP threads on 2 busy cores
-        # ran 7x slower). ultralytics itself sets torch to cores - 1 threads on CPUs.
-        cpus = available_cpus()
-        self.workers = 1 if self.device != "cpu" else min(2, cpus)
-        self.threads = max(1, (cpus - 1) // self.workers) if self.device == "cpu" else None
+        # On CPUs torch gets every core the container grants (ultralytics sets cores - 1, leaving
+        # one for its data loader; decoding here is a light thread). This pays only with
+        # OpenMP's passive waiting (OMP_WAIT_POLICY=PASSIVE, set in the image): spinning
+        # OpenMP threads fight the decode thread and a busy neighbour, and measured 2 threads
+        # slower than 1 that way; passive, 2 threads ran 1.55x faster than 1 on 2 cores.
+        # Two batches in flight from Python threads did not scale (the GIL between small ops).
+        self.workers = 1
+        self.threads = available_cpus() if self.device == "cpu" else None
 
     def claim_threads(self) -> None:
         """Set torch's intra-op threads for this run (process-wide; ultralytics resets it on its own runs)."""

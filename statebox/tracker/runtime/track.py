@@ -98,12 +98,11 @@ def run_tracking(
     sink: TextIO | None = None,
     on_batch: Callable[[RunStats], None] | None = None,
 ) -> tuple[TrackLog, RunStats]:
-    """Decode (own thread) -> detect (batched, `detector.workers` batches in flight) -> track, in frame order.
+    """Decode (own thread) -> detect (batched, up to `detector.workers` batches in flight) -> track, in order.
 
     Each frame's tracks go to `sink` as they arrive. `features` maps a feature name
-    (features.FEATURES) to the classes it is measured on. Detection of successive batches
-    overlaps on separate cores (see `Detector.workers`); tracking consumes the results in
-    order, so the output is the same as a one-batch-at-a-time run.
+    (features.FEATURES) to the classes it is measured on. Tracking consumes detections in
+    frame order, so the output is the same as a one-frame-at-a-time run (tested).
     """
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
