@@ -101,8 +101,11 @@ def test_agent_answers_in_the_sandbox_and_abstains_on_what_it_cannot_map(docker_
         assert session.status == "ok", session.reason
         assert score_query(ds.bench, item, 0, session.response).metrics["correct"] == 1.0, session.response
         assert session.frames.decoded and session.meta["program"] == "unique_total"
-        kinds = {e.kind.value for e in read_events(tmp_path / "a1")}
-        assert {"message", "shell_command", "frames", "final_answer"} <= kinds and "network_attempt" not in kinds
+        events = read_events(tmp_path / "a1")
+        kinds = {e.kind.value for e in events}
+        assert {"message", "frames", "final_answer"} <= kinds and "network_attempt" not in kinds
+        # the launch command is statebox's own (harness role), so the auditor does not judge it
+        assert any(e.kind.value == "message" and e.data.get("role") == "harness" for e in events)
 
         odd = item.model_copy(update={"question": "What colour is the plane behind the cubes?"})
         abstained = agent.run(_context(odd, ws, tmp_path / "a2", docker_engine))
