@@ -42,7 +42,7 @@ def bench(video: Path, weights: str, imgsz: int, conf: float, device: str, round
         started = time.perf_counter()
         n, ids = 0, set()
         for result in peer_model.track(source=str(video), stream=True, tracker="bytetrack.yaml", imgsz=imgsz,
-                                       conf=conf, device=device, quantize=16 if half else None, verbose=False,
+                                       conf=conf, iou=detector.config.iou, device=device, quantize=16 if half else None, verbose=False,
                                        vid_stride=stride):
             n += 1
             if result.boxes is not None and result.boxes.id is not None:
