@@ -14,15 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from statebox.errors import UserError
+from statebox.sandbox.workspace import ANSWER_FORMATS  # one wording for every agent and instruction.txt
 from statebox.schema import Item, Query
 
-ANSWER_FORMATS = {
-    "mcq": "Answer with the letter of exactly one option (for example: B).",
-    "number": "Answer with a single number (digits, no units).",
-    "text": "Answer with a short phrase.",
-    "set": "Answer with a comma-separated list of items.",
-    "interval": "Answer with a time interval in seconds, as start-end (for example: 3.5-7.0).",
-}
 ANSWER_LINE = re.compile(r"^\s*\**\s*(?:final\s+)?answer\s*\**\s*[:：]\s*\**\s*(.+?)\s*\**\s*$", re.I | re.M)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from statebox.audits.formats import EventDraft, clip
+from statebox.audits.formats import EventDraft, clip, parse_json_lines
 from statebox.schema import EventKind
 
 RAW_LOG = "claude.stream.jsonl"
@@ -64,19 +64,7 @@ class ClaudeNormaliser:
 
 def parse_lines(lines: Iterable[str]) -> list[tuple[int, EventDraft]]:
     """Normalise a whole raw log: (1-based line number, draft); torn or non-JSON lines are kept as messages."""
-    out: list[tuple[int, EventDraft]] = []
-    for n, raw in enumerate(lines, start=1):
-        raw = raw.strip()
-        if not raw:
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError:
-            out.append((n, EventDraft(EventKind.message, clip(raw), {"unparsed": True})))
-            continue
-        if isinstance(obj, dict):
-            out.extend((n, d) for d in parse_line(obj, n))
-    return out
+    return parse_json_lines(lines, parse_line)
 
 
 def _blocks(obj: dict[str, Any]) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ import json
 import shlex
 from typing import Any, Iterable
 
-from statebox.audits.formats import EventDraft, clip
+from statebox.audits.formats import EventDraft, clip, parse_json_lines
 from statebox.schema import EventKind
 
 RAW_LOG = "codex.jsonl"
@@ -125,17 +125,4 @@ class CodexNormaliser:
 
 def parse_lines(lines: Iterable[str]) -> list[tuple[int, EventDraft]]:
     """Normalise a whole raw log: (1-based line number, draft); torn or non-JSON lines are kept as messages."""
-    norm = CodexNormaliser()
-    out: list[tuple[int, EventDraft]] = []
-    for n, raw in enumerate(lines, start=1):
-        raw = raw.strip()
-        if not raw:
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError:
-            out.append((n, EventDraft(EventKind.message, clip(raw), {"unparsed": True})))
-            continue
-        if isinstance(obj, dict):
-            out.extend((n, d) for d in norm.feed(obj, n))
-    return out
+    return parse_json_lines(lines, CodexNormaliser().feed)

@@ -18,7 +18,7 @@ import hashlib
 import json
 from typing import Any, Iterable
 
-from statebox.audits.formats import EventDraft, clip
+from statebox.audits.formats import EventDraft, clip, parse_json_lines
 from statebox.schema import EventKind
 
 RAW_LOG = "gateway.jsonl"
@@ -240,17 +240,4 @@ def _text_of(content: Any) -> str:
 
 def parse_lines(lines: Iterable[str]) -> list[tuple[int, EventDraft]]:
     """Normalise a whole gateway log: (1-based line number, draft)."""
-    norm = GatewayNormaliser()
-    out: list[tuple[int, EventDraft]] = []
-    for n, raw in enumerate(lines, start=1):
-        raw = raw.strip()
-        if not raw:
-            continue
-        try:
-            obj = _loads(raw)
-        except ValueError:
-            out.append((n, EventDraft(EventKind.message, clip(raw), {"unparsed": True})))
-            continue
-        if isinstance(obj, dict):
-            out.extend((n, d) for d in norm.feed(obj, n))
-    return out
+    return parse_json_lines(lines, GatewayNormaliser().feed, loads=_loads)
