@@ -7,14 +7,15 @@ The three views (why: a score is only as good as its audit):
 - `all`: every attempt as answered;
 - `clean`: only items whose attempts the auditor found clean;
 - `voided`: attempts whose verdict maps to the `void` action answer nothing (scored wrong).
-Multiple epochs are scored one epoch at a time and averaged.
+Multiple epochs are scored one epoch at a time and averaged (`ScoreAccumulator` takes one
+epoch at a time, so the report can stream a run of any size through it).
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 from statebox.harness.store import ResultRow
 from statebox.schema import Item, Prediction, ScoreReport
@@ -74,81 +75,168 @@ class AgentDatasetScore:
         }
 
 
-def _predictions(rows: list[ResultRow], *, void: bool) -> list[Prediction]:
-    preds = []
-    for r in rows:
-        response = "" if (void and r.action == "void") else r.response
-        preds.append(Prediction(id=r.item_id, query_index=r.query_index, response=response))
-    return preds
+def _predictions(rows: list[ResultRow], *, void: bool) -> list[dict[str, Any]]:
+    """Plain dicts (the scorer accepts them): a pydantic model per row costs more than its scoring."""
+    return [
+        {"id": r.item_id, "query_index": r.query_index, "response": "" if (void and r.action == "void") else r.response}
+        for r in rows
+    ]
 
 
-def _mean_reports(reports: list[ScoreReport]) -> ScoreReport:
-    """Average metric values across epochs (groups likewise); one epoch passes through."""
-    if len(reports) == 1:
-        return reports[0]
+class _EpochMean:
+    """The mean of per-epoch ScoreReports without keeping them.
 
-    def mean_of(dicts: list[dict[str, float | None]]) -> dict[str, float | None]:
-        keys = dicts[0].keys()
-        out: dict[str, float | None] = {}
-        for k in keys:
-            vals = [d.get(k) for d in dicts if d.get(k) is not None]
-            out[k] = sum(vals) / len(vals) if vals else None
+    Metric values (and label groups) are averaged over epochs, ignoring missing values;
+    the first epoch's report carries the extras (CIs, chance baselines, parse failures),
+    so only that epoch pays for the bootstrap. One epoch passes through unchanged.
+    """
+
+    def __init__(self) -> None:
+        self.base: ScoreReport | None = None
+        self.count = 0
+        self._sums: dict[str, list[float | int]] = {}
+        self._group_sums: dict[str, dict[str, list[float | int]]] = {}
+        self._warnings: set[str] = set()
+
+    @property
+    def wants_extras(self) -> bool:
+        return self.base is None
+
+    @staticmethod
+    def _add(sums: dict[str, list[float | int]], metrics: dict[str, float | None]) -> None:
+        for key, cell in sums.items():
+            value = metrics.get(key)
+            if value is not None:
+                cell[0] += value
+                cell[1] += 1
+
+    def add(self, report: ScoreReport) -> None:
+        if self.base is None:
+            self.base = report
+            self._sums = {k: [0, 0] for k in report.metrics}
+            self._group_sums = {g: {k: [0, 0] for k in grp.metrics} for g, grp in report.groups.items()}
+        self.count += 1
+        self._add(self._sums, report.metrics)
+        for key, sums in self._group_sums.items():
+            if key in report.groups:
+                self._add(sums, report.groups[key].metrics)
+        self._warnings.update(report.warnings)
+
+    def result(self) -> ScoreReport | None:
+        if self.base is None or self.count == 1:
+            return self.base
+
+        def mean(sums: dict[str, list[float | int]]) -> dict[str, float | None]:
+            return {k: (total / n if n else None) for k, (total, n) in sums.items()}
+
+        out = self.base.model_copy(deep=True)
+        out.metrics = mean(self._sums)
+        for key, group in out.groups.items():
+            group.metrics = mean(self._group_sums[key])
+        out.warnings = sorted(self._warnings)
         return out
 
-    base = reports[0].model_copy(deep=True)
-    base.metrics = mean_of([r.metrics for r in reports])
-    for key, group in base.groups.items():
-        group.metrics = mean_of([r.groups[key].metrics for r in reports if key in r.groups])
-    base.warnings = sorted({w for r in reports for w in r.warnings})
-    return base
 
-
-def _score(bench: str, items: list[Item], rows: list[ResultRow], *, void: bool) -> ScoreReport:
+def _score_epoch(bench: str, items: list[Item], rows: list[ResultRow], *, void: bool, extras: bool) -> ScoreReport:
     from statebox.scoring import score_predictions
 
-    by_epoch: dict[int, list[ResultRow]] = defaultdict(list)
-    for r in rows:
-        by_epoch[r.epoch].append(r)
-    reports = []
-    for epoch in sorted(by_epoch):
-        epoch_rows = by_epoch[epoch]
-        answered = {r.item_id for r in epoch_rows}
-        epoch_items = [i for i in items if i.id in answered]
-        reports.append(score_predictions(bench, epoch_items, _predictions(epoch_rows, void=void)))
-    return _mean_reports(reports)
+    answered = {r.item_id for r in rows}
+    epoch_items = [i for i in items if i.id in answered]
+    if extras:
+        return score_predictions(bench, epoch_items, _predictions(rows, void=void))
+    return score_predictions(bench, epoch_items, _predictions(rows, void=void), n_boot=0, chance=False)
+
+
+class ScoreAccumulator:
+    """One (agent, dataset): fed one epoch of rows at a time, so memory holds one epoch, never the run.
+
+    The three views are scored per epoch and averaged; an epoch with nothing voided (or
+    nothing flagged) reuses the all-attempts report for that view instead of scoring again.
+    """
+
+    def __init__(self, agent: str, dataset: str, bench: str, items: list[Item]) -> None:
+        self.agent, self.dataset, self.bench, self.items = agent, dataset, bench, items
+        self._all, self._clean, self._voided = _EpochMean(), _EpochMean(), _EpochMean()
+        self.status_counts: Counter = Counter()
+        self.verdict_counts: Counter = Counter()
+        self.category_counts: Counter = Counter()
+        self.void_count = 0
+        self.rows = 0
+        self.tokens = 0
+        self.cost_usd = 0.0
+        self.duration_s = 0.0
+        self.frames_decoded = 0
+        self.frames_model = 0
+
+    def add_epoch(self, rows: list[ResultRow]) -> None:
+        """All rows of one epoch of this agent and dataset (epochs in increasing order)."""
+        if not rows:
+            return
+        for r in rows:
+            self.status_counts[r.status] += 1
+            self.verdict_counts[r.verdict] += 1
+            for f in r.findings:
+                self.category_counts[f.get("category", "?")] += 1
+            self.void_count += r.action == "void"
+            self.rows += 1
+            self.tokens += r.input_tokens + r.output_tokens
+            self.cost_usd += r.cost_usd
+            self.duration_s += r.duration_s
+            self.frames_decoded += r.frames_decoded
+            self.frames_model += r.frames_model
+        all_extras = self._all.wants_extras
+        report = _score_epoch(self.bench, self.items, rows, void=False, extras=all_extras)
+        self._all.add(report)
+        if any(r.action == "void" for r in rows):
+            self._voided.add(_score_epoch(self.bench, self.items, rows, void=True, extras=self._voided.wants_extras))
+        elif self._voided.wants_extras == all_extras:
+            self._voided.add(report)
+        else:
+            self._voided.add(_score_epoch(self.bench, self.items, rows, void=False, extras=self._voided.wants_extras))
+        dirty = {r.item_id for r in rows if r.verdict != "clean"}
+        if not dirty and self._clean.wants_extras == all_extras:
+            self._clean.add(report)
+        else:
+            clean_rows = [r for r in rows if r.item_id not in dirty]
+            if clean_rows:
+                self._clean.add(_score_epoch(self.bench, self.items, clean_rows, void=False, extras=self._clean.wants_extras))
+
+    def result(self) -> AgentDatasetScore:
+        report = self._all.result()
+        assert report is not None, "no rows were added"
+        voided = self._voided.result()
+        assert voided is not None
+        return AgentDatasetScore(
+            agent=self.agent,
+            dataset=self.dataset,
+            bench=self.bench,
+            n=report.n,
+            report=report,
+            clean=self._clean.result(),
+            voided=voided,
+            status_counts=dict(sorted(self.status_counts.items())),
+            verdict_counts=dict(sorted(self.verdict_counts.items())),
+            category_counts=dict(sorted(self.category_counts.items())),
+            tokens=self.tokens,
+            cost_usd=self.cost_usd,
+            mean_duration_s=self.duration_s / max(self.rows, 1),
+            frames_decoded=self.frames_decoded,
+            frames_model=self.frames_model,
+            extra={"void_count": self.void_count, "rows": self.rows},
+        )
 
 
 def score_agent_dataset(agent: str, dataset: str, bench: str, items: list[Item], rows: list[ResultRow]) -> AgentDatasetScore:
-    report = _score(bench, items, rows, void=False)
-    voided = _score(bench, items, rows, void=True)
-    dirty_items = {(r.item_id, r.epoch) for r in rows if r.verdict != "clean"}
-    clean_rows = [r for r in rows if (r.item_id, r.epoch) not in dirty_items]
-    clean = _score(bench, items, clean_rows, void=False) if clean_rows else None
-    categories: Counter = Counter()
+    acc = ScoreAccumulator(agent, dataset, bench, items)
+    by_epoch: dict[int, list[ResultRow]] = defaultdict(list)
     for r in rows:
-        for f in r.findings:
-            categories[f.get("category", "?")] += 1
-    n_rows = max(len(rows), 1)
-    return AgentDatasetScore(
-        agent=agent,
-        dataset=dataset,
-        bench=bench,
-        n=report.n,
-        report=report,
-        clean=clean,
-        voided=voided,
-        status_counts=dict(Counter(r.status for r in rows)),
-        verdict_counts=dict(Counter(r.verdict for r in rows)),
-        category_counts=dict(categories),
-        tokens=sum(r.input_tokens + r.output_tokens for r in rows),
-        cost_usd=sum(r.cost_usd for r in rows),
-        mean_duration_s=sum(r.duration_s for r in rows) / n_rows,
-        frames_decoded=sum(r.frames_decoded for r in rows),
-        frames_model=sum(r.frames_model for r in rows),
-    )
+        by_epoch[r.epoch].append(r)
+    for epoch in sorted(by_epoch):
+        acc.add_epoch(by_epoch[epoch])
+    return acc.result()
 
 
-def score_run(rows: list[ResultRow], items_by_dataset: dict[str, list[Item]]) -> list[AgentDatasetScore]:
+def score_run(rows: Iterable[ResultRow], items_by_dataset: dict[str, list[Item]]) -> list[AgentDatasetScore]:
     """One AgentDatasetScore per (agent, dataset) present in the rows, in a stable order."""
     grouped: dict[tuple[str, str], list[ResultRow]] = defaultdict(list)
     for r in rows:
