@@ -27,7 +27,29 @@ class Limits(BaseModel):
     pids: int = Field(256, ge=16)
     tmp_mb: int = Field(512, ge=16, description="tmpfs size of /tmp")
     home_mb: int = Field(256, ge=16, description="tmpfs size of the agent's home")
-    workspace_mb: int = Field(2048, ge=16, description="largest the workspace may grow (checked after the run)")
+    workspace_mb: int = Field(2048, ge=1, description="what the agent may write in /workspace (a tmpfs of this size: ENOSPC past it)")
+    inodes: int = Field(20_000, ge=64, description="files + folders the agent may create in each writable filesystem "
+                                                    "(/workspace, /tmp, home): nr_inodes of their tmpfs")
+
+
+class Recording(BaseModel):
+    """Hard caps on what an attempt may make the host write or hold (statebox/capped_log.py).
+
+    Every file an agent's output reaches (events.jsonl, claude.stream.jsonl, codex.jsonl,
+    stdout.log, stderr.log, ...) stops at its cap with one `cap_reached` marker, and the
+    host keeps in memory at most `session_events` events (head and tail) of a session.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    event_bytes: int = Field(16 * 1024, ge=1024, description="one events.jsonl line; longer text/data is clipped to fit")
+    events_bytes: int = Field(32 * 1024 * 1024, ge=64 * 1024, description="events.jsonl, per attempt")
+    raw_line_bytes: int = Field(1024 * 1024, ge=1024,
+                                description="one line of a raw log, and the most a live parser is handed at once")
+    raw_log_bytes: int = Field(64 * 1024 * 1024, ge=64 * 1024, description="each raw log, per attempt")
+    exec_output_bytes: int = Field(64 * 1024 * 1024, ge=64 * 1024,
+                                   description="stdout (and stderr) one `docker exec` tool call may return")
+    session_events: int = Field(10_000, ge=100, description="events a Session keeps in memory (first and last)")
 
 
 class Budgets(BaseModel):
@@ -40,6 +62,20 @@ class Budgets(BaseModel):
     max_cost_usd: float | None = None
     max_requests: int | None = 500
     max_steps: int = 50  # for agents that run a loop on the host (react, video-agent)
+
+
+class GatewayLimits(BaseModel):
+    """What one attempt may throw at the model gateway (per lease); see statebox/sandbox/gateway.py."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_body_mb: float = Field(8.0, gt=0, description="largest request body (images included); more is 413")
+    max_connections: int = Field(16, ge=1, description="connections open at once; more are refused")
+    max_requests_per_s: float = Field(20.0, gt=0, description="sustained request rate (burst of one second's worth)")
+    max_header_kb: int = Field(64, ge=4, description="largest request head (request line + headers)")
+    max_headers: int = Field(100, ge=8, description="most header lines in one request")
+    request_timeout_s: float = Field(120.0, gt=0, description="from a request's first byte to its last")
+    idle_timeout_s: float = Field(300.0, gt=0, description="a keep-alive connection with no request is closed")
 
 
 class AuditPolicy(BaseModel):
@@ -64,7 +100,9 @@ class Policy(BaseModel):
     )
     prohibitions: str = ""
     budgets: Budgets = Field(default_factory=Budgets)
+    gateway: GatewayLimits = Field(default_factory=GatewayLimits)
     audit: AuditPolicy = Field(default_factory=AuditPolicy)
+    recording: Recording = Field(default_factory=Recording)
     reencode: bool = False
     gpu: Literal["auto", "never", "require"] = "auto"
 

@@ -8,6 +8,22 @@ policy's model allow-list and budgets, relays the request to the upstream
 provider (streaming SSE relayed as it arrives) and writes every
 request/response pair, redacted, to the attempt's `gateway.jsonl`.
 
+Everything on the socket is hostile until proven otherwise (issue 12):
+
+- Routing is strict (`gateway_routes`): a request target must be a clean
+  origin-form path found in an explicit endpoint table; the upstream URL is built
+  from the provider's fixed scheme, host and port (parsed once, at start) plus
+  the table's path. The real key therefore only ever goes to that one upstream,
+  and budgets and the model allow-list are decided on the endpoint actually called.
+- Reading is bounded (`gateway_http`): the head is read and judged (rate,
+  route, token, declared size) before any body byte; bodies stop at the
+  policy's cap; slow clients time out; each lease has a cap on concurrent
+  connections and on requests per second (`GatewayLimits` in the policy).
+- Refusals are logged small: method, endpoint, size and reason, never a body;
+  floods (rate and connection refusals) are folded into one line per second.
+- The upstream gets only the headers it needs: hop-by-hop, proxy and
+  forwarding headers are dropped and Host is the gateway's own.
+
 One `Gateway` serves a whole run from a background thread running an asyncio
 loop; `lease()` opens an attempt's socket, `GatewayLease.close()` shuts it.
 Host-side agents (react, video-agent, mllm) reach the same socket through an
@@ -29,15 +45,24 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any
 
 import h11
 import httpx
 
 from statebox.errors import UserError
-from statebox.policies.model import Budgets
+from statebox.policies.model import Budgets, GatewayLimits
 from statebox.sandbox import gateway_budget as budget
+from statebox.sandbox.gateway_http import (
+    BodyIncomplete,
+    BodyTooLarge,
+    BoundedReader,
+    ReadTimeout,
+    Sender,
+    declared_length,
+    has_body,
+    write_raw_error,
+)
 from statebox.sandbox.gateway_log import (
     StreamAssembler,
     redact_headers,
@@ -45,12 +70,11 @@ from statebox.sandbox.gateway_log import (
     summarise_images,
     usage_of,
 )
+from statebox.sandbox.gateway_routes import Provider, Route, RouteError, UpstreamBase, guess_provider, route
 from statebox.schema import Usage
 
 if TYPE_CHECKING:  # pragma: no cover
     from statebox.sandbox.docker import Mount
-
-Provider = Literal["anthropic", "openai"]
 
 CONTAINER_SOCKET_DIR = "/run/statebox"
 CONTAINER_SOCKET = f"{CONTAINER_SOCKET_DIR}/gateway.sock"
@@ -59,12 +83,17 @@ DEFAULT_RELAY_PORT = 18080
 ANTHROPIC_DEFAULT_URL = "https://api.anthropic.com"
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 
-# Headers that describe one hop, or that the gateway rewrites itself.
-_HOP_HEADERS = {
-    "host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
-    "proxy-connection", "accept-encoding", "x-api-key", "authorization", "api-key",
+# Client headers never forwarded: one-hop framing, credentials (the gateway sets its own),
+# anything a proxy or upstream might read as routing or client identity.
+_DROP_HEADERS = {
+    "host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "trailer", "trailers",
+    "upgrade", "expect", "accept-encoding", "x-api-key", "authorization", "api-key", "openai-api-key", "cookie",
+    "forwarded", "via", "x-real-ip", "x-client-ip", "true-client-ip", "x-cluster-client-ip", "x-host",
+    "x-http-method-override", "x-http-method", "x-method-override",
 }
+_DROP_PREFIXES = ("x-forwarded-", "proxy-", "x-original-", "x-rewrite-", "x-envoy-", "cf-")
 _RESPONSE_DROP = {"content-length", "connection", "keep-alive", "transfer-encoding", "content-encoding"}
+_TARGET_SHOWN = 200  # characters of a refused target kept in the log
 
 
 def provider_for_model(model: str) -> Provider:
@@ -72,33 +101,15 @@ def provider_for_model(model: str) -> Provider:
     return "anthropic" if model.lower().startswith(("claude", "anthropic")) else "openai"
 
 
-def _api_of(path: str, headers: Mapping[str, str] | None = None) -> tuple[Provider, str | None]:
-    """(provider, api) for a request path; api None for non-generation endpoints.
-
-    Paths shared by both providers (`/v1/models`, ...) go where the client's headers
-    point: Anthropic clients send `anthropic-version` / `x-api-key`.
-    """
-    if path.startswith("/v1/messages"):
-        return "anthropic", (None if path.rstrip("/").endswith("count_tokens") else "anthropic")
-    if path.startswith("/v1/complete"):
-        return "anthropic", None
-    if path.rstrip("/").endswith("/responses"):
-        return "openai", "responses"
-    if path.rstrip("/").endswith("/chat/completions"):
-        return "openai", "chat"
-    if headers and ("anthropic-version" in headers or "x-api-key" in headers):
-        return "anthropic", None
-    return "openai", None
-
-
 def error_body(provider: Provider, status: int, kind: str, message: str) -> dict[str, Any]:
     """An error in the provider's own shape, so clients report it as they would the real API's."""
     if provider == "anthropic":
         return {"type": "error", "error": {"type": kind, "message": message}}
     code = {"insufficient_quota": "insufficient_quota", "model_not_allowed": "model_not_allowed",
-            "invalid_api_key": "invalid_api_key"}.get(kind)
-    otype = "insufficient_quota" if kind == "insufficient_quota" else (
-        "server_error" if status >= 500 else "invalid_request_error")
+            "invalid_api_key": "invalid_api_key", "rate_limit_error": "rate_limit_exceeded",
+            "not_found_error": "unknown_url"}.get(kind)
+    otype = {"insufficient_quota": "insufficient_quota", "rate_limit_error": "requests"}.get(
+        kind, "server_error" if status >= 500 else "invalid_request_error")
     return {"error": {"message": message, "type": otype, "param": None, "code": code}}
 
 
@@ -124,16 +135,22 @@ class GatewayLease:
     exceeded: str | None = None
     requests_logged: int = 0
     host_socket_path: Path | None = None  # what host-side clients connect to (a short link when the path is long)
+    limits: GatewayLimits = field(default_factory=GatewayLimits)
+    refused: dict[str, int] = field(default_factory=dict)  # refusals by reason kind (all of them, logged or folded)
     _gateway: "Gateway | None" = field(default=None, repr=False)
     _server: Any = field(default=None, repr=False)
     _log_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _connections: set = field(default_factory=set, repr=False)
+    _bucket: list = field(default_factory=list, repr=False)  # [tokens, monotonic time of the last refill]
+    _folded: dict = field(default_factory=dict, repr=False)  # kind -> [last line's time, refusals folded since]
+    _secrets: list = field(default_factory=list, repr=False)
 
     def close(self) -> None:
         """Stop accepting connections and remove the socket (idempotent)."""
         if self._gateway is not None and self._server is not None:
             self._gateway._close_server(self._server)
             self._server = None
+        self._flush_folded()
         for path in {self.socket_path, self.host_socket_path or self.socket_path}:
             try:
                 path.unlink()
@@ -154,13 +171,51 @@ class GatewayLease:
                 fh.write(line + "\n")
             self.requests_logged += 1
 
+    # -- flood control (called on the gateway's loop thread only) --
+    def take_request_slot(self) -> bool:
+        """Token bucket: `max_requests_per_s` sustained, bursts of one second's worth."""
+        rate = self.limits.max_requests_per_s
+        burst = max(1.0, rate)
+        now = time.monotonic()
+        if not self._bucket:
+            self._bucket[:] = [burst, now]
+        tokens = min(burst, self._bucket[0] + (now - self._bucket[1]) * rate)
+        self._bucket[:] = [tokens, now]
+        if tokens < 1.0:
+            return False
+        self._bucket[0] = tokens - 1.0
+        return True
+
+    def log_refusal(self, kind: str, record: dict[str, Any], fold: bool = False) -> None:
+        """Log a refusal; `fold` ones (floods) at most once a second per kind, with a count of those folded."""
+        self.refused[kind] = self.refused.get(kind, 0) + 1
+        if fold:
+            now = time.monotonic()
+            last, folded = self._folded.get(kind, (-1e9, 0))
+            if now - last < 1.0:
+                self._folded[kind] = (last, folded + 1)
+                return
+            self._folded[kind] = (now, 0)
+            if folded:
+                record["folded_before"] = folded
+        self.write_log(record, self._secrets)
+
+    def _flush_folded(self) -> None:
+        for kind, (_, folded) in list(self._folded.items()):
+            if folded:
+                self.write_log({"time": round(time.time(), 3), "attempt_id": self.attempt_id, "refused_kind": kind,
+                                "folded_before": folded, "refused": f"{folded} more {kind} refusals"}, self._secrets)
+            self._folded[kind] = (-1e9, 0)
+
 
 class Gateway:
     """One host server per run; see the module docstring.
 
     Upstreams come from the arguments, else the host environment (`ANTHROPIC_API_KEY`,
     `ANTHROPIC_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_BASE_URL`), else the official APIs.
-    `prices` overrides the USD/Mtok table used for cost budgets.
+    Each base URL is parsed once, here, into a fixed scheme, host, port and path prefix
+    (a malformed one is a `UserError`). `prices` overrides the USD/Mtok table used for cost
+    budgets; `limits` are the per-lease flood limits used when `lease()` is given none.
     """
 
     def __init__(
@@ -173,6 +228,7 @@ class Gateway:
         openai_api_key: str | None = None,
         prices: dict[str, tuple[float, float]] | None = None,
         upstream_timeout_s: float = 600.0,
+        limits: GatewayLimits | None = None,
     ) -> None:
         env = os.environ if env is None else env
         self._explicit_base = {
@@ -185,8 +241,16 @@ class Gateway:
             "openai": Upstream(self._explicit_base["openai"] or OPENAI_DEFAULT_URL,
                                openai_api_key or env.get("OPENAI_API_KEY") or None),
         }
+        self.bases: dict[Provider, UpstreamBase] = {}
+        for provider, upstream in self.upstreams.items():
+            try:
+                self.bases[provider] = UpstreamBase.parse(upstream.base_url)
+            except ValueError as exc:
+                name = "ANTHROPIC_BASE_URL" if provider == "anthropic" else "OPENAI_BASE_URL"
+                raise UserError(f"{name}: {exc}") from None
         self.prices = prices
         self.upstream_timeout_s = upstream_timeout_s
+        self.limits = limits or GatewayLimits()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._clients: dict[str, httpx.AsyncClient] = {}
@@ -255,8 +319,12 @@ class Gateway:
 
     # -- leases -----------------------------------------------------------
     def lease(self, attempt_id: str, socket_dir: Path | str, log_path: Path | str,
-              budgets: Budgets | None = None) -> GatewayLease:
-        """Open `socket_dir/gateway.sock` for one attempt (connectable by any uid in a container)."""
+              budgets: Budgets | None = None, *, limits: GatewayLimits | None = None) -> GatewayLease:
+        """Open `socket_dir/gateway.sock` for one attempt (connectable by any uid in a container).
+
+        `limits` (the policy's `gateway:` section) caps body size, connections, request rate
+        and slow clients for this lease; default: the gateway's own.
+        """
         self.start()
         assert self._loop is not None
         socket_dir = Path(socket_dir)
@@ -264,7 +332,8 @@ class Gateway:
         os.chmod(socket_dir, 0o755)
         lease = GatewayLease(attempt_id=attempt_id, socket_dir=socket_dir, socket_path=socket_dir / SOCKET_NAME,
                              token=f"sbx-{secrets.token_urlsafe(24)}", log_path=Path(log_path),
-                             budgets=budgets or Budgets(), _gateway=self)
+                             budgets=budgets or Budgets(), limits=limits or self.limits, _gateway=self)
+        lease._secrets = self._secrets(lease)
         sock = _bind_unix(lease.socket_path)
         lease.host_socket_path = lease.socket_path
         if len(os.fsencode(str(lease.socket_path))) >= 100:
@@ -275,7 +344,7 @@ class Gateway:
 
         async def open_server() -> asyncio.AbstractServer:
             return await asyncio.start_unix_server(
-                lambda r, w: self._serve_connection(lease, r, w), sock=sock, limit=2**20)
+                lambda r, w: self._serve_connection(lease, r, w), sock=sock, limit=2**16)
 
         lease._server = asyncio.run_coroutine_threadsafe(open_server(), self._loop).result(timeout=10)
         self._leases.append(lease)
@@ -305,22 +374,40 @@ class Gateway:
     # -- HTTP serving -----------------------------------------------------
     async def _serve_connection(self, lease: GatewayLease, reader: asyncio.StreamReader,
                                 writer: asyncio.StreamWriter) -> None:
-        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=2**20)
+        limits = lease.limits
+        if len(lease._connections) >= limits.max_connections:
+            message = f"too many connections to the statebox gateway (limit {limits.max_connections})"
+            lease.log_refusal("connections", self._refusal_record(lease, status=429, reason=message), fold=True)
+            await write_raw_error(writer, 429, error_body("anthropic", 429, "rate_limit_error", message),
+                                  [("retry-after", "1")])
+            return
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_header_kb * 1024)
+        read = BoundedReader(conn, reader, request_timeout_s=limits.request_timeout_s,
+                             idle_timeout_s=limits.idle_timeout_s)
         task = asyncio.current_task()
         lease._connections.add(task)
         try:
             while True:
-                request, body = await _read_request(conn, reader)
+                try:
+                    request = await read.head()
+                except h11.RemoteProtocolError as exc:
+                    await self._refuse_unparsed(lease, conn, writer, exc, read.bytes_in)
+                    break
+                except ReadTimeout as exc:
+                    if exc.received:  # a half-sent head; a quiet keep-alive connection just closes
+                        lease.log_refusal("timeout", self._refusal_record(
+                            lease, status=408, reason=exc.reason, size=exc.received), fold=True)
+                    break
                 if request is None:
                     break
                 try:
-                    await self._handle(lease, conn, writer, request, body)
+                    await self._handle(lease, conn, writer, request, read)
                 except (ConnectionError, asyncio.CancelledError):
                     raise
                 except Exception as exc:  # noqa: BLE001 - a gateway bug must answer, not hang the client
                     await _answer_internal_error(conn, writer, request, exc)
                     break
-                if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
+                if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
                     break
                 try:
                     conn.start_next_cycle()
@@ -335,43 +422,133 @@ class Gateway:
             except Exception:  # noqa: BLE001
                 pass
 
-    async def _handle(self, lease: GatewayLease, conn: h11.Connection, writer: asyncio.StreamWriter,
-                      request: h11.Request, body: bytes) -> None:
-        started = time.time()
-        method = request.method.decode()
-        target = request.target.decode()
-        path = urlsplit(target).path or "/"
-        headers = {k.decode().lower(): v.decode("latin-1") for k, v in request.headers}
-        provider, api = _api_of(path, headers)
-        record: dict[str, Any] = {"time": round(started, 3), "attempt_id": lease.attempt_id, "method": method,
-                                  "path": target, "provider": provider, "api": api,
-                                  "request_headers": redact_headers(headers)}
-        send = _Sender(conn, writer, method)
+    async def _refuse_unparsed(self, lease: GatewayLease, conn: h11.Connection, writer: asyncio.StreamWriter,
+                               exc: h11.RemoteProtocolError, received: int) -> None:
+        """A head h11 would not parse (bad request line, two Host headers, head over the cap, ...)."""
+        status = exc.error_status_hint if exc.error_status_hint in (400, 413, 414, 431, 501) else 400
+        reason = f"malformed request: {str(exc)[:_TARGET_SHOWN]}"
+        lease.log_refusal("malformed", self._refusal_record(lease, status=status, reason=reason, size=received),
+                          fold=True)
+        payload = error_body("anthropic", status, "invalid_request_error", reason)
+        if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+            try:
+                await Sender(conn, writer).json(status, payload, extra=[("connection", "close")])
+            except (ConnectionError, h11.LocalProtocolError, RuntimeError):
+                pass
 
-        if path in ("/", "") and method in ("HEAD", "GET"):
-            await send.json(200, {"ok": True, "server": "statebox gateway"})
+    def _refusal_record(self, lease: GatewayLease, *, status: int, reason: str, method: str | None = None,
+                        target: bytes | None = None, r: Route | None = None, size: int | None = None,
+                        declared: int | None = None, **extra: Any) -> dict[str, Any]:
+        """What a refused request leaves in gateway.jsonl: never its body, never its headers."""
+        record: dict[str, Any] = {"time": round(time.time(), 3), "attempt_id": lease.attempt_id}
+        if method is not None:
+            record["method"] = method[:16]
+        if target is not None:
+            shown = target[:_TARGET_SHOWN].decode("latin-1")
+            record["path"] = shown + (f"...(+{len(target) - _TARGET_SHOWN} bytes)" if len(target) > _TARGET_SHOWN else "")
+        record["endpoint"] = r.endpoint.path if r else None
+        if r:
+            record["provider"] = r.provider
+        record.update(status=status, refused=reason)
+        if declared is not None:
+            record["content_length"] = declared
+        if size is not None:
+            record["bytes_read"] = size
+        record.update(extra)
+        return record
+
+    async def _handle(self, lease: GatewayLease, conn: h11.Connection, writer: asyncio.StreamWriter,
+                      request: h11.Request, read: BoundedReader) -> None:
+        started = time.time()
+        method = request.method.decode("latin-1")
+        target = bytes(request.target)
+        headers: dict[str, str] = {}
+        for k, v in request.headers:
+            name = k.decode("latin-1").lower()
+            headers[name] = v.decode("latin-1") if name not in headers else headers[name] + ", " + v.decode("latin-1")
+        send = Sender(conn, writer, method)
+        declared = declared_length(headers)
+        close = [("connection", "close")]  # a refused request's body is never read, so its connection ends
+
+        async def refuse(kind: str, status: int, etype: str, reason: str, provider: Provider, r: Route | None = None,
+                         fold: bool = False, extra: list[tuple[str, str]] | None = None, **more: Any) -> None:
+            lease.log_refusal(kind, self._refusal_record(lease, status=status, reason=reason, method=method,
+                                                         target=target, r=r, declared=declared, **more), fold=fold)
+            await send.json(status, error_body(provider, status, etype, reason), extra=close + (extra or []))
+
+        if not lease.take_request_slot():
+            await refuse("rate", 429, "rate_limit_error", "too many requests to the statebox gateway "
+                         f"(limit {lease.limits.max_requests_per_s:g}/s)", guess_provider(target, headers),
+                         fold=True, extra=[("retry-after", "1")])
+            return
+        if len(request.headers) > lease.limits.max_headers:
+            await refuse("headers", 431, "invalid_request_error",
+                         f"too many header lines ({len(request.headers)}, limit {lease.limits.max_headers})",
+                         guess_provider(target, headers))
+            return
+        if "transfer-encoding" in headers and "content-length" in headers:
+            await refuse("framing", 400, "invalid_request_error", "both Transfer-Encoding and Content-Length",
+                         guess_provider(target, headers))
+            return
+        try:
+            r = route(method, target, headers)
+        except RouteError as exc:
+            await refuse("route", exc.status, exc.kind, exc.reason, guess_provider(target, headers))
+            return
+        provider = r.provider
+
+        if r.endpoint.local:
+            await send.json(200, {"ok": True, "server": "statebox gateway"}, extra=close if has_body(headers) else None)
             return
 
         token = headers.get("x-api-key") or _bearer(headers.get("authorization"))
         if token != lease.token:
-            await self._refuse(lease, send, record, provider, 401,
-                               "authentication_error" if provider == "anthropic" else "invalid_api_key",
-                               "invalid statebox gateway token", body)
+            await refuse("token", 401, "authentication_error" if provider == "anthropic" else "invalid_api_key",
+                         "invalid statebox gateway token", provider, r)
+            return
+        cap = int(lease.limits.max_body_mb * 1024 * 1024)
+        if declared is not None and declared > cap:
+            await refuse("size", 413, "request_too_large", f"request body of {declared} bytes is over the "
+                         f"statebox gateway's limit of {cap} bytes", provider, r)
+            return
+        try:
+            await send.continue_100()
+            body = await read.body(cap, declared)
+        except BodyTooLarge as exc:
+            await refuse("size", 413, "request_too_large", f"request body over the statebox gateway's limit of "
+                         f"{cap} bytes (stopped reading at {exc.received})", provider, r, size=exc.received)
+            return
+        except ReadTimeout as exc:
+            await refuse("timeout", 408, "invalid_request_error", exc.reason, provider, r, size=exc.received)
+            return
+        except BodyIncomplete as exc:
+            lease.log_refusal("incomplete", self._refusal_record(lease, status=400, reason=exc.reason, method=method,
+                                                                 target=target, r=r, declared=declared,
+                                                                 size=exc.received))
             return
 
+        api = r.api
+        record: dict[str, Any] = {"time": round(started, 3), "attempt_id": lease.attempt_id, "method": method,
+                                  "path": target.decode("ascii"), "endpoint": r.endpoint.path, "provider": provider,
+                                  "api": api, "request_headers": redact_headers(headers)}
         parsed: Any = None
         if body:
             try:
                 parsed = json.loads(body)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, UnicodeDecodeError):
                 parsed = None
         model = str(parsed.get("model", "")) if isinstance(parsed, dict) else ""
         record["model"] = model
         if api is not None:
+            why: str | None = None
+            if not isinstance(parsed, dict) or not model:
+                await self._refuse(lease, send, record, provider, 400, "invalid_request_error",
+                                   "a model request needs a JSON object body with a model", body)
+                return
             if lease.exceeded:
                 await self._refuse(lease, send, record, provider, *_budget_status(provider), lease.exceeded, body)
                 return
-            if model and not budget.model_allowed(model, lease.budgets):
+            if not budget.model_allowed(model, lease.budgets):
                 lease.exceeded = (f"model {model!r} is not allowed by the policy "
                                   f"(allowed: {', '.join(lease.budgets.models)})")
                 await self._refuse(lease, send, record, provider, 403,
@@ -384,6 +561,9 @@ class Gateway:
                 await self._refuse(lease, send, record, provider, *_budget_status(provider), why, body)
                 return
             lease.usage.requests += 1
+            # Forward exactly what was judged: a re-serialised body, so a parser difference upstream
+            # (say, a repeated "model" key) cannot make it read another model than the one allowed.
+            body = json.dumps(parsed, ensure_ascii=False).encode()
 
         stream = isinstance(parsed, dict) and bool(parsed.get("stream"))
         if api == "chat" and stream and isinstance(parsed, dict):
@@ -397,22 +577,24 @@ class Gateway:
         record["stream"] = stream
 
         upstream = self.upstreams[provider]
-        url = _upstream_url(upstream.base_url, provider, target)
-        out_headers = {k: v for k, v in headers.items() if k not in _HOP_HEADERS}
+        base = self.bases[provider]
+        url = base.url(r)
+        out_headers = _forwarded_headers(headers)
+        out_headers["host"] = base.host_header
         out_headers["accept-encoding"] = "identity"
         if upstream.api_key:
             if provider == "anthropic":
                 out_headers["x-api-key"] = upstream.api_key
             else:
                 out_headers["authorization"] = f"Bearer {upstream.api_key}"
-        client = self._client_for(upstream.base_url)
+        client = self._client_for(upstream.base_url, base)
         try:
             up_request = client.build_request(method, url, headers=out_headers, content=body or None)
-            response = await client.send(up_request, stream=True)
+            response = await client.send(up_request, stream=True, follow_redirects=False)
         except httpx.HTTPError as exc:
-            message = f"statebox gateway could not reach the {provider} upstream: {type(exc).__name__}: {exc}"
+            message = f"statebox gateway could not reach the {provider} upstream: {type(exc).__name__}"
             record.update(status=502, error=message, duration_s=round(time.time() - started, 3))
-            lease.write_log(record, self._secrets(lease))
+            lease.write_log(record, lease._secrets)
             await send.json(502, error_body(provider, 502, "api_error", message))
             return
 
@@ -465,13 +647,13 @@ class Gateway:
             raw = b"".join(chunks)
             try:
                 reply = json.loads(raw) if raw else None
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, UnicodeDecodeError):
                 reply = raw.decode("utf-8", "replace")[:10000]
         record["response"] = summarise_images(reply)
         if api is not None and status < 400:
             self._account(lease, api, model, reply, record)
         record["duration_s"] = round(time.time() - started, 3)
-        lease.write_log(record, self._secrets(lease))
+        lease.write_log(record, lease._secrets)
 
     def _account(self, lease: GatewayLease, api: str, model: str, reply: Any, record: dict[str, Any]) -> None:
         inp, out = usage_of(api, reply)
@@ -486,28 +668,26 @@ class Gateway:
             lease.exceeded = why
             record["exceeded"] = why
 
-    async def _refuse(self, lease: GatewayLease, send: "_Sender", record: dict[str, Any], provider: Provider,
+    async def _refuse(self, lease: GatewayLease, send: Sender, record: dict[str, Any], provider: Provider,
                       status: int, kind: str, message: str, body: bytes) -> None:
+        """Refuse an authenticated model request (allow-list, budget): logged with its size, not its body."""
         payload = error_body(provider, status, kind, message)
-        try:
-            request = summarise_images(json.loads(body)) if body else None
-        except json.JSONDecodeError:
-            request = body.decode("utf-8", "replace")[:10000]
-        record.update(status=status, refused=message, request=request, response=payload)
-        lease.write_log(record, self._secrets(lease))
+        record.pop("request_headers", None)
+        record.update(status=status, refused=message, request_bytes=len(body), response=payload)
+        lease.log_refusal("budget", record)
         await send.json(status, payload, extra=[("x-should-retry", "false")])
 
     def _secrets(self, lease: GatewayLease) -> list[str]:
         return [u.api_key for u in self.upstreams.values() if u.api_key] + [lease.token]
 
-    def _client_for(self, base_url: str) -> httpx.AsyncClient:
+    def _client_for(self, base_url: str, base: UpstreamBase) -> httpx.AsyncClient:
         client = self._clients.get(base_url)
         if client is None:
-            host = urlsplit(base_url).hostname or ""
-            loopback = host in ("localhost", "127.0.0.1", "::1")
+            loopback = base.host in ("localhost", "127.0.0.1", "::1")
             client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.upstream_timeout_s, connect=30.0),
                 trust_env=not loopback,  # a host proxy must never capture a local upstream
+                follow_redirects=False,  # a redirect would carry the key to wherever it points
                 limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
             )
             self._clients[base_url] = client
@@ -515,7 +695,7 @@ class Gateway:
 
 
 # ---------------------------------------------------------------------------
-# Helpers: sockets, HTTP framing, URLs
+# Helpers: sockets, headers
 # ---------------------------------------------------------------------------
 
 
@@ -550,87 +730,26 @@ def _bearer(value: str | None) -> str | None:
     return None
 
 
+def _forwarded_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The client's headers the upstream may see: no hop-by-hop, proxy, forwarding or credential header."""
+    named = {t.strip().lower() for t in headers.get("connection", "").split(",") if t.strip()}
+    return {k: v for k, v in headers.items()
+            if k not in _DROP_HEADERS and k not in named and not k.startswith(_DROP_PREFIXES)}
+
+
 def _budget_status(provider: Provider) -> tuple[int, str]:
     """Anthropic answers a spent balance with 400 invalid_request_error; OpenAI with 429 insufficient_quota."""
     return (400, "invalid_request_error") if provider == "anthropic" else (429, "insufficient_quota")
 
 
-def _upstream_url(base_url: str, provider: Provider, target: str) -> str:
-    base = base_url.rstrip("/")
-    if provider == "openai" and target.startswith("/v1/"):
-        # OPENAI_BASE_URL conventionally ends in /v1 already.
-        return base + target[3:] if base.endswith("/v1") else base + target
-    if provider == "anthropic" and base.endswith("/v1") and target.startswith("/v1/"):
-        return base + target[3:]
-    return base + target
-
-
-async def _read_request(conn: h11.Connection, reader: asyncio.StreamReader) -> tuple[h11.Request | None, bytes]:
-    request: h11.Request | None = None
-    body = bytearray()
-    while True:
-        event = conn.next_event()
-        if event is h11.NEED_DATA:
-            data = await reader.read(65536)
-            conn.receive_data(data)
-            if not data and request is None:
-                return None, b""
-            continue
-        if isinstance(event, h11.Request):
-            request = event
-        elif isinstance(event, h11.Data):
-            body += event.data
-        elif isinstance(event, h11.EndOfMessage):
-            return request, bytes(body)
-        elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
-            return None, b""
-
-
 async def _answer_internal_error(conn: h11.Connection, writer: asyncio.StreamWriter, request: h11.Request,
                                  exc: Exception) -> None:
-    provider, _ = _api_of(request.target.decode(errors="replace"))
-    message = f"statebox gateway error: {type(exc).__name__}: {exc}"
+    provider = guess_provider(bytes(request.target))
+    message = f"statebox gateway error: {type(exc).__name__}"
     if conn.our_state is h11.SEND_RESPONSE:
         try:
-            await _Sender(conn, writer, request.method.decode()).json(500, error_body(provider, 500, "api_error", message))
-        except Exception:  # noqa: BLE001
-            pass
-
-
-class _Sender:
-    """Writes one h11 response, as a whole or streamed."""
-
-    def __init__(self, conn: h11.Connection, writer: asyncio.StreamWriter, method: str = "GET") -> None:
-        self.conn, self.writer = conn, writer
-        self.head = method == "HEAD"  # a HEAD response carries headers only
-        self.started = False
-
-    async def _write(self, data: bytes | None) -> None:
-        if data:
-            self.writer.write(data)
-            await self.writer.drain()
-
-    async def start(self, status: int, headers: list[tuple[str, str]]) -> None:
-        self.started = True
-        await self._write(self.conn.send(h11.Response(status_code=status, headers=headers)))
-
-    async def data(self, chunk: bytes) -> None:
-        if chunk and not self.head:
-            await self._write(self.conn.send(h11.Data(data=chunk)))
-
-    async def end(self) -> None:
-        await self._write(self.conn.send(h11.EndOfMessage()))
-
-    async def json(self, status: int, payload: Any, extra: list[tuple[str, str]] | None = None) -> None:
-        raw = json.dumps(payload).encode()
-        await self.start(status, [("content-type", "application/json"), ("content-length", str(len(raw)))]
-                         + (extra or []))
-        await self.data(raw)
-        await self.end()
-
-    def abort(self) -> None:
-        try:
-            self.writer.close()
+            await Sender(conn, writer, request.method.decode("latin-1")).json(
+                500, error_body(provider, 500, "api_error", message), extra=[("connection", "close")])
         except Exception:  # noqa: BLE001
             pass
 
