@@ -37,6 +37,7 @@ WORKDIR = "/workspace"
 HOME = "/home/agent"
 LABEL = "statebox"
 OUTPUT_CAP_BYTES = 64 * 1024 * 1024  # per stream; an output flood must not fill the host disk
+OUTPUT_LINE_CAP_BYTES = 1024 * 1024  # one line of a stream (policy recording.raw_line_bytes)
 STOP_GRACE_S = 2.0  # SIGTERM first, SIGKILL after this; an agent ignoring SIGTERM still dies
 WATCH_INTERVAL_S = 1.0
 
@@ -148,46 +149,36 @@ def _pid_alive(pid: int) -> bool:
 
 
 class _Sink:
-    """Appends one stream to a host file as it arrives, capped; feeds complete lines to a callback."""
+    """One container stream -> its host file through the shared capped writer (statebox/capped_log.py).
 
-    def __init__(self, path: Path | None, on_line: Callable[[str], None] | None) -> None:
-        self.file = path.open("ab", buffering=0) if path is not None else None
-        self.on_line = on_line
-        self.partial = b""
-        self.bytes = 0
-        self.truncated = False
+    The file stops at the policy's `recording.raw_log_bytes` (OUTPUT_CAP_BYTES by default)
+    with one `cap_reached` marker line. A line longer than `recording.raw_line_bytes` is cut
+    there and the rest of it dropped; the callback (live parsing of a CLI's JSON stream) gets
+    exactly the lines the file got, never a longer one and nothing after the cap, and an
+    exception in it never stops the stream to the file. At most one line is held in memory.
+    """
+
+    def __init__(self, path: Path | None, on_line: Callable[[str], None] | None, limits: Any = None) -> None:
+        from statebox.capped_log import CappedStream
+
+        self.stream = CappedStream(path, max_bytes=getattr(limits, "raw_log_bytes", OUTPUT_CAP_BYTES),
+                                   max_line_bytes=getattr(limits, "raw_line_bytes", OUTPUT_LINE_CAP_BYTES),
+                                   on_line=on_line)
+
+    @property
+    def bytes(self) -> int:
+        """Bytes the stream produced (written or not)."""
+        return self.stream.seen
+
+    @property
+    def truncated(self) -> bool:
+        return self.stream.truncated
 
     def write(self, data: bytes) -> None:
-        self.bytes += len(data)
-        if self.file is not None and not self.truncated:
-            room = OUTPUT_CAP_BYTES - (self.bytes - len(data))
-            if len(data) > room:
-                data = data[: max(room, 0)]
-                self.truncated = True
-            self.file.write(data)
-            if self.truncated:
-                self.file.write(b"\n[statebox: output truncated at %d bytes]\n" % OUTPUT_CAP_BYTES)
-        if self.on_line is not None:
-            self.partial += data
-            *lines, self.partial = self.partial.split(b"\n")
-            for line in lines:
-                self._emit(line)
-            if len(self.partial) > 1_000_000:  # a line with no end: hand it over in pieces
-                self._emit(self.partial)
-                self.partial = b""
-
-    def _emit(self, line: bytes) -> None:
-        try:
-            self.on_line(line.decode("utf-8", "replace"))  # type: ignore[misc]
-        except Exception:  # noqa: BLE001 - a parser bug must not kill the stream to the file
-            pass
+        self.stream.feed(data)
 
     def close(self) -> None:
-        if self.partial and self.on_line is not None:
-            self._emit(self.partial)
-            self.partial = b""
-        if self.file is not None:
-            self.file.close()
+        self.stream.close()
 
 
 class SandboxEngine:
@@ -368,8 +359,8 @@ class SandboxEngine:
         limit = spec.time_limit_s or spec.policy.limits.time_limit_s
         ws = spec.workspace_dir()
         ws_cap = spec.policy.limits.workspace_mb * 1024 * 1024
-        out = _Sink(Path(stdout_path) if stdout_path else None, on_stdout_line)
-        err = _Sink(Path(stderr_path) if stderr_path else None, on_stderr_line)
+        out = _Sink(Path(stdout_path) if stdout_path else None, on_stdout_line, spec.policy.recording)
+        err = _Sink(Path(stderr_path) if stderr_path else None, on_stderr_line, spec.policy.recording)
         started = time.monotonic()
         cid = self._create(spec, spec.command, gpu)
         verdict: dict[str, str] = {}
@@ -523,12 +514,16 @@ class RunningSandbox:
             exec_id = self.api.exec_create(self.id, wrapped, user=AGENT_USER, workdir=WORKDIR,
                                            environment=self.engine.environment(self.spec), stdin=False)["Id"]
             stream = self.api.exec_start(exec_id, stream=True, demux=True)
-            out, err = bytearray(), bytearray()
+            # head and tail of each stream, bounded by the policy (statebox/capped_log.py), whatever it prints
+            from statebox.capped_log import BoundedBuffer
+
+            cap = getattr(getattr(self.spec.policy, "recording", None), "exec_output_bytes", OUTPUT_CAP_BYTES)
+            out, err = BoundedBuffer(cap), BoundedBuffer(cap)
             for chunk_out, chunk_err in stream:
-                if chunk_out and len(out) < OUTPUT_CAP_BYTES:
-                    out += chunk_out
-                if chunk_err and len(err) < OUTPUT_CAP_BYTES:
-                    err += chunk_err
+                if chunk_out:
+                    out.add(chunk_out)
+                if chunk_err:
+                    err.add(chunk_err)
             code = self.api.exec_inspect(exec_id).get("ExitCode")
         except Exception as exc:  # noqa: BLE001
             if self._stopped.is_set():
@@ -537,7 +532,7 @@ class RunningSandbox:
             raise _infra("running a command in the sandbox", exc) from exc
         elapsed = time.monotonic() - started
         timed_out = code in (124, 137) and elapsed >= timeout_s * 0.98
-        return ExecResult(exit_code=code, stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
+        return ExecResult(exit_code=code, stdout=out.text(), stderr=err.text(),
                           timed_out=timed_out, duration_s=round(elapsed, 3))
 
     def stop(self) -> None:
