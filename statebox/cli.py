@@ -8,6 +8,7 @@ command functions so `statebox --help` stays instant.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import typer
@@ -42,13 +43,41 @@ for _name in COMMAND_MODULES:
     _module.register(app)
 
 
+def _finish(code: int, line: str) -> None:
+    """Print the one line and exit; if a worker thread is still stuck, do not wait for it."""
+    from statebox import signals
+
+    print(f"statebox: {line}", file=sys.stderr, flush=True)
+    if not signals.settle_threads():
+        sys.stdout.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 def main() -> None:
-    """Entry point: one clear line and exit code 2 for anything the user can fix."""
+    """Entry point: one clear line and exit code 2 for anything the user can fix.
+
+    SIGINT/SIGTERM/SIGHUP all unwind the same way (statebox/signals.py): containers
+    removed, workspaces cleaned, rows kept, one line, exit 128 + the signal number.
+    """
+    from statebox import signals
+    from statebox.errors import storage_error
+
+    signals.install()
     try:
         app()
+    except signals.Interrupted as exc:
+        signals.remove_own_containers()  # backstop for any command that started containers
+        _finish(exc.exit_code, str(exc))
     except UserError as exc:
-        print(f"statebox: error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
+        if signals.stopping():
+            signals.remove_own_containers()
+        _finish(exc.exit_code, f"error: {exc}")
+    except OSError as exc:  # a full or read-only disk is never a traceback
+        err = storage_error(exc)
+        if err is None:
+            raise
+        _finish(err.exit_code, f"error: {err}")
 
 
 if __name__ == "__main__":

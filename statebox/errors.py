@@ -7,6 +7,8 @@ the cause and exit code 2; nothing already written is touched.
 
 from __future__ import annotations
 
+import errno
+
 
 class UserError(Exception):
     """A problem the user can fix; its message is the one line the CLI prints."""
@@ -30,3 +32,39 @@ class InfrastructureError(Exception):
 
     The harness retries these; agent failures are never retried.
     """
+
+
+class StorageError(UserError):
+    """statebox could not write its own files (a full disk, a read-only run folder).
+
+    Unlike an agent's failure this stops the whole run: recording it as a failed attempt
+    would make `--resume` skip an attempt that never ran. Rows already written stay.
+    """
+
+
+# errno -> the words of the one line; EACCES/EPERM only count for paths statebox owns
+_STORAGE_ERRNOS = {
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "read-only file system",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+}
+_ALWAYS_STORAGE = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
+
+
+def storage_error(exc: BaseException, path: object = None, doing: str = "", *, owned: bool = True) -> StorageError | None:
+    """The one-line `StorageError` for an OSError from writing statebox's own files, else None.
+
+    `owned`: the path is one statebox writes (run folder, workspace), so EACCES/EPERM also
+    mean "cannot write there" rather than an agent's business.
+    """
+    if isinstance(exc, StorageError):
+        return exc
+    if not isinstance(exc, OSError) or exc.errno not in _STORAGE_ERRNOS:
+        return None
+    if exc.errno not in _ALWAYS_STORAGE and not owned:
+        return None
+    where = path if path is not None else (exc.filename if exc.filename is not None else "?")
+    words = _STORAGE_ERRNOS[exc.errno]
+    return StorageError(f"{doing}: {words} ({where})" if doing else f"{words} ({where})")

@@ -61,15 +61,18 @@ def run(
     attempt status (ok | timeout | oom | error) goes to stderr. `-- bash` with a
     terminal attached gives an interactive shell inside the sandbox.
     """
+    from statebox.errors import UserError
     from statebox.sandbox.interactive import run_command
+    from statebox.sandbox.videocheck import check_video
 
     command = list(ctx.args)
     if command and command[0] == "--":
         command = command[1:]
     if not command:
-        from statebox.errors import UserError
-
         raise UserError("no command given: statebox sandbox run --video FILE --question TEXT -- COMMAND...")
+    if query_time is not None and query_time <= 0:
+        raise UserError(f"--query-time {query_time:g}: must be positive")
+    check_video(video, query_time)  # empty, audio-only, or --query-time past the end: one line, before any container
     code = run_command(video=video, question=question, query_time=query_time, policy_name=policy,
                        command=command, reencode=reencode, keep=keep)
     raise typer.Exit(code)

@@ -82,18 +82,45 @@ class ResultRow(BaseModel):
 _JSON_COLUMNS = ("findings", "metrics")
 
 
+def _sqlite_storage_error(exc: Exception, path: Path, doing: str):
+    """SQLite's words for a full or read-only disk, as the one-line `StorageError`."""
+    from statebox.errors import StorageError, storage_error
+
+    found = storage_error(exc, path, doing)
+    if found is not None:
+        return found
+    text = str(exc).lower()
+    if "disk is full" in text or "no space" in text:
+        return StorageError(f"{doing}: no space left on device ({path})")
+    if "readonly" in text or "read-only" in text:
+        return StorageError(f"{doing}: read-only file system ({path})")
+    if "unable to open database" in text or "disk i/o error" in text:
+        return StorageError(f"{doing}: {exc} ({path})")
+    return None
+
+
 class ResultStore:
-    """Thread-safe access to `RUN_DIR/results.sqlite`."""
+    """Thread-safe access to `RUN_DIR/results.sqlite`.
+
+    A full or read-only disk raises `StorageError` (one line, exit 2): the transaction of
+    the row being written rolls back, every row written before stays.
+    """
 
     def __init__(self, run_dir: Path) -> None:
         self.path = Path(run_dir) / RESULTS_FILE
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.executescript(_SCHEMA)
-        self._conn.commit()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.executescript(_SCHEMA)
+            self._conn.commit()
+        except (OSError, sqlite3.Error) as exc:
+            err = _sqlite_storage_error(exc, self.path, "cannot open the result store")
+            if err is None:
+                raise
+            raise err from exc
 
     def done_ids(self) -> set[str]:
         with self._lock:
@@ -107,10 +134,20 @@ class ResultStore:
         columns = ", ".join(values)
         marks = ", ".join(f":{k}" for k in values)
         with self._lock:
-            cursor = self._conn.execute(
-                f"INSERT INTO results ({columns}) VALUES ({marks}) ON CONFLICT(attempt_id) DO NOTHING", values
-            )
-            self._conn.commit()
+            try:
+                cursor = self._conn.execute(
+                    f"INSERT INTO results ({columns}) VALUES ({marks}) ON CONFLICT(attempt_id) DO NOTHING", values
+                )
+                self._conn.commit()
+            except sqlite3.Error as exc:
+                try:
+                    self._conn.rollback()
+                except sqlite3.Error:
+                    pass
+                err = _sqlite_storage_error(exc, self.path, "cannot write a result row")
+                if err is None:
+                    raise
+                raise err from exc
             return cursor.rowcount == 1
 
     def update_verdict(self, attempt_id: str, verdict: str, action: str, findings: list[dict[str, Any]]) -> None:

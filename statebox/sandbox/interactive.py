@@ -80,6 +80,6 @@ def _run_tty(engine, spec) -> int:
         proc.wait()
         _say(f"status=timeout (wall-clock limit of {limit:g}s)")
         return STATUS_EXIT["timeout"]
-    except KeyboardInterrupt:
+    except BaseException:  # Ctrl-C, SIGTERM/SIGHUP (statebox.signals.Interrupted), anything else
         subprocess.run(["docker", "rm", "-f", name], capture_output=True)
         raise

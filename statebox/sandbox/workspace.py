@@ -124,6 +124,10 @@ def _run(cmd: list[str], what: str) -> str:
         raise UserError(f"{cmd[0]} is not installed; install ffmpeg (apt-get install -y ffmpeg)")
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
+        if "No space left on device" in proc.stderr or "Disk quota exceeded" in proc.stderr:
+            from statebox.errors import StorageError  # a full disk stops the run; it is not the video's fault
+
+            raise StorageError(f"{what}: no space left on device ({Path(cmd[-1]).parent})")
         tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
         raise UserError(f"{what}: {tail[:300]}")
     return proc.stdout
@@ -149,6 +153,21 @@ def clean_copy(src: Path, dst: Path, *, cut_at: float | None, reencode: bool) ->
     frames past the query time); otherwise the streams are copied bit for bit unless
     asked, or unless the codec cannot live in mp4, in which case re-encoding is the fallback.
     """
+    from statebox.errors import StorageError
+    from statebox.sandbox.videocheck import check_video, inspect_video
+
+    if cut_at is not None:
+        check_video(src, cut_at)  # empty, audio-only, or a query time past the end: say so, never cut
+    try:
+        return _clean_copy(src, dst, cut_at=cut_at, reencode=reencode)
+    except StorageError:
+        raise
+    except UserError:
+        inspect_video(src)  # names the cause (empty file, no video stream) instead of ffmpeg's words
+        raise
+
+
+def _clean_copy(src: Path, dst: Path, *, cut_at: float | None, reencode: bool) -> bool:
     base = ["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", str(src), "-map", "0:v:0", "-map", "0:a?"]
     if cut_at is not None:
         _run(base + ["-t", f"{cut_at:.6f}"] + ENCODE_ARGS + STRIP_ARGS + [str(dst)], f"{src}: cutting the video")

@@ -1,0 +1,87 @@
+"""Is this file a video a query can be asked of? One ffprobe, one clear line when not.
+
+Without this, an audio-only file or an empty one reaches ffmpeg as `-map 0:v:0` and
+comes back as ffmpeg's "add a trailing '?' to the map", and a query time past the end
+of the video is cut to the whole video silently. Used up front (`statebox sandbox run`,
+the runner's preflight) and by `workspace.clean_copy` to name the cause of a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from statebox.errors import UserError
+
+# A query time may overshoot the probed duration by this much (annotation rounding,
+# container vs stream duration) before it counts as past the end.
+END_TOLERANCE_S = 0.5
+
+
+class VideoError(UserError):
+    """The file is not a usable video (empty, no video stream, unreadable)."""
+
+
+@dataclass(frozen=True)
+class VideoFacts:
+    path: Path
+    duration_s: float | None
+    has_audio: bool
+
+
+def _duration(info: dict, video: dict) -> float | None:
+    for raw in (video.get("duration"), (info.get("format") or {}).get("duration")):
+        try:
+            value = float(raw)
+        except (TypeError, ValueError):
+            continue
+        if value > 0:
+            return value
+    return None
+
+
+def inspect_video(path: Path | str) -> VideoFacts:
+    """Probe `path`; raise `VideoError` naming the file when it cannot be a query's video."""
+    path = Path(path)
+    if not path.is_file():
+        raise VideoError(f"{path}: video not found")
+    if path.stat().st_size == 0:
+        raise VideoError(f"{path}: empty file")
+    if shutil.which("ffprobe") is None:
+        raise UserError("ffprobe is not installed; install ffmpeg (apt-get install -y ffmpeg)")
+    proc = subprocess.run(["ffprobe", "-v", "error", "-show_format", "-show_streams", "-of", "json", str(path)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["unknown format"])[-1]
+        raise VideoError(f"{path}: not a readable video ({tail[:200]})")
+    try:
+        info = json.loads(proc.stdout or "{}")
+    except ValueError:
+        info = {}
+    streams = info.get("streams") or []
+    video = next((s for s in streams if s.get("codec_type") == "video"
+                  and not (s.get("disposition") or {}).get("attached_pic")), None)
+    has_audio = any(s.get("codec_type") == "audio" for s in streams)
+    if video is None:
+        raise VideoError(f"{path}: no video stream" + (" (audio only)" if has_audio else ""))
+    if str(video.get("nb_frames", "")).strip() == "0":
+        raise VideoError(f"{path}: no video frames")
+    return VideoFacts(path=path, duration_s=_duration(info, video), has_audio=has_audio)
+
+
+def check_query_time(facts: VideoFacts, query_time: float | None) -> None:
+    """A query time must lie inside the video (up to `END_TOLERANCE_S`)."""
+    if query_time is None or facts.duration_s is None:
+        return
+    if query_time > facts.duration_s + END_TOLERANCE_S:
+        raise UserError(f"query time {query_time:g}s is past the end of {facts.path} ({facts.duration_s:.1f}s)")
+
+
+def check_video(path: Path | str, query_time: float | None = None) -> VideoFacts:
+    """`inspect_video` plus `check_query_time`: the one call for "can this query run on this file"."""
+    facts = inspect_video(path)
+    check_query_time(facts, query_time)
+    return facts
