@@ -168,6 +168,8 @@ def clean_copy(src: Path, dst: Path, *, cut_at: float | None, reencode: bool) ->
 
 
 def _clean_copy(src: Path, dst: Path, *, cut_at: float | None, reencode: bool) -> bool:
+    from statebox.errors import StorageError
+
     base = ["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", str(src), "-map", "0:v:0", "-map", "0:a?"]
     if cut_at is not None:
         _run(base + ["-t", f"{cut_at:.6f}"] + ENCODE_ARGS + STRIP_ARGS + [str(dst)], f"{src}: cutting the video")
@@ -178,6 +180,8 @@ def _clean_copy(src: Path, dst: Path, *, cut_at: float | None, reencode: bool) -
     try:
         _run(base + ["-c", "copy"] + STRIP_ARGS + [str(dst)], f"{src}: copying the video")
         return False
+    except StorageError:  # a full disk is not a codec mp4 cannot hold
+        raise
     except UserError:
         _run(base + ENCODE_ARGS + STRIP_ARGS + [str(dst)], f"{src}: re-encoding the video")
         return True

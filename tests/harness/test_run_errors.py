@@ -128,3 +128,209 @@ def test_infrastructure_failures_are_retried_agent_failures_are_not(tmp_path, mo
     hopeless = _FlakyEngineAgent(InfrastructureError("engine gone"), fail_times=99)
     row = runner.execute_attempt(_planned(tmp_path), hopeless, AgentOptions(), services, tmp_path / "run3", [])
     assert hopeless.calls == runner.INFRA_RETRIES + 1 and row.status == "error" and "infrastructure" in row.reason
+
+
+# ---------------------------------------------------------------- the disk and the video (issue 12, point 10)
+# A full or read-only disk, an audio-only or empty video, a query time past the video's end: one line
+# naming the cause, exit 2, every row already written kept. Mounts need root (a read-only file system
+# stops root; chmod would not).
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+
+
+def _mount(args: list[str]) -> None:
+    proc = subprocess.run(["mount", *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount here ({proc.stderr.strip()})")
+
+
+@pytest.fixture
+def mounts():
+    """Mount points to unmount (innermost first) when the test ends."""
+    made: list[Path] = []
+    yield made
+    for point in reversed(made):
+        subprocess.run(["umount", "-l", str(point)], capture_output=True)
+
+
+def _tmpfs(path: Path, size: str, mounts: list[Path]) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    _mount(["-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)])
+    mounts.append(path)
+    return path
+
+
+def _count(run_dir: Path) -> int:
+    """Rows in the store, also while a run writes it (WAL) and on a read-only file system."""
+    path = run_dir / "results.sqlite"
+    if not path.exists():
+        return 0
+    for query in ("mode=ro", "mode=ro&immutable=1"):
+        con = sqlite3.connect(f"file:{path}?{query}", uri=True)
+        try:
+            return int(con.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return 0
+        finally:
+            con.close()
+    raise AssertionError(f"cannot read {path}")
+
+
+def _no_traceback(line: str, proc: subprocess.CompletedProcess) -> str:
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout, proc.stderr
+    return line
+
+
+def _oracle(data: Path, videos: Path, run_dir: Path, *extra: str) -> list[str]:
+    return ["run", "--agent", "oracle", "--bench", "vstat", "--data", str(data), "--videos", str(videos),
+            "--run-dir", str(run_dir), *extra]
+
+
+def _many(tmp_path: Path, n: int) -> tuple[Path, Path]:
+    data, videos = _dataset(tmp_path)
+    docs = [{"source_task": "t", "video_id": "c", "video_path": "clip.mp4", "question": f"q{i}?", "answer": "3",
+             "choices": [], "answer_index": -1} for i in range(n)]
+    data.write_text(json.dumps({"data": {"t": docs}}))
+    return data, videos
+
+
+@needs_root
+def test_read_only_run_folder_is_one_line_and_keeps_rows(tmp_path, mounts):
+    data, videos = _dataset(tmp_path)
+    run_dir = _tmpfs(tmp_path / "run", "16m", mounts)
+    first = _run(_oracle(data, videos, run_dir, "--limit", "1"))
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert _count(run_dir) == 1
+    _mount(["-o", "remount,ro", str(run_dir)])
+    proc = _run(_oracle(data, videos, run_dir))  # two more attempts to run, on a read-only folder
+    line = _no_traceback(_one_error_line(proc), proc)
+    assert "read-only file system" in line and str(run_dir) in line
+    assert _count(run_dir) == 1
+
+    empty = _tmpfs(tmp_path / "empty", "1m", mounts)
+    _mount(["-o", "remount,ro", str(empty)])
+    proc = _run(_oracle(data, videos, empty / "run"))
+    line = _no_traceback(_one_error_line(proc), proc)
+    assert "read-only file system" in line and str(empty / "run") in line
+
+
+@needs_root
+def test_run_folder_turning_read_only_mid_run_stops_with_one_line(tmp_path, mounts, docker_engine):
+    """An attempt in flight when its folder becomes read-only: the run stops (exit 2), the
+    container is removed, the row written before stays and nothing half-done becomes a row."""
+    import docker
+    import time
+
+    data, videos = _dataset(tmp_path)
+    docs = [{"source_task": "t", "video_id": "c", "video_path": "clip.mp4", "question": q, "answer": "3",
+             "choices": [], "answer_index": -1} for q in ("fast?", "slow?", "slow again?")]
+    data.write_text(json.dumps({"data": {"t": docs}}))
+    run_dir = tmp_path / "run"
+    wait_for_go = "if grep -q slow instruction.txt; then while [ ! -e /tmp/go ]; do sleep 0.2; done; fi; echo 3 > answer.txt"
+    proc = subprocess.Popen(STATEBOX + ["run", "--agent", "shell", "--bench", "vstat", "--data", str(data), "--videos", str(videos),
+                                        "--run-dir", str(run_dir), "--option", f"command={wait_for_go}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    client = docker.from_env()
+    try:
+        deadline = time.time() + 300
+        running = []
+        while time.time() < deadline and proc.poll() is None:
+            if (run_dir / "run.json").exists() and (run_dir / "results.sqlite").exists():
+                run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+                running = client.containers.list(filters={"label": ["statebox=1", f"statebox.run={run_id}"]})
+                if running and _count(run_dir) == 1:
+                    break
+            time.sleep(0.2)
+        assert running, f"no attempt in flight: {proc.communicate()[1][-2000:] if proc.poll() is not None else ''}"
+        attempts = run_dir / "attempts"
+        _mount(["--bind", str(attempts), str(attempts)])
+        mounts.append(attempts)
+        _mount(["-o", "remount,bind,ro", str(attempts)])
+        running[0].exec_run(["touch", "/tmp/go"])  # the slow attempt finishes and tries to write its folder
+        out, err = proc.communicate(timeout=300)
+        done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        line = _no_traceback(_one_error_line(done), done)
+        assert "read-only file system" in line and str(attempts) in line
+        assert _count(run_dir) == 1
+        assert client.containers.list(all=True, filters={"label": ["statebox=1", f"statebox.run={run_id}"]}) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        client.close()
+
+
+@needs_root
+def test_full_disk_is_one_line_keeps_rows_and_resume_finishes(tmp_path, mounts):
+    n = 40
+    data, videos = _many(tmp_path, n)
+    run_dir = _tmpfs(tmp_path / "run", "400k", mounts)
+    proc = _run(_oracle(data, videos, run_dir))
+    line = _no_traceback(_one_error_line(proc), proc)
+    assert "no space left on device" in line and str(run_dir) in line
+    kept = _count(run_dir)
+    assert 1 <= kept < n
+    _mount(["-o", "remount,size=64m", str(run_dir)])
+    resumed = _run(["run", "--resume", str(run_dir)])
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    con = sqlite3.connect(run_dir / "results.sqlite")
+    ids = [r[0] for r in con.execute("SELECT attempt_id FROM results")]
+    con.close()
+    assert len(ids) == n and len(set(ids)) == n
+
+
+@needs_root
+def test_full_workspace_disk_is_one_line(tmp_path, mounts, docker_engine):
+    data, videos = _dataset(tmp_path, make_video=False)
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "nullsrc=s=320x240:r=25:d=2,geq=lum='random(1)*255':cb=128:cr=128",
+                    "-pix_fmt", "yuv420p", "-c:v", "libx264", "-qp", "0", str(videos / "clip.mp4")], check=True)  # noise: ~3 MB
+    assert (videos / "clip.mp4").stat().st_size > 1024 * 1024
+    ws_root = _tmpfs(tmp_path / "ws", "512k", mounts)
+    env = dict(os.environ, STATEBOX_WORKSPACE_ROOT=str(ws_root))
+    run_dir = tmp_path / "run"
+    proc = _run(["run", "--agent", "shell", "--bench", "vstat", "--data", str(data), "--videos", str(videos),
+                 "--run-dir", str(run_dir), "--option", "command=echo 3 > answer.txt"], env)
+    line = _no_traceback(_one_error_line(proc), proc)
+    assert "no space left on device" in line and str(ws_root) in line
+    assert _count(run_dir) == 0  # never a row that says "error" for an attempt the disk stopped
+
+
+def _audio_only(path: Path) -> Path:
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "sine=duration=2", "-c:a", "aac", str(path)],
+                   check=True)
+    return path
+
+
+def test_audio_only_and_empty_videos_name_the_file(tmp_path):
+    data, videos = _dataset(tmp_path)
+    run_dir = tmp_path / "run"
+    first = _run(_oracle(data, videos, run_dir))
+    assert first.returncode == 0, first.stderr[-2000:]
+    for name, make, words in (("clip.mp4", lambda p: _audio_only(p), "no video stream"),
+                              ("clip.mp4", lambda p: p.write_bytes(b""), "empty file")):
+        make(videos / name)
+        proc = _run(["run", "--agent", "oracle", "--agent", "shell", "--bench", "vstat", "--data", str(data),
+                     "--videos", str(videos), "--run-dir", str(run_dir), "--option", "command=echo 3 > answer.txt"])
+        line = _no_traceback(_one_error_line(proc), proc)
+        assert f"{videos / name}: {words}" in line, line
+        assert "trailing '?'" not in line
+        assert _count(run_dir) == 3  # the oracle's rows stay, nothing else was run
+        proc = _run(["sandbox", "run", "--video", str(videos / name), "--question", "q?", "--", "true"])
+        line = _no_traceback(_one_error_line(proc), proc)
+        assert f"{videos / name}: {words}" in line
+
+
+def test_query_time_past_the_end_is_refused(tmp_path):
+    data, videos = _dataset(tmp_path)  # clip.mp4 is 1 s long
+    proc = _run(["sandbox", "run", "--video", str(videos / "clip.mp4"), "--question", "q?", "--query-time", "99", "--", "true"])
+    line = _no_traceback(_one_error_line(proc), proc)
+    assert f"query time 99s is past the end of {videos / 'clip.mp4'} (1.0s)" in line
+
+    rows = [{"id": "v1", "query_index": i, "question": "How many?", "video_path": "clip.mp4", "counting_subtype": "O1-Snap",
+             "query_time": t, "count": 1} for i, t in enumerate((0.5, 99.0))]
+    eval_file = tmp_path / "vcbench_eval.jsonl"
+    eval_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    proc = _run(["run", "--agent", "shell", "--bench", "vcbench", "--data", str(eval_file), "--videos", str(videos),
+                 "--run-dir", str(tmp_path / "run"), "--option", "command=echo 1 > answer.txt"])
+    line = _no_traceback(_one_error_line(proc), proc)
+    assert "item v1" in line and f"query time 99s is past the end of {videos / 'clip.mp4'} (1.0s)" in line
