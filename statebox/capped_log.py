@@ -270,3 +270,78 @@ class BoundedBuffer:
 
     def text(self) -> str:
         return self.getvalue().decode("utf-8", "replace")
+
+
+def read_tail(path: Path | str, max_bytes: int = 64 * 1024, *, skip_marker: bool = True) -> str:
+    """The last `max_bytes` of a (possibly huge) log as text, without reading the rest; marker lines dropped."""
+    try:
+        with Path(path).open("rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(size - max_bytes, 0))
+            data = fh.read(max_bytes)
+    except OSError:
+        return ""
+    lines = data.decode("utf-8", "replace").splitlines()
+    if size > max_bytes and lines:
+        lines = lines[1:]  # the first line is most likely a piece of a longer one
+    if skip_marker:
+        lines = [line for line in lines if not is_marker(line)]
+    return "\n".join(lines)
+
+
+def clamp_tree(root: Path | str, max_file_bytes: int, max_total_bytes: int) -> list[str]:
+    """After a container wrote into a host folder directly: hold every file there to the caps.
+
+    Links and special files are removed (never followed); a regular file over
+    `max_file_bytes`, or past `max_total_bytes` for the folder, is cut and ends with the
+    marker line. Returns the relative paths that were cut or removed.
+    """
+    import stat
+
+    root = Path(root)
+    touched: list[str] = []
+    total = 0
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            rel = os.path.relpath(entry.path, root)
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(Path(entry.path))
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                try:
+                    os.unlink(entry.path)
+                except OSError:
+                    pass
+                touched.append(rel)
+                continue
+            allowed = max(min(max_file_bytes, max_total_bytes - total) - MARKER_RESERVE, 0)
+            if st.st_size > allowed:
+                try:
+                    fd = os.open(entry.path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0))
+                    try:
+                        os.ftruncate(fd, allowed)
+                        os.lseek(fd, 0, os.SEEK_END)
+                        os.write(fd, (b"\n" if allowed else b"") + marker_line(rel, max_file_bytes, seen_bytes=st.st_size))
+                    finally:
+                        os.close(fd)
+                except OSError:
+                    try:
+                        os.unlink(entry.path)
+                    except OSError:
+                        pass
+                touched.append(rel)
+                total += allowed + MARKER_RESERVE
+            else:
+                total += st.st_size
+    return touched

@@ -40,7 +40,7 @@ class _HostAgent:
         raise NotImplementedError
 
     def run(self, ctx: AttemptContext) -> Session:
-        with SessionRecorder(ctx.attempt_dir) as rec:
+        with SessionRecorder(ctx.attempt_dir, limits=ctx.policy.recording) as rec:
             rec.add(EventKind.message, ctx.item.question, data={"role": "user"})
             status, reason = "ok", ""
             try:

@@ -107,9 +107,11 @@ def render_prompt(ctx: AttemptContext) -> str:
 class LiveStream:
     """`on_stdout_line` for `SandboxEngine.run`: each native line -> events, recorded at once.
 
-    The engine writes the same bytes to the raw log, so the 1-based line numbers here
-    point into that file; a line that is not JSON (a CLI's stray print) is kept as a
-    `message` rather than dropped.
+    The engine writes the same lines to the raw log, so the 1-based line numbers here
+    point into that file; a line that is not JSON (a CLI's stray print, or a line cut at
+    the policy's `recording.raw_line_bytes`) is kept as a `message` rather than dropped.
+    Each line arrives already capped, and the recorder clips what it records to one
+    `recording.event_bytes` line and stops at `recording.events_bytes` (statebox/recorder.py).
     """
 
     def __init__(self, recorder: SessionRecorder, normaliser: Normaliser, source: str) -> None:
@@ -168,7 +170,7 @@ def run_cli_attempt(ctx: AttemptContext, agent: str, provider: str,
     attempt_dir = Path(ctx.attempt_dir)
     attempt_dir.mkdir(parents=True, exist_ok=True)
     image = agents_image(ctx)
-    recorder = SessionRecorder(attempt_dir, started_at=ctx.started_at)
+    recorder = SessionRecorder(attempt_dir, started_at=ctx.started_at, limits=ctx.policy.recording)
     prompt = render_prompt(ctx)
     socket_dir = Path(tempfile.mkdtemp(prefix="sbx-gw-"))  # short: unix socket paths cap at 108 bytes
     lease = ctx.gateway.lease(ctx.attempt.attempt_id, socket_dir, attempt_dir / GATEWAY_LOG, ctx.policy.budgets)
@@ -196,6 +198,7 @@ def run_cli_attempt(ctx: AttemptContext, agent: str, provider: str,
         lease.close()
         shutil.rmtree(socket_dir, ignore_errors=True)
     try:
+        recorder.note_capped_logs([launch.raw_log, STDERR_LOG])  # one cap_reached event per capped raw log
         return conclude(ctx, agent, recorder, launch, result, lease)
     finally:
         recorder.close()
@@ -215,11 +218,10 @@ def read_answer_file(ctx: AttemptContext, recorder: SessionRecorder) -> str | No
 
 
 def stderr_tail(attempt_dir: Path) -> str:
-    path = attempt_dir / STDERR_LOG
-    if not path.exists():
-        return ""
-    data = path.read_bytes()[-STDERR_TAIL_CHARS:]
-    return data.decode("utf-8", "replace").strip()
+    """The end of stderr.log (read from its end: the file may be as large as its cap), cap marker left out."""
+    from statebox.capped_log import read_tail
+
+    return read_tail(attempt_dir / STDERR_LOG, STDERR_TAIL_CHARS).strip()
 
 
 def conclude(ctx: AttemptContext, agent: str, recorder: SessionRecorder, launch: CliLaunch,

@@ -93,7 +93,7 @@ class MllmAgent:
         started = ctx.started_at or time.time()
         status, reason, response = "ok", "", ""
         usage = Usage()
-        with SessionRecorder(ctx.attempt_dir, started) as rec:
+        with SessionRecorder(ctx.attempt_dir, started, limits=ctx.policy.recording) as rec:
             rec.add(EventKind.message, ctx.instruction, data={"role": "user", "agent": self.name, "model": model})
             access = lease_gateway(ctx)
             try:

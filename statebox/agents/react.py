@@ -208,7 +208,7 @@ class ReactAgent:
         lease = ctx.gateway.lease(ctx.attempt.attempt_id, socket_dir, Path(ctx.attempt_dir) / "gateway.jsonl",
                                   policy.budgets)
         sandbox = None
-        with SessionRecorder(ctx.attempt_dir, started) as rec:
+        with SessionRecorder(ctx.attempt_dir, started, limits=ctx.policy.recording) as rec:
             rec.add(EventKind.message, prompt, source="prompt", data={"role": "system", "model": model,
                                                                        "provider": provider})
             worker: threading.Thread | None = None

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from statebox.agents.base import AgentOptions, AttemptContext
+from statebox.capped_log import read_tail
 from statebox.recorder import SessionRecorder
 from statebox.schema import EventKind, Session
 
@@ -59,6 +60,9 @@ cat answer.txt
 """
 
 
+TAIL_BYTES = 64 * 1024
+
+
 class ShellAgent:
     """Runs one shell command in the sandbox; the response is answer.txt, else the last output line."""
 
@@ -83,7 +87,7 @@ class ShellAgent:
 
         assert ctx.engine is not None and ctx.workspace is not None, "the shell agent runs in a sandbox"
         script = self.script(ctx)
-        with SessionRecorder(ctx.attempt_dir) as rec:
+        with SessionRecorder(ctx.attempt_dir, limits=ctx.policy.recording) as rec:
             rec.add(EventKind.message, ctx.instruction, data={"role": "user"})
             rec.add(EventKind.shell_command, script, source="script")
             stdout_path = ctx.attempt_dir / "stdout.log"
@@ -102,16 +106,17 @@ class ShellAgent:
                 policy=ctx.policy,
             )
             result = ctx.engine.run(spec, stdout_path, stderr_path, on_stdout_line=on_line)
+            rec.note_capped_logs(["stdout.log", "stderr.log"])  # a cap_reached event per capped log
             answer = ctx.workspace.read_output("answer.txt")  # refuses a planted symlink
             if answer is not None:
                 response = answer.strip()
-            else:
-                lines = [l for l in stdout_path.read_text(errors="replace").splitlines() if l.strip()] if stdout_path.exists() else []
+            else:  # the last line printed: read from the log's end (it may be as large as its cap)
+                lines = [l for l in read_tail(stdout_path, TAIL_BYTES).splitlines() if l.strip()]
                 response = lines[-1].strip() if lines else ""
             status = result.status if result.status != "ok" or result.exit_code in (0, None) else "error"
             reason = result.reason or ("" if status == "ok" else f"exit code {result.exit_code}")
             if status != "ok" and stderr_path.exists():
-                tail = stderr_path.read_text(errors="replace").strip().splitlines()[-3:]
+                tail = read_tail(stderr_path, TAIL_BYTES).strip().splitlines()[-3:]
                 rec.add(EventKind.error, "\n".join(tail), source="stderr.log")
             rec.add(EventKind.final_answer, response)
             return rec.session(

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from statebox.agents.base import AgentOptions, AttemptContext
+from statebox.capped_log import CAP_REACHED, clamp_tree, read_tail
 from statebox.recorder import SessionRecorder
 from statebox.schema import EventKind, Session
 from statebox.tracker import container as tc
@@ -66,7 +67,7 @@ class TrackerAgent:
         weights_target = f"{tc.MODELS_MOUNT}/{self.weights.name}"
         command = self.command(weights_target)
         meta: dict = {"weights": self.weights.name, "stride": self.stride, "batch": self.batch, "imgsz": self.imgsz}
-        with SessionRecorder(ctx.attempt_dir, started) as rec:
+        with SessionRecorder(ctx.attempt_dir, started, limits=ctx.policy.recording) as rec:
             rec.add(EventKind.message, ctx.instruction, data={"role": "user"})
             # statebox chose this command and its mounts (/input, /models, /out), not an agent:
             # it is recorded as a harness message, so the auditor judges only what ran inside
@@ -114,6 +115,15 @@ class TrackerAgent:
             )
             result = ctx.engine.run(spec, stdout_path, stderr_path, on_stdout_line=on_line)
             meta["gpu"] = result.gpu
+            rec.note_capped_logs(["stdout.log", "stderr.log"])
+            # /out was written by the container straight into the attempt folder: held to the same caps
+            # (links and special files removed, never followed) before anything here reads it
+            lim = ctx.policy.recording
+            for name in clamp_tree(out_dir, lim.raw_log_bytes, lim.raw_log_bytes):
+                rec.add(EventKind.message, f"statebox: tracker-out/{name} was over its cap or not a regular file; cut",
+                        source=f"tracker-out/{name}",
+                        data={"role": "harness", "statebox": CAP_REACHED, "file": f"tracker-out/{name}",
+                              "cap_bytes": lim.raw_log_bytes})
             for attempt in tc.read_network_log(out_dir):  # from processes whose stdout was not ours
                 if not any(e.kind == EventKind.network_attempt and e.data.get("time") == attempt.get("time")
                            for e in rec.events):
@@ -136,7 +146,7 @@ class TrackerAgent:
                 else:
                     response = str(answer.get("response", ""))
             if status not in ("ok", "abstain") and stderr_path.exists():
-                tail = stderr_path.read_text(errors="replace").strip().splitlines()[-3:]
+                tail = read_tail(stderr_path).strip().splitlines()[-3:]
                 rec.add(EventKind.error, "\n".join(tail), source="stderr.log")
             meta.update({k: answer.get(k) for k in ("program", "explanation") if k in answer})
             run_file = out_dir / "run.json"
@@ -146,16 +156,12 @@ class TrackerAgent:
                 except json.JSONDecodeError:
                     pass
             rec.add(EventKind.final_answer, response, data={"status": status})
-            return Session(
-                attempt_id=ctx.attempt.attempt_id,
-                agent=self.name,
+            return rec.session(
+                ctx.attempt.attempt_id,
+                self.name,
                 status=status,
                 reason=reason,
                 response=response,
-                events=list(rec.events),
                 raw_logs=["events.jsonl", "stdout.log", "stderr.log", "tracker-out/tracks.jsonl"],
-                frames=rec.frames,
-                started_at=started,
-                duration_s=time.time() - started,
                 meta=meta,
             )

@@ -219,7 +219,7 @@ class VideoAgent:
         status, reason, response = "ok", "", ""
         usage = Usage()
         final: dict[str, Any] = {}
-        with SessionRecorder(ctx.attempt_dir, started) as rec:
+        with SessionRecorder(ctx.attempt_dir, started, limits=ctx.policy.recording) as rec:
             rec.add(EventKind.message, ctx.instruction, data={"role": "user", "agent": self.name, "model": model})
             access = lease_gateway(ctx)
             try:
