@@ -65,7 +65,7 @@ def main() -> int:
         spec = ContainerSpec(image=image, command=command, workspace=None, policy=policy, env=dict(tc.OFFLINE_ENV),
                              mounts=[Mount(source=video.resolve(), target=f"/videos/{video.name}"),
                                      Mount(source=weights, target=f"{tc.MODELS_MOUNT}/{weights.name}"),
-                                     Mount(source=out, target=tc.OUT_MOUNT, read_only=False)],
+                                     Mount(source=out, target=tc.OUT_MOUNT, read_only=False, writer="statebox")],
                              gpu=True)
         found: dict = {}
 

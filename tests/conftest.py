@@ -47,6 +47,36 @@ def docker_engine():
     return SandboxEngine()
 
 
+@pytest.fixture()
+def limited_dir(tmp_path):
+    """Factory: a size- and inode-limited folder (its own tmpfs) a container's uid 1000 may write.
+
+    The engine refuses writable storage that the kernel does not limit, so tests use these
+    wherever a plain folder used to do; each is unmounted at teardown.
+    """
+    from statebox.sandbox.workspace import limited_folder
+
+    made = []
+
+    def make(size_mb: int = 64, inodes: int = 10_000) -> Path:
+        folder = limited_folder(size_mb, inodes=inodes, root=tmp_path / "limited")
+        made.append(folder)
+        return folder.path
+
+    yield make
+    for folder in made:
+        folder.cleanup()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_mounts_left_behind(tmp_path_factory):
+    """Unmount any limited folder a test forgot, so pytest can remove its temp folders."""
+    yield
+    from statebox.sandbox import limited_fs
+
+    limited_fs.unmount_all(tmp_path_factory.getbasetemp())
+
+
 @pytest.fixture(scope="session")
 def tiny_suite(tmp_path_factory) -> Path:
     """The built-in tiny suite, generated once per test session; returns the suite folder."""

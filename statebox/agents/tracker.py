@@ -16,15 +16,18 @@ Agent options: `--weights FILE` (default: the shipped suite model), and `extra` 
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
 from statebox.agents.base import AgentOptions, AttemptContext
 from statebox.capped_log import CAP_REACHED, clamp_tree, read_tail
 from statebox.recorder import SessionRecorder
+from statebox.sandbox.workspace import limited_folder
 from statebox.schema import EventKind, Session
 from statebox.tracker import container as tc
+
+
+TRACKER_OUT_MB = 256  # tracks.jsonl of a long video, answer.json, run.json, network.jsonl
 
 
 class TrackerAgent:
@@ -61,7 +64,8 @@ class TrackerAgent:
         out_dir = ctx.attempt_dir / "tracker-out"
         input_dir.mkdir(parents=True, exist_ok=True)
         out_dir.mkdir(parents=True, exist_ok=True)
-        os.chmod(out_dir, 0o777)  # the container's user (uid 1000) writes here
+        # the container writes /out into a kernel-limited tmpfs; regular files are copied here afterwards
+        scratch = limited_folder(TRACKER_OUT_MB, inodes=1000)
         question = {"question": ctx.item.question, "choices": list(ctx.item.choices)}
         (input_dir / "question.json").write_text(json.dumps(question))
         weights_target = f"{tc.MODELS_MOUNT}/{self.weights.name}"
@@ -108,12 +112,16 @@ class TrackerAgent:
                 env=dict(tc.OFFLINE_ENV),
                 mounts=[Mount(source=self.weights, target=weights_target, read_only=True),
                         Mount(source=input_dir, target=tc.INPUT_MOUNT, read_only=True),
-                        Mount(source=out_dir, target=tc.OUT_MOUNT, read_only=False)],
+                        Mount(source=scratch.path, target=tc.OUT_MOUNT, read_only=False)],
                 gpu=True,  # a device request only when the engine has the NVIDIA runtime and policy allows
                 run_id=ctx.attempt.run_id,
                 attempt_id=ctx.attempt.attempt_id,
             )
-            result = ctx.engine.run(spec, stdout_path, stderr_path, on_stdout_line=on_line)
+            try:
+                result = ctx.engine.run(spec, stdout_path, stderr_path, on_stdout_line=on_line)
+            finally:
+                scratch.copy_out(out_dir)
+                scratch.cleanup()
             meta["gpu"] = result.gpu
             rec.note_capped_logs(["stdout.log", "stderr.log"])
             # /out was written by the container straight into the attempt folder: held to the same caps

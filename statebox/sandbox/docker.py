@@ -1,10 +1,11 @@
 """Hardened containers on the real Docker engine (docker SDK), one per attempt.
 
-Every container gets the same hardening (see `host_config`): no network, read-only
-root, tmpfs /tmp and home with size limits, only the workspace bind-mounted rw at
-/workspace plus explicitly requested read-only mounts, user `agent`, all capabilities
-dropped, no-new-privileges, pids/memory (no swap)/CPU limits, stdin closed, an init
-process, an environment built only from the policy's allow-list. The wall clock is
+Every container gets the same hardening, from the one table in `hardening.py` (no
+network, read-only root, size- and inode-limited tmpfs /tmp and home, the workspace a
+size-limited filesystem of its own, a root-owned init that drops the agent's command to
+uid 1000 with no capabilities, no-new-privileges, the seccomp allow-list, pids/memory/CPU
+limits), stdin closed, an environment built only from the policy's allow-list. Writable
+storage that is not kernel-limited is refused before a container is made. The wall clock is
 enforced from the host (kill -> `timeout`), OOM kills are reported (`oom`), output is
 streamed to host files as it arrives, and the container is removed on every path out,
 Ctrl-C included. Containers carry labels so the next start removes those a killed run
@@ -26,59 +27,23 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict
 
 from statebox.errors import InfrastructureError, UserError
-from statebox.policies.model import Policy
+from statebox.sandbox import hardening
 from statebox.sandbox.engine_client import docker_client
+from statebox.sandbox.hardening import AGENT_USER, INIT_USER, as_agent
+from statebox.sandbox.spec import HOME, WORKDIR, ContainerSpec, Mount
 
-AGENT_USER = "1000:1000"
-WORKDIR = "/workspace"
-HOME = "/home/agent"
+__all__ = ["AGENT_USER", "HOME", "WORKDIR", "ContainerSpec", "ContainerResult", "ExecResult", "Mount",
+           "RunningSandbox", "SandboxEngine", "quote_command"]
+
 LABEL = "statebox"
 OUTPUT_CAP_BYTES = 64 * 1024 * 1024  # per stream; an output flood must not fill the host disk
 OUTPUT_LINE_CAP_BYTES = 1024 * 1024  # one line of a stream (policy recording.raw_line_bytes)
 STOP_GRACE_S = 2.0  # SIGTERM first, SIGKILL after this; an agent ignoring SIGTERM still dies
-WATCH_INTERVAL_S = 1.0
 
 ContainerStatus = Literal["ok", "timeout", "oom", "error"]
-
-
-class Mount(BaseModel):
-    """An extra bind mount; read-only unless said otherwise (honeytokens, gateway socket dir, weights)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    source: Path
-    target: str
-    read_only: bool = True
-
-
-class ContainerSpec(BaseModel):
-    """What to run and under which policy; the hardening itself is not negotiable here."""
-
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
-    image: str
-    command: list[str] | str = Field(description="argv, or a string run with /bin/sh -c")
-    workspace: Path | None = Field(None, description="host folder mounted rw at /workspace (the working directory)")
-    policy: Policy
-    env: dict[str, str] = Field(default_factory=dict, description="added to policy.env_allow; the host's is never inherited")
-    mounts: list[Mount] = Field(default_factory=list)
-    gpu: bool = False
-    run_id: str = ""
-    attempt_id: str = ""
-    time_limit_s: float | None = Field(None, description="overrides policy.limits.time_limit_s")
-    tty: bool = False  # only for a person at a terminal (`statebox sandbox run -- bash`)
-
-    @field_validator("workspace", mode="before")
-    @classmethod
-    def _workspace_path(cls, value: Any) -> Any:
-        """Accept a `Workspace` (anything with `.path`) as well as a plain folder."""
-        return getattr(value, "path", value)
-
-    def workspace_dir(self) -> Path | None:
-        return Path(self.workspace) if self.workspace is not None else None
 
 
 class ContainerResult(BaseModel):
@@ -114,28 +79,6 @@ def _infra(what: str, exc: Exception) -> Exception:
     if isinstance(exc, docker.errors.APIError) and exc.is_client_error():
         return UserError(f"{what}: {msg[:300]}")
     return InfrastructureError(f"{what}: {msg[:300]}")
-
-
-def _dir_size(path: Path, limit: int) -> int:
-    """Bytes under `path` (not following symlinks); stops counting once over `limit`."""
-    total = 0
-    stack = [str(path)]
-    while stack:
-        try:
-            with os.scandir(stack.pop()) as it:
-                for entry in it:
-                    try:
-                        if entry.is_dir(follow_symlinks=False):
-                            stack.append(entry.path)
-                        else:
-                            total += entry.stat(follow_symlinks=False).st_blocks * 512
-                    except OSError:
-                        continue
-                    if total > limit:
-                        return total
-        except OSError:
-            continue
-    return total
 
 
 def _pid_alive(pid: int) -> bool:
@@ -255,55 +198,16 @@ class SandboxEngine:
         }
 
     def host_config(self, spec: ContainerSpec, gpu: bool) -> dict[str, Any]:
-        lim = spec.policy.limits
-        binds: dict[str, dict[str, str]] = {}
-        ws = spec.workspace_dir()
-        if ws is not None:
-            if not ws.is_dir():
-                raise UserError(f"{ws}: workspace folder not found")
-            binds[str(ws.resolve())] = {"bind": WORKDIR, "mode": "rw"}
-        for m in spec.mounts:
-            if not Path(m.source).exists():
-                raise UserError(f"{m.source}: mount source not found (for {m.target})")
-            if m.target in (WORKDIR, "/", "/tmp", HOME) or not m.target.startswith("/"):
-                raise UserError(f"mount target {m.target!r} is not allowed")
-            binds[str(Path(m.source).resolve())] = {"bind": m.target, "mode": "ro" if m.read_only else "rw"}
-        mem = f"{lim.memory_mb}m"
-        kwargs: dict[str, Any] = dict(
-            binds=binds,
-            network_mode="none",
-            read_only=True,
-            tmpfs={
-                "/tmp": f"rw,nosuid,nodev,size={lim.tmp_mb}m,mode=1777",
-                HOME: f"rw,nosuid,nodev,size={lim.home_mb}m,uid=1000,gid=1000,mode=0700",
-            },
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            pids_limit=lim.pids,
-            mem_limit=mem,
-            memswap_limit=mem,
-            nano_cpus=int(lim.cpus * 1e9),
-            shm_size="64m",
-            init=True,
-            log_config={"type": "none", "config": {}},
-            # fsize: one file can never exceed the workspace budget (the watchdog catches many files)
-            ulimits=[{"Name": "core", "Soft": 0, "Hard": 0},
-                     {"Name": "fsize", "Soft": lim.workspace_mb * 1024 * 1024, "Hard": lim.workspace_mb * 1024 * 1024}],
-        )
-        if gpu:
-            import docker.types
+        """The SDK host config: `hardening.settings`, after the fail-closed check on writable storage."""
+        hardening.check_writable(spec)
+        return self.api.create_host_config(**hardening.host_config_kwargs(spec, gpu=gpu))
 
-            kwargs["device_requests"] = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])]
-        return self.api.create_host_config(**kwargs)
-
-    def _create(self, spec: ContainerSpec, command: list[str] | str, gpu: bool) -> str:
-        if isinstance(command, str):  # a string is a shell command line, as in `docker run IMAGE sh -c ...`
-            command = ["/bin/sh", "-c", command]
+    def _create(self, spec: ContainerSpec, command: list[str], gpu: bool) -> str:
         try:
             created = self.api.create_container(
                 image=spec.image,
                 command=command,
-                user=AGENT_USER,
+                user=INIT_USER,  # only tini (and setpriv) run as root; see hardening.py
                 working_dir=WORKDIR,
                 environment=self.environment(spec),
                 hostname="sandbox",
@@ -357,12 +261,10 @@ class SandboxEngine:
         """
         gpu = self._gpu_request(spec)
         limit = spec.time_limit_s or spec.policy.limits.time_limit_s
-        ws = spec.workspace_dir()
-        ws_cap = spec.policy.limits.workspace_mb * 1024 * 1024
         out = _Sink(Path(stdout_path) if stdout_path else None, on_stdout_line, spec.policy.recording)
         err = _Sink(Path(stderr_path) if stderr_path else None, on_stderr_line, spec.policy.recording)
         started = time.monotonic()
-        cid = self._create(spec, spec.command, gpu)
+        cid = self._create(spec, as_agent(spec.command), gpu)
         verdict: dict[str, str] = {}
         done = threading.Event()
         reader: threading.Thread | None = None
@@ -392,21 +294,11 @@ class SandboxEngine:
             deadline = started + limit
 
             def watch() -> None:
-                """Host-side wall clock and workspace size; kills the container on a breach."""
-                while not done.wait(min(WATCH_INTERVAL_S, max(deadline - time.monotonic(), 0.0))):
-                    if time.monotonic() >= deadline:
-                        verdict.setdefault("status", "timeout")
-                        verdict.setdefault("reason", f"wall-clock limit of {limit:g}s reached; killed")
-                        self._stop(cid)
-                        return
-                    if ws is not None and _dir_size(ws, ws_cap) > ws_cap:
-                        verdict.setdefault("status", "error")
-                        verdict.setdefault("reason", f"workspace grew past {spec.policy.limits.workspace_mb} MB; killed")
-                        try:
-                            self.api.kill(cid)
-                        except Exception:  # noqa: BLE001
-                            pass
-                        return
+                """Host-side wall clock (storage limits are the kernel's: see limited_fs)."""
+                if not done.wait(max(deadline - time.monotonic(), 0.0)):
+                    verdict.setdefault("status", "timeout")
+                    verdict.setdefault("reason", f"wall-clock limit of {limit:g}s reached; killed")
+                    self._stop(cid)
 
             watcher = threading.Thread(target=watch, name=f"statebox-watch-{cid[:8]}", daemon=True)
             watcher.start()
@@ -443,7 +335,7 @@ class SandboxEngine:
     # ------------------------------------------------------------ long-lived sandboxes
 
     def start(self, spec: ContainerSpec) -> "RunningSandbox":
-        """A container kept alive (an idle init + sleep) for tools driven by `docker exec`."""
+        """A container kept alive (a root-owned init + sleep) for tools driven by `docker exec`."""
         gpu = self._gpu_request(spec)
         cid = self._create(spec, ["sleep", "infinity"], gpu)
         try:
@@ -454,29 +346,19 @@ class SandboxEngine:
         return RunningSandbox(self, cid, spec)
 
     def cli_args(self, spec: ContainerSpec) -> list[str]:
-        """The equivalent `docker run` arguments (for a terminal session and for the perf peer)."""
-        lim = spec.policy.limits
-        args = ["docker", "run", "--rm", "--network", "none", "--read-only",
-                "--tmpfs", f"/tmp:rw,nosuid,nodev,size={lim.tmp_mb}m,mode=1777",
-                "--tmpfs", f"{HOME}:rw,nosuid,nodev,size={lim.home_mb}m,uid=1000,gid=1000,mode=0700",
-                "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-                "--pids-limit", str(lim.pids), "--memory", f"{lim.memory_mb}m", "--memory-swap", f"{lim.memory_mb}m",
-                "--cpus", f"{lim.cpus:g}", "--shm-size", "64m", "--init", "--log-driver", "none",
-                "--ulimit", "core=0:0",
-                "--ulimit", f"fsize={lim.workspace_mb * 1024 * 1024}:{lim.workspace_mb * 1024 * 1024}", "--user", AGENT_USER, "--workdir", WORKDIR, "--hostname", "sandbox"]
+        """The equivalent `docker run` arguments (`--print-cli`, a terminal session, the perf peer)."""
+        gpu = self._gpu_request(spec)
+        hardening.check_writable(spec)
+        args = ["docker", "run", "--rm", *hardening.cli_flags(spec, gpu=gpu),
+                "--user", INIT_USER, "--workdir", WORKDIR, "--hostname", "sandbox"]
         for key, value in self.labels(spec).items():
             args += ["--label", f"{key}={value}"]
         for key, value in self.environment(spec).items():
             args += ["--env", f"{key}={value}"]
-        ws = spec.workspace_dir()
-        if ws is not None:
-            args += ["--volume", f"{ws.resolve()}:{WORKDIR}:rw"]
-        for m in spec.mounts:
-            args += ["--volume", f"{Path(m.source).resolve()}:{m.target}:{'ro' if m.read_only else 'rw'}"]
         if spec.tty:
             args += ["-it"]
         args.append(spec.image)
-        args += ["/bin/sh", "-c", spec.command] if isinstance(spec.command, str) else list(spec.command)
+        args += as_agent(spec.command)
         return args
 
 
@@ -508,10 +390,11 @@ class RunningSandbox:
         if self._stopped.is_set():
             raise InfrastructureError("the sandbox was stopped" + (" (its wall-clock limit ran out)" if self.expired else ""))
         argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
-        wrapped = ["timeout", "-k", "2", f"{max(timeout_s, 0.1):g}", *argv]
+        # exec'd as root, dropped by setpriv like the main command: never with the container's init caps
+        wrapped = as_agent(["timeout", "-k", "2", f"{max(timeout_s, 0.1):g}", *argv])
         started = time.monotonic()
         try:
-            exec_id = self.api.exec_create(self.id, wrapped, user=AGENT_USER, workdir=WORKDIR,
+            exec_id = self.api.exec_create(self.id, wrapped, user=INIT_USER, workdir=WORKDIR,
                                            environment=self.engine.environment(self.spec), stdin=False)["Id"]
             stream = self.api.exec_start(exec_id, stream=True, demux=True)
             # head and tail of each stream, bounded by the policy (statebox/capped_log.py), whatever it prints

@@ -1,7 +1,11 @@
 """Per-attempt workspaces: one renamed, de-identified video and the question, nothing else.
 
 The folder's host path is random (a bind mount's source path is visible inside the
-container in /proc/self/mountinfo, so it must reveal nothing). The video is always
+container in /proc/self/mountinfo, so it must reveal nothing). The folder is its own
+size- and inode-limited tmpfs (`limited_fs`): the agent's writes past the policy's
+`workspace_mb` / `inodes` fail with ENOSPC in the kernel. The video itself stays on disk
+beside it (`<folder>.video/`) and is bind-mounted read-only over a placeholder, so it
+costs no workspace budget and cannot be changed, even by root in the container. The video is always
 COPIED through ffmpeg with container, stream and chapter metadata removed; a streaming
 query is cut (re-encoded) so no frame after the query time exists, verified by decoding
 the last frame. A leak gate then checks the result with ffprobe and scans every file's
@@ -26,6 +30,8 @@ from typing import Any
 
 from statebox.errors import UserError
 from statebox.policies.model import Policy
+from statebox.sandbox import limited_fs
+from statebox.sandbox.cleanup import remove_tree
 from statebox.schema import Item, Query
 
 AGENT_UID = 1000
@@ -72,6 +78,11 @@ class Workspace:
     def video_path(self) -> Path:
         return self.path / self.video_name
 
+    @property
+    def video_store(self) -> Path:
+        """The on-disk folder that holds the video the workspace bind-mounts read-only."""
+        return video_store_of(self.path)
+
     def read_output(self, name: str = ANSWER_FILE, max_bytes: int = ANSWER_MAX_BYTES) -> str | None:
         """Read a file the agent wrote, refusing symlinks and non-regular files.
 
@@ -92,8 +103,94 @@ class Workspace:
             return handle.read(max_bytes).decode("utf-8", "replace")
 
     def cleanup(self) -> None:
-        """Remove the folder (rmtree never follows the agent's symlinks out of it)."""
-        shutil.rmtree(self.path, ignore_errors=True)
+        """Unmount and remove the folder and its video store; raises `CleanupError` when something stays.
+
+        Unmounting the tmpfs drops whatever the agent wrote at once (any depth, any
+        permission); `remove_tree` then removes the empty mount point and the video copy.
+        """
+        limited_fs.unmount_all(self.path)
+        remove_tree(self.path)
+        remove_tree(self.video_store)
+
+
+def video_store_of(folder: Path) -> Path:
+    return folder.with_name(folder.name + ".video")
+
+
+@dataclass
+class LimitedFolder:
+    """A writable folder for a container that is not a workspace (the tracker's /out, tests)."""
+
+    path: Path
+
+    def cleanup(self) -> None:
+        limited_fs.unmount_all(self.path)
+        remove_tree(self.path)
+
+    def copy_out(self, dest: Path, max_file_bytes: int = 256 * 1024 * 1024) -> list[str]:
+        """Copy the regular files the container left here into `dest`; never follows a link.
+
+        Symlinks, fifos and devices the container planted are skipped (a link to a host
+        path would otherwise be read by the host for it); returns the relative names copied.
+        """
+        copied: list[str] = []
+        dest = Path(dest)
+        for top, dirs, files in os.walk(self.path, followlinks=False):
+            rel_top = Path(top).relative_to(self.path)
+            for name in files:
+                src = Path(top) / name
+                try:
+                    fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                except OSError:
+                    continue  # a symlink (ELOOP) or gone
+                with os.fdopen(fd, "rb") as handle:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        continue
+                    target = dest / rel_top / name
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    with open(target, "wb") as out:
+                        shutil.copyfileobj(_limited_reader(handle, max_file_bytes), out)
+                copied.append(str(rel_top / name))
+        return copied
+
+    def __enter__(self) -> "LimitedFolder":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
+
+class _limited_reader:
+    """A file object that stops after `limit` bytes (copyfileobj reads through it)."""
+
+    def __init__(self, handle, limit: int) -> None:
+        self.handle, self.left = handle, limit
+
+    def read(self, size: int = -1) -> bytes:
+        if self.left <= 0:
+            return b""
+        data = self.handle.read(self.left if size < 0 else min(size, self.left))
+        self.left -= len(data)
+        return data
+
+
+def limited_folder(size_mb: int, *, inodes: int = 10_000, root: Path | str | None = None,
+                   owner_uid: int = AGENT_UID) -> LimitedFolder:
+    """A fresh random folder under the workspace root, mounted as a tmpfs of `size_mb` and `inodes`.
+
+    Every folder a container may write to must be one of these (the engine refuses
+    others): the kernel, not a poll, keeps the agent inside its budget.
+    """
+    folder = workspace_root(root) / secrets.token_hex(16)
+    folder.mkdir(mode=0o700)
+    try:
+        limited_fs.mount_limited(folder, size_bytes=size_mb * 1024 * 1024, inodes=inodes,
+                                 uid=owner_uid if os.geteuid() == 0 else os.geteuid(),
+                                 gid=owner_uid if os.geteuid() == 0 else os.getegid(), mode=0o700)
+    except BaseException:
+        remove_tree(folder)
+        raise
+    return LimitedFolder(folder)
 
 
 def workspace_root(root: Path | str | None = None) -> Path:
@@ -104,7 +201,14 @@ def workspace_root(root: Path | str | None = None) -> Path:
         base.chmod(0o711)
     except PermissionError:
         pass
+    key = str(base.resolve())
+    if key not in _REAPED:  # once per process and root: unmount what a killed statebox left
+        _REAPED.add(key)
+        limited_fs.reap_stale(base)
     return base
+
+
+_REAPED: set[str] = set()
 
 
 def _give_to_agent(path: Path, mode: int) -> None:
@@ -318,33 +422,46 @@ def leak_gate(folder: Path, video: Path, needles: list[str], policy: Policy) -> 
 
 def prepare_workspace(item: Item, query: Query, video_path: Path | str, policy: Policy, *,
                       root: Path | str | None = None, reencode: bool = False, dataset: str = "") -> Workspace:
-    """Make the attempt's folder: de-identified video + instruction.txt, then the leak gate."""
+    """Make the attempt's folder: de-identified video + instruction.txt, then the leak gate.
+
+    Layout: `<root>/<hex>/` is a tmpfs of `workspace_mb` (+ the instruction) and `inodes`,
+    owned by the agent; `<root>/<hex>.video/<name>.mp4` is the clean copy on disk, bound
+    read-only at `<root>/<hex>/<name>.mp4`.
+    """
     source = Path(video_path)
     if not source.is_file():
         raise UserError(f"{source}: video not found")
     folder = workspace_root(root) / secrets.token_hex(16)
+    store = video_store_of(folder)
     folder.mkdir(mode=0o700)
+    store.mkdir(mode=0o700)
     try:
         video_name = f"{secrets.token_hex(8)}.mp4"
-        target = folder / video_name
+        stored = store / video_name
         cut_at = query.time
         if cut_at is not None and cut_at <= 0:
             raise UserError(f"query time {cut_at} of item {item.id!r} must be positive")
-        reencoded = clean_copy(source, target, cut_at=cut_at, reencode=reencode or policy.reencode)
+        reencoded = clean_copy(source, stored, cut_at=cut_at, reencode=reencode or policy.reencode)
         duration = None
         if cut_at is not None:
-            last = last_frame_time(target)
+            last = last_frame_time(stored)
             if last > cut_at + CUT_TOLERANCE_S:
                 raise LeakGateError(f"leak gate: the cut video still has a frame at {last:.3f}s, past the query time {cut_at:g}s")
             duration = last
         instruction = render_instruction(item, query, video_name, policy)
+        limits = policy.limits
+        limited_fs.mount_limited(folder, size_bytes=limits.workspace_mb * 1024 * 1024 + len(instruction.encode()) + 4096,
+                                 inodes=limits.inodes, uid=AGENT_UID if os.geteuid() == 0 else os.geteuid(),
+                                 gid=AGENT_UID if os.geteuid() == 0 else os.getegid(), mode=0o700)
         (folder / INSTRUCTION_FILE).write_text(instruction)
+        target = folder / video_name
+        target.touch(mode=0o444)
+        stored.chmod(0o444)
+        limited_fs.bind_file_readonly(stored, target)
         notes = leak_gate(folder, target, identifying_needles(source, item.id, dataset), policy)
-        _give_to_agent(folder, 0o700)
-        _give_to_agent(target, 0o644)
         _give_to_agent(folder / INSTRUCTION_FILE, 0o644)
         return Workspace(path=folder, video_name=video_name, instruction=instruction, query_time=cut_at,
                          duration_s=duration, reencoded=reencoded, cut=cut_at is not None, gate_notes=notes)
     except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
+        Workspace(path=folder, video_name="", instruction="", query_time=None).cleanup()
         raise

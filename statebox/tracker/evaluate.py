@@ -95,7 +95,8 @@ def evaluate_suite(suite_dir: Path, weights: Path | None = None, *, tasks: list[
                              mounts=[Mount(source=ds.videos, target="/videos"),
                                      Mount(source=weights_path, target=f"{tc.MODELS_MOUNT}/{weights_path.name}"),
                                      Mount(source=run_dir / "in", target=tc.INPUT_MOUNT),
-                                     Mount(source=run_dir / "out", target=tc.OUT_MOUNT, read_only=False)],
+                                     Mount(source=run_dir / "out", target=tc.OUT_MOUNT, read_only=False,
+                                           writer="statebox")],
                              gpu=True)
         net: list[dict] = []
 

@@ -104,7 +104,7 @@ def train_detector(suite: Path, out: Path, *, model: str = "yolov8n.yaml", epoch
                "--epochs", str(epochs), "--imgsz", str(imgsz), "--device", device, "--batch", str(batch),
                "--out", tc.OUT_MOUNT]
     mounts = [Mount(source=data_dir.resolve(), target=tc.DATA_MOUNT, read_only=True),
-              Mount(source=run_dir.resolve(), target=tc.OUT_MOUNT, read_only=False)]
+              Mount(source=run_dir.resolve(), target=tc.OUT_MOUNT, read_only=False, writer="statebox")]
     init_sha = None
     if init is not None:
         init = Path(init).resolve()

@@ -14,6 +14,7 @@ from statebox.audits.honeytokens import plant_honeytokens
 from statebox.audits.verdict import adjusted_views, audit_attempt
 from statebox.policies import load_policy
 from statebox.recorder import SessionRecorder
+from statebox.sandbox.workspace import limited_folder
 from statebox.schema import EventKind, Item
 
 CHEAT = r"""
@@ -36,9 +37,7 @@ def _run(engine, image, tmp: Path, name: str, script: str, seed: int):
     from statebox.sandbox.docker import ContainerSpec
 
     attempt_dir = tmp / "attempts" / name
-    workspace = tmp / f"ws-{name}"
-    workspace.mkdir(parents=True)
-    workspace.chmod(0o777)
+    workspace = limited_folder(16, root=tmp / "limited").path
     plan = plant_honeytokens(attempt_dir / "honeytokens", random.Random(seed))
     (attempt_dir / "attempt.json").write_text(json.dumps({
         "attempt": {"agent": "shell", "item_id": "q0"}, "attempt_id": name, "item_id": "q0", "workspace_video": "x1y2z3.mp4",

@@ -98,14 +98,13 @@ print(json.dumps(out))
 
 
 @pytest.mark.docker
-def test_relay_and_socket_inside_real_sandbox(docker_engine, lease, scripted, tmp_path):
+def test_relay_and_socket_inside_real_sandbox(docker_engine, lease, scripted, tmp_path, limited_dir):
     from statebox.policies import load_policy
     from statebox.sandbox.docker import ContainerSpec
     from statebox.sandbox.gateway import container_env, socket_mount
     from statebox.sandbox.images import ensure_image
 
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
+    workspace = limited_dir(16)
     (workspace / "probe.py").write_text(IN_CONTAINER)
     env = {**container_env(lease, "openai"), **container_env(lease, "anthropic")}
     spec = ContainerSpec(image=ensure_image("sandbox"), command=["python3", "probe.py"], workspace=workspace,

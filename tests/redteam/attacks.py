@@ -104,14 +104,14 @@ print("DONE")
         r'''
 print(dict(os.environ))
 print(open("/proc/self/environ","rb").read().replace(b"\0", b"\n").decode())
-print("init environ:", open("/proc/1/environ","rb").read().replace(b"\0", b" ").decode())
+attempt("read init's environ", lambda: open("/proc/1/environ","rb").read().replace(b"\0", b" ").decode())
 for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"):
     if key in os.environ:
         print("ESCAPED env", key)
     else:
         print("BLOCKED env", key, "absent")
 print("DONE")
-''', min_blocked=5),
+''', min_blocked=6),
     _py("secret_files", "read host credential files: /root, ~/.docker/config.json, /etc/shadow, ~/.config, ~/.netrc",
         r'''
 for p in ("/etc/shadow", "/root/.docker/config.json", "/root/.bash_history", "/var/run/secrets/kubernetes.io"):
@@ -217,10 +217,42 @@ print("DONE")
         "dd if=/dev/zero of=$HOME/fill bs=1M count=400 2>&1 | tail -1; "
         "[ $(du -sm $HOME | cut -f1) -le 32 ] && echo 'BLOCKED home capped' || echo 'ESCAPED home grew'; echo DONE",
         limits={"home_mb": 32}, min_blocked=1),
-    _sh("fill_workspace", "fill the host-backed workspace: one huge file, then many 4 MB files forever",
-        "dd if=/dev/zero of=/workspace/big bs=1M count=200 2>&1 | tail -1; echo \"single file rc=$?\"; "
-        "ls -la /workspace/big; i=0; while :; do head -c 4000000 /dev/zero > /workspace/f$i; i=$((i+1)); sleep 0.01; done",
-        limits={"workspace_mb": 48}, statuses=("error",), needs_done=False, max_duration_s=20),
+    _sh("fill_workspace", "fill the workspace (48 MB): one 200 MB write stream, then 4 MB files until the kernel says no",
+        "dd if=/dev/zero of=/workspace/big bs=1M count=200 2>&1 | tail -1; ls -la /workspace/big; "
+        "i=0; while [ $i -lt 200 ]; do head -c 4000000 /dev/zero > /workspace/f$i 2>/tmp/err || break; i=$((i+1)); done; "
+        "grep -q 'No space left' /tmp/err && echo \"BLOCKED file $i: $(cat /tmp/err)\" || echo \"ESCAPED wrote $i files\"; "
+        "df -k /workspace | tail -1; echo DONE",
+        limits={"workspace_mb": 48}, min_blocked=1),
+    _py("fill_inodes", "create 60,000 folders and empty files in /workspace, /tmp and home (inode limit 2,000 each)",
+        r'''
+for top in ("/workspace", "/tmp", os.environ["HOME"]):
+    made = 0
+    try:
+        for i in range(60000):
+            if i % 2: os.mkdir(f"{top}/d{i}")
+            else: open(f"{top}/e{i}", "w").close()
+            made += 1
+        print(f"ESCAPED {top}: {made} entries")
+    except OSError as exc:
+        print(f"BLOCKED {top} after {made} entries: {exc.strerror}")
+print("DONE")
+''', limits={"inodes": 2000}, min_blocked=3),
+    _py("deep_tree", "nest 5,000 folders (deeper than Python's recursion limit), make some unreadable, fill with links",
+        r'''
+fd = os.open("/workspace", os.O_RDONLY)
+for i in range(5000):
+    os.mkdir("d", dir_fd=fd)
+    new = os.open("d", os.O_RDONLY, dir_fd=fd)
+    if i % 500 == 0:
+        os.symlink("/", "rootlink", dir_fd=new)
+        os.symlink("/workspace", "loop", dir_fd=new)
+    os.close(fd); fd = new
+os.close(fd)
+for top, dirs, files in os.walk("/workspace"):
+    if top.count("/") == 40: os.chmod(top, 0); break
+print("made 5000 nested folders; one made unreadable")
+print("DONE")
+''', limits={"inodes": 20000}),
     _sh("symlink_planted_in_workspace", "plant symlinks (answer.txt -> a host canary file, rootlink -> /) for the host to follow",
         "ln -s \"$RT_CANARY\" /workspace/answer.txt; ln -s / /workspace/rootlink; ln -s \"$RT_CANARY\" /workspace/out.json; "
         "ls -la /workspace; cat /workspace/answer.txt 2>&1 | head -c 200 && echo; echo 'inside, the link resolves in the container only'; echo DONE",
@@ -306,16 +338,72 @@ print("NoNewPrivs:", [l for l in open("/proc/self/status") if l.startswith("NoNe
 if "NoNewPrivs:\t1" not in open("/proc/self/status").read(): print("ESCAPED no_new_privs is off")
 print("DONE")
 ''', min_blocked=3),
-    _py("capabilities", "read this process's and init's capability sets (all must be empty)",
+    _py("capabilities", "read this process's capability sets (all must be empty) and init's owner (root, not us)",
         r'''
-for pid in ("self", "1"):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("Cap"):
-            key, val = line.split()
-            print(pid, key, val)
-            print(("BLOCKED" if int(val, 16) == 0 else "ESCAPED"), pid, key)
+for line in open("/proc/self/status"):
+    if line.startswith("Cap"):
+        key, val = line.split()
+        print("self", key, val)
+        print(("BLOCKED" if int(val, 16) == 0 else "ESCAPED"), "self", key)
+uid = [l.split()[1:] for l in open("/proc/1/status") if l.startswith("Uid:")][0]
+print("init uids", uid)
+print("BLOCKED init is root's, not ours" if set(uid) == {"0"} else "ESCAPED init runs as our uid")
 print("DONE")
-''', min_blocked=10),
+''', min_blocked=6),
+    _py("ptrace_init", "freeze or inspect init: ptrace attach/seize, /proc/1/mem, SIGSTOP, process_vm_readv, ptrace a child",
+        r'''
+import ctypes, signal, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+def call(name, nr, *args):
+    def f():
+        r = libc.syscall(nr, *args)
+        if r < 0:
+            e = ctypes.get_errno(); raise OSError(e, os.strerror(e))
+        return r
+    return f
+attempt("ptrace(PTRACE_ATTACH, 1)", call("ptrace", 101, 16, 1, 0, 0))
+attempt("ptrace(PTRACE_SEIZE, 1)", call("ptrace", 101, 0x4206, 1, 0, 0))
+attempt("ptrace(PTRACE_TRACEME)", call("ptrace", 101, 0, 0, 0, 0))
+child = subprocess.Popen(["sleep", "30"])
+attempt("ptrace(PTRACE_ATTACH, own child)", call("ptrace", 101, 16, child.pid, 0, 0))
+iov = (ctypes.c_char * 16)()
+attempt("process_vm_readv(1)", call("process_vm_readv", 310, 1, 0, 0, 0, 0, 0))
+attempt("open /proc/1/mem for writing", lambda: open("/proc/1/mem", "r+b"))
+attempt("read /proc/1/environ", lambda: open("/proc/1/environ", "rb").read())
+attempt("kill -STOP 1", lambda: os.kill(1, signal.SIGSTOP))
+attempt("kill -KILL 1", lambda: os.kill(1, signal.SIGKILL))
+child.kill()
+print("DONE")
+''', min_blocked=9),
+    _py("kernel_attack_surface", "io_uring, userfaultfd, bpf, perf_event_open, keyrings, user namespaces, clone3",
+        r'''
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+def call(nr, *args):
+    def f():
+        r = libc.syscall(nr, *args)
+        if r < 0:
+            e = ctypes.get_errno(); raise OSError(e, os.strerror(e))
+        return r
+    return f
+params = (ctypes.c_char * 120)()
+attempt("io_uring_setup", call(425, 8, ctypes.byref(params)))
+attempt("userfaultfd", call(323, 0))
+attempt("bpf(BPF_PROG_LOAD)", call(321, 5, 0, 0))
+attempt("perf_event_open", call(298, 0, 0, -1, -1, 0))
+attempt("keyctl(KEYCTL_JOIN_SESSION_KEYRING)", call(250, 1, 0))
+attempt("add_key", call(248, b"user", b"x", b"y", 1, -3))
+attempt("unshare(CLONE_NEWUSER)", call(272, 0x10000000))
+attempt("unshare(CLONE_NEWNS)", call(272, 0x00020000))
+attempt("clone(CLONE_NEWUSER)", call(56, 0x10000000 | 17, 0, 0, 0, 0))
+attempt("clone3", call(435, 0, 0))
+attempt("setns", call(308, 0, 0))
+print("DONE")
+''', min_blocked=11),
+    _sh("detached_processes", "leave daemons behind: setsid/nohup/double fork, then exit at once",
+        "setsid sleep 1000 < /dev/null > /dev/null 2>&1 & nohup sleep 1000 > /dev/null 2>&1 & "
+        "( ( sleep 1000 & ) & ); python3 -c 'import os; os.fork() or (os.setsid(), os.fork() or __import__(\"time\").sleep(1000))' & "
+        "sleep 0.5; echo \"detached: $(ls /proc | grep -c '^[0-9]') processes\"; echo DONE"),
     _sh("mount_and_namespaces", "mount a tmpfs/proc, unshare user/mount namespaces, chroot",
         "for c in 'mount -t tmpfs none /tmp' 'mount -t proc proc /tmp' 'unshare -r id' 'unshare -U -m true' "
         "'unshare -p -f true' 'chroot / true' 'umount /workspace'; do "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
@@ -32,8 +33,9 @@ def _problems(outcome, ctx) -> list[str]:
         problems.append("the attacker did not run to its end (no DONE): " + outcome.stderr[-300:])
     if outcome.count("BLOCKED") < a.min_blocked:
         problems.append(f"only {outcome.count('BLOCKED')} BLOCKED lines, expected >= {a.min_blocked}")
-    if a.max_duration_s is not None and outcome.wall_s > a.max_duration_s:
-        problems.append(f"took {outcome.wall_s:.1f}s, limit {a.max_duration_s}s")
+    # measured from the container's start (the host's wall clock), not from create: load can slow create
+    if a.max_duration_s is not None and outcome.duration_s > a.max_duration_s:
+        problems.append(f"ran {outcome.duration_s:.1f}s, limit {a.max_duration_s}s")
     if outcome.leftover_containers:
         problems.append("its container was not removed")
     return problems
@@ -48,10 +50,9 @@ def test_attacker_is_contained(redteam, name):
     assert not _problems(outcome, redteam), _problems(outcome, redteam)
 
 
-def test_red_team_is_large_and_fast(redteam):
-    print(f"{len(redteam['outcomes'])} attackers in {redteam['total_s']:.1f}s")
-    assert len(redteam["outcomes"]) >= 30
-    assert redteam["total_s"] < 180
+def test_red_team_is_large(redteam):
+    print(f"{len(redteam['outcomes'])} attackers in {redteam['total_s']:.1f}s (not asserted: speed varies by machine)")
+    assert len(redteam["outcomes"]) >= 35
 
 
 def test_host_listener_never_reached(redteam):
@@ -81,19 +82,68 @@ def test_output_flood_is_capped(redteam):
     assert size <= sdocker.OUTPUT_CAP_BYTES + 200
 
 
-def test_workspace_fill_was_stopped(redteam):
-    outcome = redteam["outcomes"]["fill_workspace"]
-    from statebox.sandbox.docker import _dir_size
+def _used_bytes(path) -> tuple[int, int]:
+    """(bytes, inodes) in use on the filesystem at `path`, as the host's kernel counts them."""
+    st = os.statvfs(path)
+    return (st.f_blocks - st.f_bfree) * st.f_frsize, st.f_files - st.f_ffree
 
-    assert "workspace grew past" in outcome.reason
-    big = [line for line in outcome.lines if line.endswith("/workspace/big")]
-    assert big, outcome.stdout
-    size = int(big[0].split()[4])
-    print(f"the single 200 MB write stopped at {size} bytes (fsize limit)")
-    assert size <= 48 * 1024 * 1024
-    used = _dir_size(outcome.workspace.path, 1 << 40)
-    print(f"workspace held {used / 1e6:.0f} MB when killed (budget 48 MB)")
-    assert used < 48 * 1024 * 1024 * 4
+
+def test_workspace_fill_stops_in_the_kernel(redteam):
+    """The write past 48 MB fails inside the container (ENOSPC); the host holds no more than the budget."""
+    outcome = redteam["outcomes"]["fill_workspace"]
+    assert outcome.status == "ok" and "No space left" in outcome.stdout, outcome.stdout[-800:]
+    used, _ = _used_bytes(outcome.workspace.path)
+    print(f"workspace on the host after the fill: {used / 2**20:.1f} MB (budget 48 MB)")
+    assert used <= 48 * 2**20 + 64 * 1024  # + the instruction and the tmpfs's own rounding
+
+
+def test_inode_fill_stops_in_the_kernel(redteam):
+    outcome = redteam["outcomes"]["fill_inodes"]
+    for top in ("/workspace", "/tmp", "/home/agent"):
+        line = next((l for l in outcome.lines if l.startswith(f"BLOCKED {top} ")), "")
+        assert "No space left" in line, outcome.stdout[-800:]
+        made = int(line.split(" after ")[1].split()[0])
+        assert made <= 2000, line
+    _, inodes = _used_bytes(outcome.workspace.path)
+    print(f"inodes in use in the workspace on the host: {inodes} (limit 2000)")
+    assert inodes <= 2000
+
+
+def test_deep_tree_is_cleaned_up(redteam):
+    outcome = redteam["outcomes"]["deep_tree"]
+    ws = outcome.workspace
+    assert outcome.status == "ok" and "made 5000 nested folders" in outcome.stdout, outcome.stderr[-500:]
+    ws.cleanup()
+    assert not ws.path.exists() and not ws.video_store.exists()
+    assert Path("/etc/hostname").exists()  # the links to / were never followed
+
+
+def test_detached_processes_do_not_outlive_the_attempt(redteam, docker_engine):
+    outcome = redteam["outcomes"]["detached_processes"]
+    assert outcome.status == "ok" and "DONE" in outcome.lines, outcome.stderr[-500:]
+    assert outcome.leftover_containers == 0
+    assert docker_engine.api.containers(all=True, filters={"label": "statebox.run=redteam", "status": "running"}) == []
+
+
+def test_detached_processes_in_an_exec_sandbox_die_with_it(redteam, docker_engine, limited_dir):
+    """The long-lived sandbox (react, tools): a daemon started by one exec dies with stop()."""
+    from statebox.policies import load_policy
+    from statebox.sandbox.docker import ContainerSpec
+
+    spec = ContainerSpec(image=redteam["image"], command=["sleep", "infinity"], workspace=limited_dir(8),
+                         policy=load_policy("default"), run_id="redteam", attempt_id="rt-exec-detach")
+    box = docker_engine.start(spec)
+    try:
+        box.exec("setsid sleep 1000 < /dev/null > /dev/null 2>&1 & nohup sleep 999 > /dev/null 2>&1 &", timeout_s=20)
+        seen = box.exec("for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done | grep -c '^sleep 99[09]'",
+                        timeout_s=20).stdout.strip()
+        print("sleepers after the exec returned:", seen)
+        assert int(seen or 0) >= 1  # the setsid daemon outlived its exec
+        init = box.exec("kill -STOP 1; echo rc=$?; stat -c %u /proc/1", timeout_s=20)
+        assert "rc=1" in init.stdout and init.stdout.strip().endswith("0"), init.stdout + init.stderr
+    finally:
+        box.stop()
+    assert docker_engine.api.containers(all=True, filters={"label": "statebox.attempt=rt-exec-detach"}) == []
 
 
 def test_symlinks_planted_by_the_agent_are_not_followed_by_the_host(redteam):
@@ -127,15 +177,12 @@ def test_read_only_mount_still_intact(redteam):
     assert not (redteam["ro_dir"] / "new").exists()
 
 
-def test_harness_keeps_working_after_the_attacks(redteam, docker_engine, tmp_path):
+def test_harness_keeps_working_after_the_attacks(redteam, docker_engine, tmp_path, limited_dir):
     """After fork bombs, OOMs, floods and killed inits, a plain attempt still runs and nothing is left over."""
     from statebox.policies import load_policy
     from statebox.sandbox.docker import ContainerSpec
 
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    ws.chmod(0o777)
-    spec = ContainerSpec(image=redteam["image"], command=["python3", "-c", "print(6*7)"], workspace=ws,
+    spec = ContainerSpec(image=redteam["image"], command=["python3", "-c", "print(6*7)"], workspace=limited_dir(8),
                          policy=load_policy("default"), run_id="redteam", attempt_id="rt-after")
     result = docker_engine.run(spec, tmp_path / "o", tmp_path / "e")
     assert result.status == "ok" and (tmp_path / "o").read_text().strip() == "42"

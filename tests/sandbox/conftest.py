@@ -34,9 +34,6 @@ def sandbox_image(docker_engine) -> str:
 
 
 @pytest.fixture()
-def agent_dir(tmp_path) -> Path:
-    """A plain folder the container's uid 1000 may write."""
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    folder.chmod(0o777)
-    return folder
+def agent_dir(limited_dir) -> Path:
+    """A size-limited folder (64 MB, its own tmpfs) the container's uid 1000 may write."""
+    return limited_dir(64)

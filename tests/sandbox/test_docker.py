@@ -78,11 +78,14 @@ def test_hardening_as_the_engine_sees_it(docker_engine, sandbox_image, agent_dir
         attrs = docker_engine.api.inspect_container(box.id)
         hc, cfg = attrs["HostConfig"], attrs["Config"]
         assert hc["NetworkMode"] == "none" and hc["ReadonlyRootfs"] is True
-        assert hc["CapDrop"] == ["ALL"] and "no-new-privileges" in hc["SecurityOpt"]
+        assert hc["CapDrop"] == ["ALL"] and sorted(hc["CapAdd"]) == ["SETGID", "SETPCAP", "SETUID"]
+        assert "no-new-privileges" in hc["SecurityOpt"]
+        assert any(opt.startswith("seccomp=") and "io_uring_setup" in opt for opt in hc["SecurityOpt"])
         assert hc["PidsLimit"] == 99 and hc["Memory"] == 512 * 2**20 and hc["MemorySwap"] == 512 * 2**20
         assert hc["NanoCpus"] == 5 * 10**8 and hc["Init"] is True
         assert set(hc["Tmpfs"]) == {"/tmp", "/home/agent"}
-        assert cfg["User"] == "1000:1000" and cfg["WorkingDir"] == "/workspace"
+        assert all("nr_inodes=" in opts for opts in hc["Tmpfs"].values())
+        assert cfg["User"] == "0:0" and cfg["WorkingDir"] == "/workspace"  # root only for init; see below
         assert cfg["OpenStdin"] is False and cfg["Hostname"] == "sandbox"
         assert cfg["Labels"]["statebox"] == "1" and cfg["Labels"]["statebox.attempt"] == "t-harden"
         binds = {m["Destination"]: m for m in attrs["Mounts"]}
@@ -90,8 +93,10 @@ def test_hardening_as_the_engine_sees_it(docker_engine, sandbox_image, agent_dir
         assert binds["/workspace"]["RW"] is True and binds["/run/statebox"]["RW"] is False
         ex = box.exec(["bash", "-c", "pwd; id -u; echo e >&2"], timeout_s=20)
         assert (ex.exit_code, ex.stdout, ex.stderr, ex.timed_out) == (0, "/workspace\n1000\n", "e\n", False)
+        caps = box.exec("grep -E '^Cap(Prm|Eff|Bnd|Amb)' /proc/self/status; stat -c %u /proc/1", timeout_s=20).stdout
+        assert caps.count("0000000000000000") == 4 and caps.strip().endswith("0"), caps  # agent: no caps; init: root
         slow = box.exec("sleep 30", timeout_s=1)
-        assert slow.timed_out and slow.duration_s < 6
+        assert slow.timed_out and slow.duration_s < 25
     assert docker_engine.api.containers(all=True, filters={"label": "statebox.attempt=t-harden"}) == []
 
 
@@ -105,14 +110,13 @@ def test_running_sandbox_expires_at_the_wall_clock(docker_engine, sandbox_image,
         box.exec("true")
 
 
-def test_parallel_runs_overlap(docker_engine, sandbox_image, tmp_path):
+def test_parallel_runs_overlap(docker_engine, sandbox_image, limited_dir):
     n = 4
     spans: dict[int, tuple[float, float]] = {}
+    folders = [limited_dir(8) for _ in range(n)]
 
     def one(i: int) -> None:
-        ws = tmp_path / f"w{i}"
-        ws.mkdir()
-        ws.chmod(0o777)
+        ws = folders[i]
         t0 = time.monotonic()
         res = docker_engine.run(_spec(sandbox_image, ws, f"sleep 1; echo {i} > /workspace/i"), None, None)
         assert res.status == "ok"
@@ -125,7 +129,7 @@ def test_parallel_runs_overlap(docker_engine, sandbox_image, tmp_path):
         t.join()
     assert len(spans) == n
     assert max(s for s, _ in spans.values()) < min(e for _, e in spans.values())  # all were running at once
-    assert all((tmp_path / f"w{i}" / "i").read_text().strip() == str(i) for i in range(n))
+    assert all((folders[i] / "i").read_text().strip() == str(i) for i in range(n))
 
 
 def test_stale_containers_of_a_dead_process_are_collected(docker_engine, sandbox_image):
@@ -172,14 +176,14 @@ def test_gpu_required_without_runtime_is_a_user_error(docker_engine, sandbox_ima
     assert auto.status == "ok" and auto.gpu is False
 
 
-def test_no_engine_is_one_clear_line(monkeypatch):
+def test_no_engine_is_one_clear_line(monkeypatch, source_video):
     from statebox.sandbox import engine_client
 
     monkeypatch.setattr(engine_client, "_clients", {})
     with pytest.raises(UserError, match="no Docker engine at unix:///nonexistent/docker.sock.*start it"):
         SandboxEngine(docker_host="unix:///nonexistent/docker.sock")
     env = dict(os.environ, DOCKER_HOST="unix:///nonexistent/docker.sock")
-    out = subprocess.run([str(Path(sys.executable).parent / "statebox"), "sandbox", "run", "--video", "/etc/hostname",
+    out = subprocess.run([str(Path(sys.executable).parent / "statebox"), "sandbox", "run", "--video", str(source_video),
                           "--question", "q", "--", "true"], capture_output=True, text=True, env=env)
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and "no Docker engine" in out.stderr

@@ -45,7 +45,8 @@ def test_clean_copy_with_random_names(item, policy, source_video, tmp_path):
         assert not ws.reencoded and not ws.cut
         assert abs(float(info["format"]["duration"]) - 4.0) < 0.2
         if os.geteuid() == 0:
-            assert ws.path.stat().st_uid == 1000 and video.stat().st_uid == 1000
+            assert ws.path.stat().st_uid == 1000  # the agent's tmpfs; the video is root's and read-only
+            assert video.stat().st_uid == 0 and video.stat().st_mode & 0o222 == 0
         # a second attempt on the same video gets different names
         other = prepare_workspace(item, item.queries[0], source_video, policy, root=tmp_path, dataset="ecbench")
         assert other.path != ws.path and other.video_name != ws.video_name
@@ -102,7 +103,8 @@ def test_leak_gate_catches_identifying_question(item, policy, source_video, tmp_
     leaky = item.model_copy(update={"question": "From the ECBench set: how many?"})
     with pytest.raises(LeakGateError, match="ecbench"):
         prepare_workspace(leaky, item.queries[0], source_video, policy, root=tmp_path, dataset="ecbench")
-    assert list(tmp_path.iterdir()) == []  # an aborted workspace leaves nothing behind
+    assert [p for p in tmp_path.iterdir() if p.name != ".statebox-owners"] == []  # an aborted workspace leaves nothing
+    assert list((tmp_path / ".statebox-owners").iterdir()) == []
 
 
 def test_leak_gate_catches_metadata_the_copy_kept(item, policy, source_video, tmp_path, monkeypatch):

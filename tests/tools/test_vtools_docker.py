@@ -17,12 +17,11 @@ pytestmark = pytest.mark.docker
 
 
 @pytest.fixture
-def sandbox(docker_engine, clips, tmp_path):
+def sandbox(docker_engine, clips, tmp_path, limited_dir):
     from statebox.sandbox.docker import ContainerSpec
     from statebox.sandbox.images import ensure_image
 
-    ws = tmp_path / "ws"
-    ws.mkdir()
+    ws = limited_dir(64)
     shutil.copy(clips["h264"], ws / "v.mp4")
     os.symlink("/etc/passwd", ws / "link.mp4")
     for path in (ws, ws / "v.mp4"):

@@ -23,9 +23,6 @@ def shipped_weights() -> Path:
 
 
 @pytest.fixture()
-def writable_dir(tmp_path) -> Path:
-    """A folder the container's uid 1000 may write."""
-    folder = tmp_path / "out"
-    folder.mkdir()
-    folder.chmod(0o777)
-    return folder
+def writable_dir(limited_dir) -> Path:
+    """A size-limited folder (its own tmpfs) the container's uid 1000 may write."""
+    return limited_dir(256)
