@@ -27,7 +27,8 @@ class Limits(BaseModel):
     pids: int = Field(256, ge=16)
     tmp_mb: int = Field(512, ge=16, description="tmpfs size of /tmp")
     home_mb: int = Field(256, ge=16, description="tmpfs size of the agent's home")
-    workspace_mb: int = Field(2048, ge=1, description="what the agent may write in /workspace (a tmpfs of this size: ENOSPC past it)")
+    workspace_mb: int = Field(1024, ge=1, description="what the agent may write in /workspace: a tmpfs of this size "
+                                                       "(ENOSPC past it); its pages count against memory_mb, so keep it below")
     inodes: int = Field(20_000, ge=64, description="files + folders the agent may create in each writable filesystem "
                                                     "(/workspace, /tmp, home): nr_inodes of their tmpfs")
 

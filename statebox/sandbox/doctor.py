@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass
-from pathlib import Path
 
 from statebox.errors import UserError
+from statebox.sandbox import hardening, limited_fs
+from statebox.sandbox.workspace import limited_folder
 
 
 @dataclass
@@ -83,7 +84,30 @@ def gather_checks(docker_host: str | None = None) -> list[Check]:
         checks.append(Check("workspace root", "ok", str(root)))
     except OSError as exc:
         checks.append(Check("workspace root", "fail", f"{exc}", "set STATEBOX_WORKSPACE_ROOT to a writable folder"))
+        return checks
+    checks.append(_limited_fs_check())
+    summary = hardening.seccomp_summary()
+    checks.append(Check("seccomp profile", "ok",
+                        f"{summary['path']} (sha256 {summary['sha256']}): {summary['allowed']} syscalls allowed, "
+                        f"default {summary['default']}; denied: {', '.join(summary['denied'])}"))
+    checks.append(Check("container init", "ok",
+                        f"docker's tini runs as root with only {'/'.join(hardening.INIT_CAPS)}; the agent's command runs "
+                        f"through `{' '.join(hardening.DROP_TO_AGENT[:2])} ...` as uid {hardening.AGENT_UID} with "
+                        "no capabilities, so it cannot ptrace, signal or freeze init"))
     return checks
+
+
+def _limited_fs_check() -> Check:
+    """Mount and unmount one tiny limited folder: the workspace limits need it (and root)."""
+    try:
+        with limited_folder(1, inodes=64) as folder:
+            ok = limited_fs.is_limited(folder.path)
+    except UserError as exc:
+        return Check("workspace limits", "fail", str(exc), "run statebox as root (it mounts a size-limited tmpfs per attempt)")
+    if not ok:
+        return Check("workspace limits", "fail", "a mounted tmpfs did not show its size/inode limits",
+                     "check /proc/self/mountinfo on this host")
+    return Check("workspace limits", "ok", "each writable folder is a tmpfs with size= and nr_inodes= (ENOSPC past the budget)")
 
 
 def run_doctor(docker_host: str | None = None) -> int:
