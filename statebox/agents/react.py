@@ -239,10 +239,10 @@ class ReactAgent:
                 if worker is not None:
                     worker.join(timeout=10)
                 shutil.rmtree(socket_dir, ignore_errors=True)
-            response = self._response(ctx, state)
+            from_file = None if state.answer is not None else self._answer_file(ctx, rec)
+            response = state.answer if state.answer is not None else (from_file or state.last_text.strip())
             if response and not state.answer:
-                rec.add(EventKind.final_answer, response, data={"from": "answer.txt" if self._answer_file(ctx) else
-                                                                "last_message"})
+                rec.add(EventKind.final_answer, response, data={"from": "answer.txt" if from_file else "last_message"})
             if state.status != "ok" and state.reason:
                 rec.add(EventKind.error, state.reason)
             rec.usage = lease.usage.model_copy()
@@ -266,17 +266,16 @@ class ReactAgent:
                              policy=ctx.policy, run_id=ctx.attempt.run_id, attempt_id=ctx.attempt.attempt_id)
         return ctx.engine.start(spec)
 
-    def _answer_file(self, ctx: AttemptContext) -> str | None:
-        path = Path(ctx.workspace.path) / ANSWER_FILE if ctx.workspace is not None else None
-        if path is not None and path.is_file():
-            text = path.read_text(errors="replace").strip()
-            return text or None
-        return None
-
-    def _response(self, ctx: AttemptContext, state: _Run) -> str:
-        if state.answer is not None:
-            return state.answer
-        return self._answer_file(ctx) or state.last_text.strip()
+    def _answer_file(self, ctx: AttemptContext, rec: SessionRecorder) -> str | None:
+        """answer.txt as the agent left it; a link or special file is refused (the host would follow it)."""
+        if ctx.workspace is None:
+            return None
+        try:
+            text = ctx.workspace.read_output(ANSWER_FILE)
+        except UserError as exc:
+            rec.add(EventKind.error, str(exc), source=ANSWER_FILE)
+            return None
+        return (text or "").strip() or None
 
     # ------------------------------------------------------------------ the graph
     def _loop(self, ctx: AttemptContext, llm: Any, sandbox: Any, rec: SessionRecorder, state: _Run,
