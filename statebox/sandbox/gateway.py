@@ -394,9 +394,12 @@ class Gateway:
                     await self._refuse_unparsed(lease, conn, writer, exc, read.bytes_in)
                     break
                 except ReadTimeout as exc:
-                    if exc.received:  # a half-sent head; a quiet keep-alive connection just closes
+                    if exc.received:  # a half-sent head (slow loris); a quiet keep-alive connection just closes
                         lease.log_refusal("timeout", self._refusal_record(
-                            lease, status=408, reason=exc.reason, size=exc.received), fold=True)
+                            lease, status=408, reason=exc.reason, size=exc.received),
+                            fold=not lease.take_request_slot())
+                        await _try_send(Sender(conn, writer), 408, error_body(
+                            "anthropic", 408, "invalid_request_error", exc.reason))
                     break
                 if request is None:
                     break
@@ -427,14 +430,11 @@ class Gateway:
         """A head h11 would not parse (bad request line, two Host headers, head over the cap, ...)."""
         status = exc.error_status_hint if exc.error_status_hint in (400, 413, 414, 431, 501) else 400
         reason = f"malformed request: {str(exc)[:_TARGET_SHOWN]}"
+        # A head never reaches the rate check in _handle, so it is charged here: in full while under
+        # the rate, folded once over it (a flood of garbage then costs a line a second).
         lease.log_refusal("malformed", self._refusal_record(lease, status=status, reason=reason, size=received),
-                          fold=True)
-        payload = error_body("anthropic", status, "invalid_request_error", reason)
-        if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
-            try:
-                await Sender(conn, writer).json(status, payload, extra=[("connection", "close")])
-            except (ConnectionError, h11.LocalProtocolError, RuntimeError):
-                pass
+                          fold=not lease.take_request_slot())
+        await _try_send(Sender(conn, writer), status, error_body("anthropic", status, "invalid_request_error", reason))
 
     def _refusal_record(self, lease: GatewayLease, *, status: int, reason: str, method: str | None = None,
                         target: bytes | None = None, r: Route | None = None, size: int | None = None,
@@ -497,8 +497,12 @@ class Gateway:
             return
         provider = r.provider
 
-        if r.endpoint.local:
-            await send.json(200, {"ok": True, "server": "statebox gateway"}, extra=close if has_body(headers) else None)
+        if r.endpoint.local:  # a liveness probe: answered here, keep-alive only when there is no body to skip
+            if has_body(headers):
+                await send.json(200, {"ok": True, "server": "statebox gateway"}, extra=close)
+                return
+            await read.body(0, None)  # h11's EndOfMessage, already there
+            await send.json(200, {"ok": True, "server": "statebox gateway"})
             return
 
         token = headers.get("x-api-key") or _bearer(headers.get("authorization"))
@@ -525,6 +529,7 @@ class Gateway:
             lease.log_refusal("incomplete", self._refusal_record(lease, status=400, reason=exc.reason, method=method,
                                                                  target=target, r=r, declared=declared,
                                                                  size=exc.received))
+            await _try_send(send, 400, error_body(provider, 400, "invalid_request_error", exc.reason))
             return
 
         api = r.api
@@ -537,10 +542,10 @@ class Gateway:
                 parsed = json.loads(body)
             except (json.JSONDecodeError, UnicodeDecodeError):
                 parsed = None
-        model = str(parsed.get("model", "")) if isinstance(parsed, dict) else ""
+        model = parsed.get("model") if isinstance(parsed, dict) else None
+        model = model if isinstance(model, str) else ""
         record["model"] = model
         if api is not None:
-            why: str | None = None
             if not isinstance(parsed, dict) or not model:
                 await self._refuse(lease, send, record, provider, 400, "invalid_request_error",
                                    "a model request needs a JSON object body with a model", body)
@@ -561,6 +566,13 @@ class Gateway:
                 await self._refuse(lease, send, record, provider, *_budget_status(provider), why, body)
                 return
             lease.usage.requests += 1
+        elif model and not budget.model_allowed(model, lease.budgets):
+            # Counting tokens is free, but a model outside the allow-list is still not the agent's to name.
+            await self._refuse(lease, send, record, provider, 403,
+                               "permission_error" if provider == "anthropic" else "model_not_allowed",
+                               f"model {model!r} is not allowed by the policy", body)
+            return
+        if api is not None or model:
             # Forward exactly what was judged: a re-serialised body, so a parser difference upstream
             # (say, a repeated "model" key) cannot make it read another model than the one allowed.
             body = json.dumps(parsed, ensure_ascii=False).encode()
@@ -740,6 +752,16 @@ def _forwarded_headers(headers: Mapping[str, str]) -> dict[str, str]:
 def _budget_status(provider: Provider) -> tuple[int, str]:
     """Anthropic answers a spent balance with 400 invalid_request_error; OpenAI with 429 insufficient_quota."""
     return (400, "invalid_request_error") if provider == "anthropic" else (429, "insufficient_quota")
+
+
+async def _try_send(send: Sender, status: int, payload: Any) -> None:
+    """Best effort: answer a broken or timed-out request (the client may be gone, or h11 past replying)."""
+    if send.conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+        return
+    try:
+        await asyncio.wait_for(send.json(status, payload, extra=[("connection", "close")]), 5)
+    except (ConnectionError, h11.LocalProtocolError, RuntimeError, asyncio.TimeoutError):
+        pass
 
 
 async def _answer_internal_error(conn: h11.Connection, writer: asyncio.StreamWriter, request: h11.Request,
