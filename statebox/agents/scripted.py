@@ -104,6 +104,8 @@ class ShellAgent:
                 command=["bash", "-c", script],
                 workspace=Path(ctx.workspace.path),
                 policy=ctx.policy,
+                run_id=ctx.attempt.run_id,
+                attempt_id=ctx.attempt.attempt_id,
             )
             result = ctx.engine.run(spec, stdout_path, stderr_path, on_stdout_line=on_line)
             rec.note_capped_logs(["stdout.log", "stderr.log"])  # a cap_reached event per capped log

@@ -127,7 +127,7 @@ class TrackerAgent:
             # /out was written by the container straight into the attempt folder: held to the same caps
             # (links and special files removed, never followed) before anything here reads it
             lim = ctx.policy.recording
-            for name in clamp_tree(out_dir, lim.raw_log_bytes, lim.raw_log_bytes):
+            for name in clamp_tree(out_dir, lim.raw_log_bytes, 4 * lim.raw_log_bytes):
                 rec.add(EventKind.message, f"statebox: tracker-out/{name} was over its cap or not a regular file; cut",
                         source=f"tracker-out/{name}",
                         data={"role": "harness", "statebox": CAP_REACHED, "file": f"tracker-out/{name}",
