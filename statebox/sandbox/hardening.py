@@ -4,7 +4,7 @@ Why a table: the engine (SDK) and `statebox sandbox run --print-cli` / the inter
 terminal / the perf peer (CLI) must never drift apart; each row below produces both.
 
 What it enforces, and why each line exists:
-- no network; read-only root; /tmp and home as tmpfs with a size AND an inode limit;
+- no network; read-only root; /tmp, home and /dev/shm as tmpfs with a size AND an inode limit;
 - the container starts as root only for its init (docker's tini) and a `setpriv` that
   drops to uid 1000 with no capabilities at all (bounding set included) before the
   agent's command runs: the init is then owned by root, so the agent can neither
@@ -35,6 +35,7 @@ SECCOMP_PROFILE = Path(__file__).with_name("seccomp.json")
 AGENT_UID = 1000
 AGENT_USER = f"{AGENT_UID}:{AGENT_UID}"
 INIT_USER = "0:0"
+SHM_MB = 64
 INIT_CAPS = ["SETUID", "SETGID", "SETPCAP"]  # only what setpriv needs to become the agent with nothing
 DROP_TO_AGENT = ["setpriv", f"--reuid={AGENT_UID}", f"--regid={AGENT_UID}", "--clear-groups",
                  "--inh-caps=-all", "--bounding-set=-all", "--"]
@@ -82,11 +83,13 @@ def settings(spec: ContainerSpec, *, gpu: bool) -> list[Setting]:
     lim = spec.policy.limits
     tmp = _tmpfs(lim.tmp_mb, lim.inodes, "mode=1777")
     home = _tmpfs(lim.home_mb, lim.inodes, f"uid={AGENT_UID},gid={AGENT_UID},mode=0700")
+    shm = _tmpfs(SHM_MB, lim.inodes, "noexec,mode=1777")  # replaces docker's own /dev/shm, which has no inode limit
     fsize = lim.workspace_mb * 1024 * 1024
     rows = [
         Setting({"network_mode": "none"}, ["--network", "none"]),
         Setting({"read_only": True}, ["--read-only"]),
-        Setting({"tmpfs": {"/tmp": tmp, HOME: home}}, ["--tmpfs", f"/tmp:{tmp}", "--tmpfs", f"{HOME}:{home}"]),
+        Setting({"tmpfs": {"/tmp": tmp, HOME: home, "/dev/shm": shm}},
+                ["--tmpfs", f"/tmp:{tmp}", "--tmpfs", f"{HOME}:{home}", "--tmpfs", f"/dev/shm:{shm}"]),
         Setting({"cap_drop": ["ALL"], "cap_add": list(INIT_CAPS)},
                 ["--cap-drop", "ALL", *[a for cap in INIT_CAPS for a in ("--cap-add", cap)]]),
         Setting({"security_opt": ["no-new-privileges", f"seccomp={seccomp_json()}"]},
@@ -95,7 +98,6 @@ def settings(spec: ContainerSpec, *, gpu: bool) -> list[Setting]:
         Setting({"mem_limit": f"{lim.memory_mb}m", "memswap_limit": f"{lim.memory_mb}m"},
                 ["--memory", f"{lim.memory_mb}m", "--memory-swap", f"{lim.memory_mb}m"]),
         Setting({"nano_cpus": int(lim.cpus * 1e9)}, ["--cpus", f"{lim.cpus:g}"]),
-        Setting({"shm_size": "64m"}, ["--shm-size", "64m"]),
         Setting({"init": True}, ["--init"]),
         Setting({"log_config": {"type": "none", "config": {}}}, ["--log-driver", "none"]),
         # fsize: one file can never exceed the workspace budget, whichever filesystem it is on

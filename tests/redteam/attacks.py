@@ -223,9 +223,9 @@ print("DONE")
         "grep -q 'No space left' /tmp/err && echo \"BLOCKED file $i: $(cat /tmp/err)\" || echo \"ESCAPED wrote $i files\"; "
         "df -k /workspace | tail -1; echo DONE",
         limits={"workspace_mb": 48}, min_blocked=1),
-    _py("fill_inodes", "create 60,000 folders and empty files in /workspace, /tmp and home (inode limit 2,000 each)",
+    _py("fill_inodes", "create 60,000 folders and empty files in /workspace, /tmp, home and /dev/shm (2,000 inodes each)",
         r'''
-for top in ("/workspace", "/tmp", os.environ["HOME"]):
+for top in ("/workspace", "/tmp", os.environ["HOME"], "/dev/shm"):
     made = 0
     try:
         for i in range(60000):
@@ -236,7 +236,7 @@ for top in ("/workspace", "/tmp", os.environ["HOME"]):
     except OSError as exc:
         print(f"BLOCKED {top} after {made} entries: {exc.strerror}")
 print("DONE")
-''', limits={"inodes": 2000}, min_blocked=3),
+''', limits={"inodes": 2000}, min_blocked=4),
     _py("deep_tree", "nest 5,000 folders (deeper than Python's recursion limit), make some unreadable, fill with links",
         r'''
 fd = os.open("/workspace", os.O_RDONLY)

@@ -99,7 +99,7 @@ def test_workspace_fill_stops_in_the_kernel(redteam):
 
 def test_inode_fill_stops_in_the_kernel(redteam):
     outcome = redteam["outcomes"]["fill_inodes"]
-    for top in ("/workspace", "/tmp", "/home/agent"):
+    for top in ("/workspace", "/tmp", "/home/agent", "/dev/shm"):
         line = next((l for l in outcome.lines if l.startswith(f"BLOCKED {top} ")), "")
         assert "No space left" in line, outcome.stdout[-800:]
         made = int(line.split(" after ")[1].split()[0])

@@ -83,7 +83,7 @@ def test_hardening_as_the_engine_sees_it(docker_engine, sandbox_image, agent_dir
         assert any(opt.startswith("seccomp=") and "io_uring_setup" in opt for opt in hc["SecurityOpt"])
         assert hc["PidsLimit"] == 99 and hc["Memory"] == 512 * 2**20 and hc["MemorySwap"] == 512 * 2**20
         assert hc["NanoCpus"] == 5 * 10**8 and hc["Init"] is True
-        assert set(hc["Tmpfs"]) == {"/tmp", "/home/agent"}
+        assert set(hc["Tmpfs"]) == {"/tmp", "/home/agent", "/dev/shm"}
         assert all("nr_inodes=" in opts for opts in hc["Tmpfs"].values())
         assert cfg["User"] == "0:0" and cfg["WorkingDir"] == "/workspace"  # root only for init; see below
         assert cfg["OpenStdin"] is False and cfg["Hostname"] == "sandbox"
