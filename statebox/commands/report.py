@@ -1,4 +1,4 @@
-"""`statebox report RUN_DIR`: one self-contained HTML report plus a terminal summary."""
+"""`statebox report RUN_DIR`: the HTML report (one file, or one page plus a folder for big runs) and a terminal summary."""
 
 from __future__ import annotations
 
@@ -15,17 +15,28 @@ def register(app: typer.Typer) -> None:
     def report(
         run_dir: Path = typer.Argument(..., help="a run folder (statebox run --run-dir)"),
         out: Optional[Path] = typer.Option(None, help="HTML file to write (default RUN_DIR/report.html)"),
+        single_file: bool = typer.Option(
+            False, "--single-file", help="one self-contained file whatever the run size (big runs otherwise get OUT plus a OUT_files/ folder)"
+        ),
         as_json: bool = typer.Option(False, "--json", help="print the scores as JSON instead of a table"),
     ) -> None:
         """Write the HTML report of a run and print its leaderboard."""
-        from statebox.harness.report import write_report
+        from statebox.harness.report import write_report_output
         from statebox.harness.summary import print_leaderboard, wide_console
 
-        path, scores, rows = write_report(run_dir, out)
+        result = write_report_output(run_dir, out, single_file=single_file)
         if as_json:
-            payload = {"run_dir": str(run_dir), "report": str(path), "results": [s.to_json() for s in scores]}
+            payload = {
+                "run_dir": str(run_dir),
+                "report": str(result.path),
+                "report_bytes": result.bytes,
+                "single_file": result.single_file,
+                "files_dir": str(result.files_dir) if result.files_dir else None,
+                "attempts": result.n_rows,
+                "results": [s.to_json() for s in result.scores],
+            }
             sys.stdout.write(json.dumps(payload, default=str) + "\n")
             return
         console = wide_console()
-        print_leaderboard(scores, console)
-        console.print(f"report: {path}")
+        print_leaderboard(result.scores, console)
+        console.print(f"report: {result.describe()}")

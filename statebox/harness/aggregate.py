@@ -162,6 +162,7 @@ class ScoreAccumulator:
         self.category_counts: Counter = Counter()
         self.void_count = 0
         self.rows = 0
+        self.epochs = 0
         self.tokens = 0
         self.cost_usd = 0.0
         self.duration_s = 0.0
@@ -172,6 +173,7 @@ class ScoreAccumulator:
         """All rows of one epoch of this agent and dataset (epochs in increasing order)."""
         if not rows:
             return
+        self.epochs += 1
         for r in rows:
             self.status_counts[r.status] += 1
             self.verdict_counts[r.verdict] += 1
@@ -222,7 +224,7 @@ class ScoreAccumulator:
             mean_duration_s=self.duration_s / max(self.rows, 1),
             frames_decoded=self.frames_decoded,
             frames_model=self.frames_model,
-            extra={"void_count": self.void_count, "rows": self.rows},
+            extra={"void_count": self.void_count, "rows": self.rows, "epochs": self.epochs},
         )
 
 

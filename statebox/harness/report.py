@@ -1,46 +1,61 @@
-"""The run report: one self-contained HTML file people want to read.
+"""The run report: a picture first, then the numbers, then every attempt on demand.
 
-Why one file with embedded images: a report gets mailed, attached to papers'
-supplementary material and opened years later; it must need nothing beside it.
-It shows the leaderboard with the auditor's views side by side, a breakdown by
-every label, count confusion matrices, per-query-time curves for streaming
-benchmarks, and a drill-down into every attempt down to its transcript.
+Why this shape: people would rather look than read. The first screen answers "who is
+best, by how much, and was it clean": a heatmap of agents x datasets (score, clean-only
+value, voided count), each agent against the best chance/prior baseline with CIs, cost
+against score, and the auditor's findings by category (inline SVG, works offline). Below
+are the leaderboard and breakdowns (sortable tables), count confusion matrices and
+per-query-time curves (embedded PNG), and a filterable, searchable attempt table whose
+transcripts open on demand.
+
+Why two layouts: a report gets mailed and opened years later, so a small run is one
+self-contained file; a real evaluation (10,000 attempts with hundreds of events each)
+would make a page of gigabytes, so beyond `SINGLE_FILE_LIMIT` bytes of per-attempt data
+the report is `report.html` plus `report_files/` (the attempt index and transcripts in
+chunks, loaded by plain <script> tags, which work from file://): the first page stays
+small whatever the run size. `single_file=True` (`--single-file`) forces one file.
+
+The report is one streaming pass over the store (`report_data`): memory grows with
+agents x datasets, not with attempts or transcript size.
 """
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import json
+import os
+import shutil
+import tempfile
+import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from statebox.harness.aggregate import AgentDatasetScore
-from statebox.harness.store import ResultRow
-from statebox.recorder import read_events
-from statebox.schema import Item
+from statebox.harness.report_assets import CSS, PAGE_JS
+from statebox.harness.report_data import (
+    ChunkSink,
+    DatasetInfo,
+    RunSummary,
+    StoredRows,
+    js_json,
+    load_run_datasets,
+    summarise,
+)
+from statebox.harness.report_plots import (
+    agent_means,
+    agent_order,
+    audit_svg,
+    baseline_svg,
+    best_baselines,
+    confusion_pngs,
+    cost_svg,
+    curve_pngs,
+    heatmap_svg,
+)
 
-MAX_EVENTS_PER_ATTEMPT = 300
-MAX_TEXT = 2000
-
-CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d2430;background:#fafbfc}
-h1{margin-bottom:0}h2{margin-top:32px;border-bottom:2px solid #dde3ea;padding-bottom:4px}
-.sub{color:#5b6675;margin-top:4px}
-table{border-collapse:collapse;margin:8px 0 16px;font-size:14px;background:#fff}
-th,td{border:1px solid #dde3ea;padding:4px 8px;text-align:right}th{background:#eef2f6}
-td.l,th.l{text-align:left}
-.clean{color:#1a7f37}.suspicious{color:#9a6700;font-weight:600}.contaminated{color:#cf222e;font-weight:700}
-details{background:#fff;border:1px solid #dde3ea;border-radius:6px;margin:6px 0;padding:6px 10px}
-summary{cursor:pointer}
-pre{white-space:pre-wrap;word-break:break-word;background:#f3f5f8;padding:6px;border-radius:4px;font-size:12px;margin:2px 0}
-.ev{margin:2px 0}.kind{display:inline-block;min-width:110px;font-weight:600;font-size:12px;color:#445}
-.ok{color:#1a7f37}.bad{color:#cf222e}
-img{max-width:100%;border:1px solid #dde3ea;background:#fff}
-.grid{display:flex;flex-wrap:wrap;gap:16px}
-"""
+SINGLE_FILE_LIMIT = 5 * 1024 * 1024  # per-attempt data beyond this goes to REPORT_files/
 
 
 def _e(text: Any) -> str:
@@ -51,27 +66,46 @@ def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.1f}"
 
 
-def _png(fig: Any) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    import matplotlib.pyplot as plt
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n / 1e3:.0f} KB"
 
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+# ---------------------------------------------------------------- summary (bounded by agents x datasets)
+
+
+def _headline_sentence(scores: list[AgentDatasetScore], n_rows: int) -> str:
+    if not scores:
+        return "<p class=headline>No attempt has finished yet.</p>"
+    order = agent_order(scores)
+    means = agent_means(scores)
+    base = best_baselines(scores)
+    datasets = sorted({s.dataset for s in scores})
+    best = order[0]
+    parts = [f"Best: <b>{_e(best)}</b>, mean {_pct(means[best])} over {len(datasets)} dataset{'s' if len(datasets) != 1 else ''}"]
+    if len(order) > 1 and means[best] is not None and means.get(order[1]) is not None:
+        parts.append(f"next <b>{_e(order[1])}</b> {_pct(means[order[1]])} ({100 * (means[best] - means[order[1]]):+.1f})")  # type: ignore[operator]
+    if base:
+        vals = [v for v, _ in base.values()]
+        parts.append(f"best chance/prior baseline, mean {_pct(sum(vals) / len(vals))}")
+    flagged = sum(n for s in scores for k, n in s.verdict_counts.items() if k != "clean")
+    voided = sum(int(s.extra.get("void_count", 0)) for s in scores)
+    if flagged:
+        audit = (f"<span class=contaminated>audit: {flagged:,} of {n_rows:,} attempts flagged, {voided:,} voided</span>")
+    else:
+        audit = f"<span class=clean>audit: all {n_rows:,} attempts clean</span>"
+    return "<p class=headline>" + " · ".join(parts) + " · " + audit + "</p>"
 
 
 def _leaderboard(scores: list[AgentDatasetScore]) -> str:
     out = [
-        "<table id='leaderboard'><tr><th class=l>dataset</th><th class=l>agent</th><th class=l>metric</th>"
+        "<table id='leaderboard' class='sortable'><thead><tr><th class=l>dataset</th><th class=l>agent</th><th class=l>metric</th>"
         "<th>score</th><th>95% CI</th><th>clean-only</th><th>voided</th><th>n</th><th class=l>audit</th>"
-        "<th class=l>status</th><th>tokens</th><th>cost $</th><th>s/attempt</th><th>frames decoded</th><th>model-visible frames</th></tr>"
+        "<th class=l>status</th><th>tokens</th><th>cost $</th><th>s/attempt</th><th>frames decoded</th><th>model-visible frames</th></tr></thead><tbody>"
     ]
     for s in sorted(scores, key=lambda s: (s.dataset, -(s.report.metrics.get(s.headline) or 0.0))):
         m = s.headline
         ci = ((s.report.model_extra or {}).get("ci") or {}).get(m)
-        audit = " ".join(
-            f"<span class='{_e(k)}'>{_e(k)}:{v}</span>" for k, v in sorted(s.verdict_counts.items())
-        )
+        audit = " ".join(f"<span class='{_e(k)}'>{_e(k)}:{v}</span>" for k, v in sorted(s.verdict_counts.items()))
         cats = ", ".join(f"{k}:{v}" for k, v in sorted(s.category_counts.items()))
         out.append(
             f"<tr><td class=l>{_e(s.dataset)}</td><td class=l><b>{_e(s.agent)}</b></td><td class=l>{_e(m)}</td>"
@@ -83,7 +117,7 @@ def _leaderboard(scores: list[AgentDatasetScore]) -> str:
             f"<td>{s.tokens}</td><td>{s.cost_usd:.4f}</td><td>{s.mean_duration_s:.1f}</td>"
             f"<td>{s.frames_decoded}</td><td>{s.frames_model}</td></tr>"
         )
-    out.append("</table>")
+    out.append("</tbody></table>")
     return "\n".join(out)
 
 
@@ -92,7 +126,8 @@ def _all_metrics(scores: list[AgentDatasetScore]) -> str:
     for s in scores:
         cells = "".join(f"<td class=l>{_e(k)}</td><td>{'-' if v is None else f'{v:.4f}'}</td>" for k, v in s.report.metrics.items())
         out.append(f"<tr><td class=l>{_e(s.dataset)}</td><td class=l>{_e(s.agent)}</td>{cells}</tr>")
-    return "<table><tr><th class=l>dataset</th><th class=l>agent</th><th class=l colspan=99>metrics (all attempts)</th></tr>" + "".join(out) + "</table>"
+    return ("<table class='sortable'><thead><tr><th class=l>dataset</th><th class=l>agent</th>"
+            "<th class=l colspan=99>metrics (all attempts)</th></tr></thead><tbody>" + "".join(out) + "</tbody></table>")
 
 
 def _breakdowns(scores: list[AgentDatasetScore]) -> str:
@@ -107,219 +142,209 @@ def _breakdowns(scores: list[AgentDatasetScore]) -> str:
             continue
         metric = group[0].headline
         head = "".join(f"<th>{_e(s.agent)}</th>" for s in group)
-        out.append(f"<h3>{_e(dataset)} — {_e(metric)} by label</h3><table><tr><th class=l>group</th><th>n</th>{head}</tr>")
+        out.append(f"<h3>{_e(dataset)} — {_e(metric)} by label</h3><table class='sortable'><thead><tr><th class=l>group</th><th>n</th>{head}</tr></thead><tbody>")
         for key in keys:
             n = next((s.report.groups[key].n for s in group if key in s.report.groups), 0)
             cells = "".join(
                 f"<td>{_pct(s.report.groups[key].metrics.get(metric)) if key in s.report.groups else '-'}</td>" for s in group
             )
             out.append(f"<tr><td class=l>{_e(key)}</td><td>{n}</td>{cells}</tr>")
-        out.append("</table>")
+        out.append("</tbody></table>")
     return "\n".join(out)
 
 
-def _parse_int(text: str) -> int | None:
-    import re
-
-    found = re.findall(r"-?\d+", text or "")
-    return int(found[-1]) if found else None
-
-
-def _confusions(rows: list[ResultRow], items: dict[str, dict[str, Item]]) -> str:
-    """CP-Bench-style count confusion matrices for every count-answer dataset and agent."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    groups: dict[tuple[str, str], list[tuple[int, int | None]]] = defaultdict(list)
-    for r in rows:
-        item = items.get(r.dataset, {}).get(r.item_id)
-        if item is None or item.answer_type != "number":
-            continue
-        query = next((q for q in item.queries if q.index == r.query_index), None)
-        target = query.target if query is not None and query.target is not None else item.target
-        try:
-            truth = int(float(target))
-        except (TypeError, ValueError):
-            continue
-        groups[(r.dataset, r.agent)].append((truth, _parse_int(r.response)))
-    imgs = []
-    for (dataset, agent), pairs in sorted(groups.items()):
-        truths = sorted({t for t, _ in pairs})
-        if len(truths) < 2:
-            continue
-        lo, hi = min(truths), max(truths)
-        preds = [p for _, p in pairs if p is not None]
-        plo, phi = min([lo] + preds), max([hi] + preds)
-        phi = min(phi, hi + 10)
-        plo = max(plo, lo - 10)
-        mat = np.zeros((hi - lo + 1, phi - plo + 2), dtype=int)  # last column: unparsed / out of range
-        for t, p in pairs:
-            col = (p - plo) if p is not None and plo <= p <= phi else mat.shape[1] - 1
-            mat[t - lo, col] += 1
-        fig, ax = plt.subplots(figsize=(0.45 * mat.shape[1] + 2, 0.45 * mat.shape[0] + 1.5))
-        ax.imshow(mat, cmap="Blues")
-        ax.set_yticks(range(mat.shape[0]), [str(v) for v in range(lo, hi + 1)])
-        ax.set_xticks(range(mat.shape[1]), [str(v) for v in range(plo, phi + 1)] + ["?"])
-        for (i, j), v in np.ndenumerate(mat):
-            if v:
-                ax.text(j, i, str(v), ha="center", va="center", fontsize=8)
-        ax.set_ylabel("true count")
-        ax.set_xlabel("answered count")
-        ax.set_title(f"{dataset} · {agent}", fontsize=10)
-        imgs.append(f"<div><img alt='confusion {_e(dataset)} {_e(agent)}' src='{_png(fig)}'></div>")
-    return "<div class=grid>" + "".join(imgs) + "</div>" if imgs else "<p>No count questions in this run.</p>"
+def glance_html(summary: RunSummary) -> str:
+    """The first screen: the headline sentence and four pictures."""
+    scores = summary.scores
+    epochs = max([int(s.extra.get("epochs", 1)) for s in scores] + [1])
+    ci_note = "95% CI" if epochs == 1 else f"scores average {epochs} epochs; 95% CI of the first epoch"
+    datasets = [d.label for d in summary.datasets] + sorted({s.dataset for s in scores} - {d.label for d in summary.datasets})
+    return (
+        _headline_sentence(scores, summary.n_rows)
+        + "<div id='glance'>"
+        + "<figure class='wide'><figcaption>Score by agent and dataset "
+          "<small class=sub>(headline metric; clean-only value and voided attempts in each cell)</small></figcaption>"
+        + heatmap_svg(scores, datasets) + "</figure>"
+        + "<figure><figcaption>Against the best chance/prior baseline <small class=sub>(" + ci_note + ")</small></figcaption>"
+        + baseline_svg(scores, datasets) + "</figure>"
+        + "<figure><figcaption>Cost against score</figcaption>" + cost_svg(scores) + "</figure>"
+        + "<figure><figcaption>Audit</figcaption>" + audit_svg(scores) + "</figure>"
+        + "</div>"
+    )
 
 
-def _query_time_curves(rows: list[ResultRow], items: dict[str, dict[str, Item]]) -> str:
-    """Streaming benchmarks: how the per-query score evolves with the query time."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    series: dict[str, dict[str, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
-    for r in rows:
-        item = items.get(r.dataset, {}).get(r.item_id)
-        if item is None or not item.is_streaming:
-            continue
-        query = next((q for q in item.queries if q.index == r.query_index), None)
-        if query is None or query.time is None or not r.metrics:
-            continue
-        value = r.metrics.get("gpa", next(iter(r.metrics.values())))
-        if value is None:
-            continue
-        series[r.dataset][r.agent].append((query.time, float(value)))
-    imgs = []
-    for dataset, agents in sorted(series.items()):
-        fig, ax = plt.subplots(figsize=(6, 3.2))
-        times = sorted({t for pts in agents.values() for t, _ in pts})
-        if not times:
-            continue
-        edges = [times[0] + (times[-1] - times[0]) * k / 6 for k in range(7)]
-        for agent, pts in sorted(agents.items()):
-            xs, ys = [], []
-            for a, b in zip(edges, edges[1:]):
-                sel = [v for t, v in pts if a <= t <= b]
-                if sel:
-                    xs.append((a + b) / 2)
-                    ys.append(sum(sel) / len(sel))
-            ax.plot(xs, ys, marker="o", label=agent)
-        ax.set_xlabel("query time (s)")
-        ax.set_ylabel("per-query score")
-        ax.set_ylim(-0.02, 1.02)
-        ax.set_title(dataset, fontsize=10)
-        ax.legend(fontsize=8)
-        imgs.append(f"<div><img alt='query-time {_e(dataset)}' src='{_png(fig)}'></div>")
-    return "<div class=grid>" + "".join(imgs) + "</div>" if imgs else "<p>No streaming questions in this run.</p>"
+def summary_html(summary: RunSummary, *, plots: bool = True) -> str:
+    """Everything above the attempt table (also the live view's refreshable fragment)."""
+    edges = {d.label: d.curve_edges for d in summary.datasets}
+    parts = [
+        "<section id='at-a-glance'>", glance_html(summary), "</section>",
+        "<h2 id='h-leaderboard'>Leaderboard</h2>",
+        "<p class=sub>score = all attempts; clean-only = items whose attempts the auditor found clean; voided = attempts "
+        "the policy voids (contaminated) answer nothing. Click a column to sort.</p>",
+        _leaderboard(summary.scores),
+        "<h2>All metrics</h2>", _all_metrics(summary.scores),
+        "<h2>Breakdown by label</h2>", _breakdowns(summary.scores),
+    ]
+    if plots:
+        parts += [
+            "<h2>Count confusion matrices</h2>", confusion_pngs(summary.confusions),
+            "<h2>Per-query-time curves (streaming)</h2>", curve_pngs(summary.curves, edges),
+        ]
+    return "\n".join(parts)
 
 
-def _transcript(attempt_dir: Path) -> str:
-    events = read_events(attempt_dir)
-    if not events:
-        return "<p><i>no events recorded</i></p>"
-    out = []
-    for ev in events[:MAX_EVENTS_PER_ATTEMPT]:
-        text = ev.text if len(ev.text) <= MAX_TEXT else ev.text[:MAX_TEXT] + f"… [{len(ev.text) - MAX_TEXT} more chars]"
-        extra = ""
-        if ev.kind.value == "frames":
-            extra = _e(json.dumps(ev.data)[:400])
-        out.append(
-            f"<div class=ev><span class=kind>#{ev.seq} {_e(ev.kind.value)}</span>"
-            f"{'<small> t=' + str(ev.time) + 's</small>' if ev.time is not None else ''}"
-            f"{'<pre>' + _e(text) + '</pre>' if text else ''}{'<pre>' + extra + '</pre>' if extra else ''}</div>"
-        )
-    if len(events) > MAX_EVENTS_PER_ATTEMPT:
-        out.append(f"<p><i>{len(events) - MAX_EVENTS_PER_ATTEMPT} more events in events.jsonl</i></p>")
-    return "\n".join(out)
-
-
-def _attempts(rows: list[ResultRow], items: dict[str, dict[str, Item]], run_dir: Path) -> str:
-    out = []
-    for r in rows:
-        item = items.get(r.dataset, {}).get(r.item_id)
-        query = next((q for q in item.queries if q.index == r.query_index), None) if item else None
-        target = query.target if query is not None and query.target is not None else (item.target if item else None)
-        value = r.metrics.get("correct")  # the scorer's per-query verdict
-        correct = None if value is None else value >= 0.999
-        mark = "" if correct is None else ("<span class=ok>✔</span>" if correct else "<span class=bad>✘</span>")
-        findings = "".join(
-            f"<li><b>{_e(f.get('category'))}</b> ({_e(f.get('severity'))}, event #{_e(f.get('event'))}): <code>{_e(str(f.get('quote', ''))[:300])}</code></li>"
-            for f in r.findings
-        )
-        qtime = f" @ {query.time:.1f}s" if query is not None and query.time is not None else ""
-        out.append(
-            f"<details class=attempt><summary>{mark} <b>{_e(r.agent)}</b> · {_e(r.dataset)} · {_e(r.item_id)}"
-            f" q{r.query_index}{qtime} e{r.epoch} · <span class='{_e(r.verdict)}'>{_e(r.verdict)}</span>"
-            f" · {_e(r.status)}</summary>"
-            f"<p><b>Question:</b> {_e(item.question if item else '?')}"
-            f"{'<br><b>Choices:</b> ' + _e(' | '.join(item.choices)) if item and item.choices else ''}</p>"
-            f"<p><b>Answer:</b> <code>{_e(r.response[:500])}</code> · <b>target:</b> <code>{_e(target)}</code>"
-            f" · <b>metrics:</b> {_e(json.dumps(r.metrics))}</p>"
-            f"<p><b>Status:</b> {_e(r.status)} {_e(r.reason)} · {r.duration_s:.1f}s · tokens {r.input_tokens + r.output_tokens}"
-            f" · frames decoded {r.frames_decoded}, model-visible {r.frames_model}</p>"
-            f"{'<p><b>Audit findings:</b></p><ul>' + findings + '</ul>' if findings else ''}"
-            f"<details><summary>Transcript</summary>{_transcript(run_dir / 'attempts' / r.attempt_id)}</details>"
-            "</details>"
-        )
-    return "\n".join(out)
-
-
-def render_report(run_dir: Path, rows: list[ResultRow], scores: list[AgentDatasetScore], items_by_dataset: dict[str, list[Item]]) -> str:
-    items = {ds: {i.id: i for i in its} for ds, its in items_by_dataset.items()}
-    agents = sorted({r.agent for r in rows})
-    flagged = sum(1 for r in rows if r.verdict != "clean")
-    return f"""<!doctype html><html lang=en><head><meta charset=utf-8><title>statebox report · {_e(run_dir.name)}</title>
-<style>{CSS}</style></head><body>
-<h1>statebox report</h1>
-<p class=sub>run <code>{_e(run_dir)}</code> · {len(rows)} attempts · agents: {_e(', '.join(agents))} · audit flags: {flagged}</p>
-<h2>Leaderboard</h2>
-<p class=sub>score = all attempts; clean-only = items whose attempts the auditor found clean; voided = attempts the policy voids (contaminated) answer nothing.</p>
-{_leaderboard(scores)}
-<h2>All metrics</h2>
-{_all_metrics(scores)}
-<h2>Breakdown by label</h2>
-{_breakdowns(scores)}
-<h2>Count confusion matrices</h2>
-{_confusions(rows, items)}
-<h2>Per-query-time curves (streaming)</h2>
-{_query_time_curves(rows, items)}
-<h2>Attempts</h2>
-{_attempts(rows, items, run_dir)}
-<script>
-// #open=N opens the N-th attempt and its transcript; #focus=N also hides everything else
-// (links into a report, and the screenshot test).
-const m = location.hash.match(/^#(open|focus)=(\d+)$/);
-if (m) {{
-  const d = document.querySelectorAll('details.attempt')[Number(m[2])];
-  if (d) {{
-    d.open = true;
-    d.querySelectorAll('details').forEach(x => x.open = true);
-    if (m[1] === 'focus') {{
-      for (const el of document.body.children) if (el !== d && el.tagName !== 'H1' && el.tagName !== 'SCRIPT') el.style.display = 'none';
-    }}
-  }}
-}}
-</script>
-</body></html>
+ATTEMPTS_SECTION = """
+<h2 id='h-attempts'>Attempts</h2>
+<p class=sub>Filter, search and sort; click an attempt to open its transcript. The filters live in the address
+(e.g. <code>#verdict=contaminated</code>, <code>#agent=oracle&amp;correct=incorrect</code>, <code>#open=0</code>).</p>
+<div id='filters'>
+<label>agent <select id='f-agent'></select></label>
+<label>dataset <select id='f-dataset'></select></label>
+<label>label <select id='f-label'></select></label>
+<label>verdict <select id='f-verdict'></select></label>
+<label>status <select id='f-status'></select></label>
+<label>answer <select id='f-correct'><option value=''>all</option><option value='correct'>correct</option>
+<option value='incorrect'>incorrect</option><option value='unscored'>unscored</option></select></label>
+<label>search <input type='search' id='f-q' placeholder='question, answer, item, finding'></label>
+<label><input type='checkbox' id='f-t'> also transcripts</label>
+<button id='f-clear'>clear</button>
+</div>
+<div id='pager'><button id='prev'>‹ prev</button><span id='count' data-shown='0' data-total='0'>loading attempts…</span><button id='next'>next ›</button></div>
+<table id='attempts'><thead><tr><th>#</th><th class=l>agent</th><th class=l>dataset</th><th class=l>item</th><th>query</th>
+<th>epoch</th><th>✓</th><th class=l>verdict</th><th class=l>status</th><th class=l>answer</th><th class=l>findings</th>
+<th>s</th><th>tokens</th><th>cost $</th></tr></thead><tbody id='attempt-rows'></tbody></table>
 """
 
 
-def write_report(run_dir: Path, out: Path | None = None) -> tuple[Path, list[AgentDatasetScore], list[ResultRow]]:
-    """Score the run's stored rows and write the HTML report; returns (path, scores, rows)."""
-    from statebox.harness.aggregate import score_run
-    from statebox.harness.plan import RunConfig, load_datasets
-    from statebox.harness.store import open_existing
+def page_meta(summary: RunSummary | None, datasets: list[DatasetInfo], **extra: Any) -> dict[str, Any]:
+    """What the page's script needs besides the attempt rows: names, items, chunk names."""
+    labels = sorted({lab for d in datasets for it in d.item_table() for lab in it[2]})
+    meta: dict[str, Any] = {
+        "items": [d.item_table() for d in datasets],
+        "labels": labels,
+        "agents": summary.agents.names if summary else [],
+        "datasets": summary.dataset_vocab.names if summary else [d.label for d in datasets],
+        "verdicts": summary.verdicts.names if summary else [],
+        "statuses": summary.statuses.names if summary else [],
+        "actions": summary.actions.names if summary else [],
+        "ichunks": [],
+        "tchunks": [],
+        "files": None,
+        "live": False,
+    }
+    meta.update(extra)
+    return meta
 
+
+def page_head(title: str, subtitle: str) -> str:
+    return (
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{_e(title)}</title>"
+        f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{CSS}</style></head><body>\n"
+        f"<h1>statebox report</h1>\n<p class=sub>{subtitle}</p>\n"
+        "<nav class=toc><a href='#at-a-glance'>at a glance</a><a href='#h-leaderboard'>leaderboard</a>"
+        "<a href='#h-attempts'>attempts</a></nav>\n"
+    )
+
+
+def page_tail() -> str:
+    return f"<script>{PAGE_JS}</script>\n</body></html>\n"
+
+
+# ---------------------------------------------------------------- writing
+
+
+@dataclass
+class ReportOutput:
+    path: Path
+    bytes: int
+    single_file: bool
+    files_dir: Path | None
+    files_count: int
+    files_bytes: int
+    scores: list[AgentDatasetScore]
+    n_rows: int
+    seconds: float
+
+    def describe(self) -> str:
+        if self.single_file:
+            return f"{self.path} ({_mb(self.bytes)}, single file)"
+        return (f"{self.path} ({_mb(self.bytes)}) + {self.files_dir.name if self.files_dir else '?'}/ "
+                f"({self.files_count} files, {_mb(self.files_bytes)}; keep them together)")
+
+
+def files_dir_for(out: Path) -> Path:
+    return out.parent / f"{out.stem}_files"
+
+
+def _copy(src: Path, fh: Any) -> None:
+    with open(src, encoding="utf-8") as f:
+        shutil.copyfileobj(f, fh, 1 << 20)
+
+
+def write_report_output(run_dir: Path, out: Path | None = None, *, single_file: bool = False,
+                        split_over: int = SINGLE_FILE_LIMIT) -> ReportOutput:
+    """Score the run's stored rows in one streaming pass and write the HTML report."""
+    started = time.perf_counter()
     run_dir = Path(run_dir)
-    store = open_existing(run_dir)
-    rows = store.rows()
-    store.close()
-    config = RunConfig.load(run_dir)
-    items_by_dataset = {d.spec.label: d.items for d in load_datasets(config)}
-    scores = score_run(rows, items_by_dataset)
+    datasets = load_run_datasets(run_dir)
     target = Path(out) if out else run_dir / "report.html"
-    target.write_text(render_report(run_dir, rows, scores, items_by_dataset), encoding="utf-8")
-    return target, scores, rows
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{target.stem}-", dir=target.parent))
+    try:
+        sink = ChunkSink(work / "chunks")
+        summary = summarise(run_dir, datasets, sink)
+        inline = single_file or sink.bytes <= split_over
+        files_dir = files_dir_for(target)
+        agents = ", ".join(summary.agents.names)
+        subtitle = (f"run <code>{_e(run_dir)}</code> · {summary.n_rows:,} attempts · agents: {_e(agents)}"
+                    f" · generated {time.strftime('%Y-%m-%d %H:%M')}")
+        meta = page_meta(summary, datasets, ichunks=sink.index_chunks, tchunks=sink.transcript_chunks,
+                         files=None if inline else files_dir.name)
+        tmp_html = work / "report.html"
+        with open(tmp_html, "w", encoding="utf-8") as fh:
+            fh.write(page_head(f"statebox report · {run_dir.name}", subtitle))
+            fh.write("<div id='summary'>" + summary_html(summary) + "</div>\n")
+            fh.write(ATTEMPTS_SECTION)
+            fh.write(f"<script type='application/json' id='sb-meta'>{js_json(meta)}</script>\n")
+            if inline:
+                for name in sink.names():
+                    fh.write(f"<script type='application/json' id='c-{name}'>")
+                    _copy(sink.folder / f"{name}.json", fh)
+                    fh.write("</script>\n")
+            fh.write(page_tail())
+        files_count = files_bytes = 0
+        if not inline:
+            new_files = work / "files"
+            new_files.mkdir()
+            for name in sink.names():
+                with open(new_files / f"{name}.js", "w", encoding="utf-8") as fh:
+                    fh.write(f"SB.chunk({json.dumps(name)},")
+                    _copy(sink.folder / f"{name}.json", fh)
+                    fh.write(");\n")
+                files_count += 1
+                files_bytes += (new_files / f"{name}.js").stat().st_size
+            if files_dir.exists():
+                shutil.rmtree(files_dir)
+            os.replace(new_files, files_dir)
+        elif files_dir.exists() and all(p.suffix == ".js" for p in files_dir.iterdir()):
+            shutil.rmtree(files_dir)  # a previous, split report of this run: now stale
+        os.replace(tmp_html, target)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return ReportOutput(
+        path=target,
+        bytes=target.stat().st_size,
+        single_file=inline,
+        files_dir=None if inline else files_dir,
+        files_count=files_count,
+        files_bytes=files_bytes,
+        scores=summary.scores,
+        n_rows=summary.n_rows,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def write_report(run_dir: Path, out: Path | None = None, *, single_file: bool = False) -> tuple[Path, list[AgentDatasetScore], Iterable]:
+    """Write the HTML report; returns (path, scores, rows), rows read back lazily from the store."""
+    result = write_report_output(run_dir, out, single_file=single_file)
+    return result.path, result.scores, StoredRows(Path(run_dir))

@@ -1,13 +1,16 @@
 """The report: a real run on the generated suite, rendered by headless Chromium.
 
-The run uses the host-side baselines (oracle, chance-random) so it needs no
-sandbox; the report must show the leaderboard and an attempt's transcript, and
-Chromium must render it (screenshot with real pixels, DOM with our tables).
+The runs use the host-side baselines (oracle, chance-random) so they need no sandbox.
+The report must show the picture first (heatmap, baseline, cost, audit), filter its
+attempts by what the URL hash says (the page's own script, run by Chromium), open an
+attempt's transcript on demand, both as one file and split into a page plus chunk files,
+and stay small at 10,000 attempts.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -18,16 +21,16 @@ import pytest
 STATEBOX = [sys.executable, "-m", "statebox.cli"]
 
 
+def _run(args: list[str], timeout: int = 600) -> subprocess.CompletedProcess:
+    proc = subprocess.run(STATEBOX + args, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
 @pytest.fixture(scope="module")
 def finished_run(tiny_suite, tmp_path_factory) -> Path:
     run_dir = tmp_path_factory.mktemp("run")
-    proc = subprocess.run(
-        STATEBOX + ["run", "--agent", "oracle", "--agent", "chance-random", "--suite", str(tiny_suite), "--run-dir", str(run_dir), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = _run(["run", "--agent", "oracle", "--agent", "chance-random", "--suite", str(tiny_suite), "--run-dir", str(run_dir), "--json"])
     payload = json.loads(proc.stdout)
     oracle = [r for r in payload["results"] if r["agent"] == "oracle"]
     assert oracle, payload
@@ -37,15 +40,49 @@ def finished_run(tiny_suite, tmp_path_factory) -> Path:
     return run_dir
 
 
+@pytest.fixture(scope="module")
+def flagged_run(finished_run, tmp_path_factory) -> tuple[Path, dict[str, int]]:
+    """The finished run with some attempts re-audited as contaminated / suspicious (through the store API)."""
+    from statebox.harness.store import ResultStore
+
+    run_dir = tmp_path_factory.mktemp("flagged") / "run"
+    shutil.copytree(finished_run, run_dir)
+    store = ResultStore(run_dir)
+    rows = store.rows()
+    counts = {"contaminated": 0, "suspicious": 0}
+    for k, row in enumerate(rows):
+        if k % 7 == 0:
+            store.update_verdict(row.attempt_id, "contaminated", "void",
+                                 [{"category": "honeytoken", "severity": "high", "event": 1, "quote": "cat /opt/labels.json"}])
+            counts["contaminated"] += 1
+        elif k % 11 == 0:
+            store.update_verdict(row.attempt_id, "suspicious", "flag",
+                                 [{"category": "network", "severity": "medium", "event": 1, "quote": "curl example.com"}])
+            counts["suspicious"] += 1
+    store.close()
+    _run(["report", str(run_dir)])
+    return run_dir, counts
+
+
 def test_report_json_and_html(finished_run):
-    proc = subprocess.run(STATEBOX + ["report", str(finished_run), "--json"], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc = _run(["report", str(finished_run), "--json"], timeout=300)
     payload = json.loads(proc.stdout)
+    assert payload["single_file"] is True and payload["files_dir"] is None  # a small run stays one file
     html = Path(payload["report"]).read_text()
-    assert "id='leaderboard'" in html and "chance-random" in html and "oracle" in html
+    assert payload["report_bytes"] == len(html.encode())
+    for element in ("id='heatmap'", "id='vs-baseline'", "id='cost-score'", "id='audit-chart'", "id='leaderboard'", "id='attempts'"):
+        assert element in html, element
+    assert html.index("id='heatmap'") < html.index("id='leaderboard'") < html.index("id='attempts'")  # picture first
+    assert "chance-random" in html and "oracle" in html
     assert "data:image/png;base64," in html  # plots are embedded, the file stands alone
-    assert "Transcript" in html and "final_answer" in html
-    assert "src='http" not in html and 'src="http' not in html
+    assert "final_answer" in html  # transcripts are inline in a single-file report
+    assert "src='http" not in html and 'src="http' not in html and "fetch(\"http" not in html
+    assert not (finished_run / "report_files").exists()
+
+
+def test_report_terminal_output_states_the_size(finished_run):
+    proc = _run(["report", str(finished_run), "--single-file"], timeout=300)
+    assert re.search(r"report: .*report\.html \(\d+(\.\d)? [KM]B, single file\)", proc.stdout), proc.stdout[-500:]
 
 
 def _chromium() -> str:
@@ -57,39 +94,190 @@ def _chromium() -> str:
 
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
 ]
+
+
+def dump_dom(report: Path, fragment: str, profile: Path, budget_ms: int = 5000) -> str:
+    proc = subprocess.run(
+        [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--virtual-time-budget={budget_ms}", "--dump-dom",
+         report.resolve().as_uri() + fragment],
+        capture_output=True, text=True, timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def screenshot(report: Path, fragment: str, shot: Path, profile: Path, size: str = "1400,1000"):
+    from PIL import Image
+
+    proc = subprocess.run(
+        [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--window-size={size}",
+         "--virtual-time-budget=5000", f"--screenshot={shot}", report.resolve().as_uri() + fragment],
+        capture_output=True, text=True, timeout=180,
+    )
+    assert proc.returncode == 0 and shot.exists(), proc.stderr[-2000:]
+    return Image.open(shot).convert("RGB")
+
+
+def shown_rows(dom: str) -> list[dict[str, str]]:
+    rows = re.findall(r'<tr class="arow[^"]*"( data-idx="\d+"[^>]*)>', dom)  # (not the script's template)
+    return [dict(re.findall(r'data-([a-z]+)="([^"]*)"', attrs)) for attrs in rows]
+
+
+def count_of(dom: str) -> tuple[int, int]:
+    m = re.search(r'id="count" data-shown="(\d+)" data-total="(\d+)"', dom)
+    assert m, "no attempt counter in the DOM"
+    return int(m.group(1)), int(m.group(2))
+
+
+def assert_not_blank(image, what: str) -> None:
+    colours = image.getcolors(maxcolors=1_000_000) or []
+    assert len(colours) > 20, f"the {what} screenshot is blank"
+
+
+def heatmap_pixels(image) -> int:
+    """Pixels of the heatmap's blue ramp (cells of any score are some shade of it)."""
+    import numpy as np
+
+    px = np.asarray(image.convert("RGB"), dtype=int)
+    r, g, b = px[..., 0], px[..., 1], px[..., 2]
+    return int(((b > r + 25) & (b > g + 5)).sum())
 
 
 def test_report_renders_in_headless_chromium(finished_run, tmp_path):
     report = finished_run / "report.html"
     if not report.exists():
-        subprocess.run(STATEBOX + ["report", str(finished_run)], check=True, capture_output=True, timeout=300)
-    url = report.resolve().as_uri() + "#open=0"
+        _run(["report", str(finished_run)], timeout=300)
     profile = tmp_path / "profile"
-    dom = subprocess.run(
-        [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=3000", "--dump-dom", url],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    assert 'id="leaderboard"' in dom.stdout
-    assert "<details class=\"attempt\" open" in dom.stdout  # the script ran and opened a transcript
-    from PIL import Image
+    dom = dump_dom(report, "#open=0", profile)
+    assert 'id="heatmap"' in dom and 'id="leaderboard"' in dom
+    assert dom.count('class="cell"') >= 12  # 2 agents x 6 datasets
+    shown, total = count_of(dom)
+    assert shown == total == 72
+    opened = re.search(r'<div class="attempt-detail loaded" id="attempt-0">(.*?)</div></td></tr>', dom, re.S)
+    assert opened, "#open=0 did not open the attempt's transcript"
+    assert "final_answer" in opened.group(1)
 
-    def screenshot(fragment: str, name: str) -> Image.Image:
-        shot = tmp_path / name
-        proc = subprocess.run(
-            [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--window-size=1400,1600",
-             "--virtual-time-budget=3000", f"--screenshot={shot}", report.resolve().as_uri() + fragment],
-            capture_output=True, text=True, timeout=120,
-        )
-        assert proc.returncode == 0 and shot.exists(), proc.stderr[-2000:]
-        return Image.open(shot).convert("L")
+    top = screenshot(report, "", tmp_path / "top.png", profile)
+    transcript = screenshot(report, "#focus=0", tmp_path / "transcript.png", profile)
+    for image, what in ((top, "top"), (transcript, "transcript")):
+        assert_not_blank(image, what)
+    assert heatmap_pixels(top.crop((0, 0, 1400, 600))) > 5000, "no heatmap in the first screen"
+    assert top.tobytes() != transcript.tobytes()  # the focused view shows the transcript instead
 
-    top = screenshot("", "leaderboard.png")
-    transcript = screenshot("#focus=0", "transcript.png")
-    for image, what in ((top, "leaderboard"), (transcript, "transcript")):
-        colours = image.getcolors(maxcolors=1_000_000) or []
-        assert len(colours) > 20, f"the {what} screenshot is blank"
-    # the focused view shows a different picture than the leaderboard: the transcript rendered
-    assert top.tobytes() != transcript.tobytes()
+
+def test_filters_by_verdict_in_chromium(flagged_run, tmp_path):
+    run_dir, counts = flagged_run
+    report = run_dir / "report.html"
+    profile = tmp_path / "profile"
+    dom = dump_dom(report, "#verdict=contaminated", profile)
+    rows = shown_rows(dom)
+    assert len(rows) == counts["contaminated"] > 0
+    assert {r["verdict"] for r in rows} == {"contaminated"}
+    assert count_of(dom) == (counts["contaminated"], 72)
+
+    dom = dump_dom(report, "#verdict=suspicious&agent=oracle", profile)
+    rows = shown_rows(dom)
+    assert rows and {(r["verdict"], r["agent"]) for r in rows} == {("suspicious", "oracle")}
+
+    dom = dump_dom(report, "#agent=oracle&correct=incorrect", profile)  # the oracle is never wrong
+    assert count_of(dom)[0] == 0 and not shown_rows(dom)
+
+    dom = dump_dom(report, "#q=" + "cubes%20are%20present", profile)  # search the questions
+    rows = shown_rows(dom)
+    assert rows and count_of(dom)[0] < 72
+
+    dom = dump_dom(report, "#sort=0&dir=-1", profile)  # sort by '#', descending
+    idx = [int(r["idx"]) for r in shown_rows(dom)]
+    assert idx == sorted(idx, reverse=True) and idx[0] == 71
+
+    dom = dump_dom(report, "", profile)  # the heatmap marks flagged cells and counts the voided
+    assert "void 0" in dom or "void 1" in dom
+    assert "attempts flagged" in dom
+
+
+def test_split_report_loads_chunks_on_demand(flagged_run, tmp_path):
+    """Beyond a size the report is a small page plus a folder of chunk scripts, opened from file://."""
+    from statebox.harness.report import write_report_output
+
+    run_dir, counts = flagged_run
+    out = tmp_path / "split" / "report.html"
+    result = write_report_output(run_dir, out, split_over=0)
+    assert not result.single_file and result.files_dir == out.parent / "report_files"
+    names = sorted(p.name for p in result.files_dir.iterdir())
+    assert any(n.startswith("i-") for n in names) and any(n.startswith("t-") for n in names)
+    html = out.read_text()
+    assert "final_answer" not in html  # transcripts are not in the page
+    profile = tmp_path / "profile"
+    dom = dump_dom(out, "#open=5", profile)
+    assert count_of(dom) == (72, 72)
+    opened = re.search(r'<div class="attempt-detail loaded" id="attempt-5">(.*?)</div></td></tr>', dom, re.S)
+    assert opened and "final_answer" in opened.group(1)
+    dom = dump_dom(out, "#verdict=contaminated", profile)
+    assert {r["verdict"] for r in shown_rows(dom)} == {"contaminated"}
+    assert count_of(dom)[0] == counts["contaminated"]
+    # going back to one file removes the now-stale folder
+    single = write_report_output(run_dir, out, single_file=True)
+    assert single.single_file and not (out.parent / "report_files").exists()
+
+
+def test_transcript_search(flagged_run, tmp_path):
+    run_dir, _ = flagged_run
+    from statebox.harness.report import write_report_output
+    from statebox.harness.store import ResultStore
+
+    store = ResultStore(run_dir)
+    row = store.rows()[3]
+    store.close()
+    events = run_dir / "attempts" / row.attempt_id / "events.jsonl"
+    with events.open("a") as fh:
+        fh.write(json.dumps({"seq": 99, "kind": "tool_output", "text": "zebra-needle-42 in the haystack"}) + "\n")
+    out = tmp_path / "t" / "report.html"
+    write_report_output(run_dir, out, split_over=0)
+    profile = tmp_path / "profile"
+    dom = dump_dom(out, "#q=zebra-needle-42", profile)
+    assert count_of(dom)[0] == 0  # not in questions or answers
+    dom = dump_dom(out, "#q=zebra-needle-42&t=1", profile)
+    assert [r["idx"] for r in shown_rows(dom)] and count_of(dom)[0] == 1
+
+
+# ------------------------------------------------------------------ 10,000 attempts
+
+
+@pytest.fixture(scope="module")
+def big_run(tiny_suite, tmp_path_factory) -> Path:
+    """10,008 host-side attempts: the tiny suite's 36 queries x 2 agents x 139 epochs."""
+    run_dir = tmp_path_factory.mktemp("big") / "run"
+    _run(["run", "--agent", "oracle", "--agent", "chance-random", "--suite", str(tiny_suite), "--run-dir", str(run_dir),
+          "--epochs", "139", "--concurrency", "2", "--json"], timeout=1200)
+    return run_dir
+
+
+@pytest.mark.slow
+def test_report_of_ten_thousand_attempts(big_run, tmp_path):
+    proc = _run(["report", str(big_run), "--json"], timeout=900)
+    payload = json.loads(proc.stdout)
+    assert payload["attempts"] == 10008
+    report = Path(payload["report"])
+    assert report.stat().st_size < 10 * 1024 * 1024
+    profile = tmp_path / "profile"
+    dom = dump_dom(report, "#open=9000", profile, budget_ms=20000)
+    assert 'id="heatmap"' in dom
+    assert count_of(dom) == (10008, 10008)
+    opened = re.search(r'<div class="attempt-detail loaded" id="attempt-9000">(.*?)</div></td></tr>', dom, re.S)
+    assert opened and "final_answer" in opened.group(1)
+    top = screenshot(report, "", tmp_path / "top.png", profile)
+    assert_not_blank(top, "top")
+    assert heatmap_pixels(top.crop((0, 0, 1400, 600))) > 5000, "no heatmap in the first screen"
+
+    # the same run split into a page and chunks: the page is small whatever the run size
+    from statebox.harness.report import write_report_output
+
+    out = tmp_path / "split" / "report.html"
+    split = write_report_output(big_run, out, split_over=0)
+    assert not split.single_file and split.bytes < 1024 * 1024
+    dom = dump_dom(out, "#open=10007&verdict=clean", profile, budget_ms=20000)
+    assert count_of(dom) == (10008, 10008)
+    opened = re.search(r'<div class="attempt-detail loaded" id="attempt-10007">(.*?)</div></td></tr>', dom, re.S)
+    assert opened and "final_answer" in opened.group(1)

@@ -1,0 +1,482 @@
+"""The report's one pass over a run: read-only, streaming, bounded memory.
+
+Why a streaming pass: a real evaluation has 10,000+ attempts with hundreds of events
+each; holding the rows (or worse, the transcripts) in memory, or in one HTML page,
+does not scale. The pass reads the store in (agent, dataset, epoch) order through a
+read-only SQLite connection, so what it keeps is one epoch of one (agent, dataset)
+plus per-(agent, dataset) accumulators: memory grows with agents x datasets (and the
+dataset's items, which are loaded anyway), never with attempts or transcript size.
+Everything per attempt (the attempt index and the transcripts) goes straight to a
+`ChunkSink` on disk as it is read.
+
+The store is opened with a `file:...?mode=ro` URI: the report and `statebox view`
+never write to a run folder they read, never take its lock, and can read while a run
+writes (WAL).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import urllib.parse
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from statebox.harness.aggregate import AgentDatasetScore, ScoreAccumulator
+from statebox.harness.store import RESULTS_FILE, ResultRow
+from statebox.schema import Item
+
+MAX_EVENTS_PER_ATTEMPT = 300
+MAX_TEXT = 2000
+MAX_INDEX_TEXT = 300  # the answer / reason as the attempt index holds them (the full text opens on demand)
+ROWS_PER_INDEX_CHUNK = 5000
+TRANSCRIPT_CHUNK_BYTES = 512 * 1024
+TRANSCRIPT_CHUNK_ATTEMPTS = 400
+CURVE_BINS = 6
+
+REPORT_ORDER = "agent, dataset, epoch, item_id, query_index"
+COLUMNS = tuple(ResultRow.model_fields)
+_JSON_COLUMNS = ("findings", "metrics")
+VERDICT_ORDER = ("clean", "suspicious", "contaminated")
+
+
+# ---------------------------------------------------------------- read-only store access
+
+
+def connect_readonly(run_dir: Path) -> sqlite3.Connection:
+    """The run's store, read-only (`mode=ro`); a folder without one is a user error."""
+    from statebox.errors import UserError
+
+    path = Path(run_dir) / RESULTS_FILE
+    if not path.exists():
+        raise UserError(f"{run_dir}: not a statebox run folder (no {RESULTS_FILE})")
+    uri = "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro"
+    return sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=False)
+
+
+def row_from_tuple(values: tuple[Any, ...], names: tuple[str, ...] = COLUMNS) -> ResultRow:
+    """A stored row without re-validation (the store validated it on the way in)."""
+    data = dict(zip(names, values))
+    for key in _JSON_COLUMNS:
+        raw = data.get(key)
+        data[key] = json.loads(raw) if raw else ({} if key == "metrics" else [])
+    return ResultRow.model_construct(**data)
+
+
+def iter_rows(conn: sqlite3.Connection, *, order: str = REPORT_ORDER, after_rowid: int | None = None,
+              limit: int | None = None) -> Iterator[tuple[int, ResultRow]]:
+    """(rowid, row) one at a time from a cursor (never fetchall)."""
+    sql = f"SELECT rowid, {', '.join(COLUMNS)} FROM results"
+    params: list[Any] = []
+    if after_rowid is not None:
+        sql += " WHERE rowid > ?"
+        params.append(after_rowid)
+    sql += f" ORDER BY {order}"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    cursor = conn.execute(sql, params)
+    try:
+        while True:
+            batch = cursor.fetchmany(512)
+            if not batch:
+                return
+            for raw in batch:
+                yield raw[0], row_from_tuple(raw[1:])
+    finally:
+        cursor.close()
+
+
+def count_rows(conn: sqlite3.Connection) -> tuple[int, int]:
+    """(number of rows, highest rowid): changes whenever a row is written."""
+    n, top = conn.execute("SELECT COUNT(*), COALESCE(MAX(rowid), 0) FROM results").fetchone()
+    return int(n), int(top)
+
+
+class StoredRows:
+    """The rows of a run, read again from the store each time it is iterated (for callers
+    of `write_report` that look at rows, without the report holding them all)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir)
+
+    def __iter__(self) -> Iterator[ResultRow]:
+        conn = connect_readonly(self.run_dir)
+        try:
+            for _, row in iter_rows(conn, order="agent, dataset, item_id, query_index, epoch"):
+                yield row
+        finally:
+            conn.close()
+
+    def __len__(self) -> int:
+        conn = connect_readonly(self.run_dir)
+        try:
+            return count_rows(conn)[0]
+        finally:
+            conn.close()
+
+
+# ---------------------------------------------------------------- transcripts
+
+
+def read_transcript(attempt_dir: Path, max_events: int = MAX_EVENTS_PER_ATTEMPT, max_text: int = MAX_TEXT) -> dict[str, Any]:
+    """The first `max_events` events of `events.jsonl`, each text cut at `max_text`;
+    the rest is counted, not parsed. Compact: [seq, kind, time, text, extra]."""
+    path = Path(attempt_dir) / "events.jsonl"
+    events: list[list[Any]] = []
+    more = 0
+    try:
+        handle = open(path, encoding="utf-8", errors="replace")
+    except OSError:
+        return {"ev": [], "more": 0, "missing": True}
+    with handle:
+        for line in handle:
+            if len(events) >= max_events:
+                more += 1
+                continue
+            try:
+                ev = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn last line (killed mid-write)
+            if not isinstance(ev, dict):
+                continue
+            text = str(ev.get("text") or "")
+            if len(text) > max_text:
+                text = text[:max_text] + f"… [{len(text) - max_text} more chars]"
+            kind = str(ev.get("kind", "?"))
+            extra = ""
+            if kind == "frames":
+                extra = json.dumps(ev.get("data") or {})[:400]
+            role = (ev.get("data") or {}).get("role") if isinstance(ev.get("data"), dict) else None
+            if role and kind == "message":
+                kind = f"message:{role}"
+            events.append([ev.get("seq", len(events)), kind, ev.get("time"), text, extra])
+    return {"ev": events, "more": more}
+
+
+# ---------------------------------------------------------------- chunk sink
+
+
+def js_json(payload: Any) -> str:
+    """JSON that is also safe inside an HTML <script> block (no '<' at all)."""
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+
+
+class ChunkSink:
+    """Per-attempt data written to disk as it is produced: `i-NNNN` (the attempt index,
+    rows of the filterable table) and `t-NNNN` (transcripts, opened on demand). Each chunk
+    is one JSON text; the page gets them inline (single file) or as `NAME.js` files."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.index_chunks: list[str] = []
+        self.transcript_chunks: list[str] = []
+        self.bytes = 0
+        self._index: list[list[Any]] = []
+        self._transcripts: dict[int, Any] = {}
+        self._t_bytes = 0
+
+    def _write(self, name: str, payload: Any) -> None:
+        text = js_json(payload)
+        (self.folder / f"{name}.json").write_text(text, encoding="utf-8")
+        self.bytes += len(text.encode("utf-8"))
+
+    @property
+    def transcript_chunk(self) -> int:
+        return len(self.transcript_chunks)
+
+    def add(self, index_row: list[Any], idx: int, transcript: Any) -> None:
+        self._transcripts[idx] = transcript
+        self._t_bytes += len(json.dumps(transcript, ensure_ascii=False))
+        self._index.append(index_row)
+        if self._t_bytes >= TRANSCRIPT_CHUNK_BYTES or len(self._transcripts) >= TRANSCRIPT_CHUNK_ATTEMPTS:
+            self._flush_transcripts()
+        if len(self._index) >= ROWS_PER_INDEX_CHUNK:
+            self._flush_index()
+
+    def _flush_transcripts(self) -> None:
+        if self._transcripts:
+            name = f"t-{len(self.transcript_chunks):04d}"
+            self._write(name, {str(k): v for k, v in self._transcripts.items()})
+            self.transcript_chunks.append(name)
+            self._transcripts, self._t_bytes = {}, 0
+
+    def _flush_index(self) -> None:
+        if self._index:
+            name = f"i-{len(self.index_chunks):04d}"
+            self._write(name, self._index)
+            self.index_chunks.append(name)
+            self._index = []
+
+    def close(self) -> None:
+        self._flush_transcripts()
+        self._flush_index()
+
+    def names(self) -> list[str]:
+        return self.index_chunks + self.transcript_chunks
+
+
+# ---------------------------------------------------------------- the pass
+
+
+def _parse_int(text: str) -> int | None:
+    found = re.findall(r"-?\d+", text or "")
+    return int(found[-1]) if found else None
+
+
+def _target_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+class Vocab:
+    """Grow-only string -> small int (the attempt index stores numbers, the page the names)."""
+
+    def __init__(self, initial: tuple[str, ...] | list[str] = ()) -> None:
+        self.names: list[str] = []
+        self._ids: dict[str, int] = {}
+        for name in initial:
+            self.id(name)
+
+    def id(self, name: str) -> int:
+        found = self._ids.get(name)
+        if found is None:
+            found = self._ids[name] = len(self.names)
+            self.names.append(name)
+        return found
+
+
+@dataclass
+class DatasetInfo:
+    label: str
+    bench: str
+    items: list[Item]
+    positions: dict[str, int] = field(default_factory=dict)
+    queries: dict[str, dict[int, Any]] = field(default_factory=dict)
+    count_range: tuple[int, int] | None = None
+    curve_edges: list[float] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, label: str, bench: str, items: list[Item]) -> "DatasetInfo":
+        info = cls(label=label, bench=bench, items=items)
+        counts: list[int] = []
+        times: list[float] = []
+        for pos, item in enumerate(items):
+            info.positions[item.id] = pos
+            info.queries[item.id] = {q.index: q for q in item.queries}
+            for q in item.queries:
+                if item.is_streaming and q.time is not None:
+                    times.append(float(q.time))
+                if item.answer_type == "number":
+                    target = q.target if q.target is not None else item.target
+                    try:
+                        counts.append(int(float(target)))
+                    except (TypeError, ValueError):
+                        pass
+        if counts:
+            info.count_range = (min(counts), max(counts))
+        if times:
+            lo, hi = min(times), max(times)
+            info.curve_edges = [lo + (hi - lo) * k / CURVE_BINS for k in range(CURVE_BINS + 1)]
+        return info
+
+    def item_table(self) -> list[list[Any]]:
+        """What the page needs per item: id, question, labels, choices, {query: [time, target]}."""
+        out = []
+        for item in self.items:
+            labels = sorted({f"{k}={part}" for k, v in item.labels.items() for part in str(v).split("|")})
+            queries = {
+                str(q.index): [q.time, _target_text(q.target if q.target is not None else item.target)] for q in item.queries
+            }
+            out.append([item.id, item.question, labels, list(item.choices or []), queries])
+        return out
+
+
+@dataclass
+class RunSummary:
+    """Everything above the attempt table, bounded by agents x datasets."""
+
+    scores: list[AgentDatasetScore]
+    n_rows: int
+    datasets: list[DatasetInfo]
+    confusions: dict[tuple[str, str], Counter]
+    curves: dict[str, dict[str, list[list[float]]]]
+    agents: Vocab
+    dataset_vocab: Vocab
+    verdicts: Vocab
+    statuses: Vocab
+    actions: Vocab
+    last_rowid: int = 0
+
+
+class ReportPass:
+    """Feed rows in (agent, dataset, epoch) order; `finish()` returns the summary.
+
+    With a `sink`, every row also becomes one attempt-index row and one transcript
+    (read from its attempt folder) on disk, as it goes.
+    """
+
+    def __init__(self, run_dir: Path, datasets: list[DatasetInfo], sink: ChunkSink | None = None) -> None:
+        self.run_dir = Path(run_dir)
+        self.datasets = {d.label: d for d in datasets}
+        self.dataset_list = datasets
+        self.sink = sink
+        self.agents = Vocab()
+        self.dataset_vocab = Vocab([d.label for d in datasets])
+        self.verdicts = Vocab(VERDICT_ORDER)
+        self.statuses = Vocab(("ok",))
+        self.actions = Vocab(("none",))
+        self.scores: list[AgentDatasetScore] = []
+        self.confusions: dict[tuple[str, str], Counter] = defaultdict(Counter)
+        self.curves: dict[str, dict[str, list[list[float]]]] = defaultdict(dict)
+        self.n = 0
+        self.last_rowid = 0
+        self._group: tuple[str, str] | None = None
+        self._acc: ScoreAccumulator | None = None
+        self._epoch: int | None = None
+        self._epoch_rows: list[ResultRow] = []
+
+    # -- grouping
+    def _flush_epoch(self) -> None:
+        if self._acc is not None and self._epoch_rows:
+            self._acc.add_epoch(self._epoch_rows)
+        self._epoch_rows = []
+
+    def _flush_group(self) -> None:
+        self._flush_epoch()
+        if self._acc is not None and self._acc.rows:
+            self.scores.append(self._acc.result())
+        self._acc = None
+
+    def feed(self, row: ResultRow, rowid: int = 0) -> None:
+        key = (row.agent, row.dataset)
+        if key != self._group:
+            self._flush_group()
+            self._group = key
+            info = self.datasets.get(row.dataset)
+            self._acc = ScoreAccumulator(row.agent, row.dataset, row.bench, info.items if info else [])
+            self._epoch = row.epoch
+        elif row.epoch != self._epoch:
+            self._flush_epoch()
+            self._epoch = row.epoch
+        self._epoch_rows.append(row)
+        self.last_rowid = max(self.last_rowid, rowid)
+        idx = self.n
+        self.n += 1
+        info = self.datasets.get(row.dataset)
+        item = info.items[info.positions[row.item_id]] if info and row.item_id in info.positions else None
+        query = info.queries[row.item_id].get(row.query_index) if item is not None and info else None
+        if item is not None and info is not None:
+            self._plots(row, item, query, info)
+        if self.sink is not None:
+            transcript = read_transcript(self.run_dir / "attempts" / row.attempt_id)
+            transcript["resp"] = row.response[:MAX_TEXT]
+            transcript["m"] = row.metrics
+            transcript["f"] = [
+                {k: (str(v)[:300] if k == "quote" else v) for k, v in f.items() if k in ("category", "severity", "event", "quote", "rule", "detail")}
+                for f in row.findings
+            ]
+            self.sink.add(self.index_row(idx, row, self.sink.transcript_chunk), idx, transcript)
+
+    def _plots(self, row: ResultRow, item: Item, query: Any, info: DatasetInfo) -> None:
+        if item.answer_type == "number" and info.count_range is not None:
+            target = query.target if query is not None and query.target is not None else item.target
+            try:
+                truth = int(float(target))
+            except (TypeError, ValueError):
+                truth = None
+            if truth is not None:
+                pred = _parse_int(row.response)
+                lo, hi = info.count_range
+                if pred is not None and not lo - 11 <= pred <= hi + 11:
+                    pred = lo - 11 if pred < lo else hi + 11  # far out: one bucket each side keeps memory bounded
+                self.confusions[(row.dataset, row.agent)][(truth, pred)] += 1
+        if item.is_streaming and query is not None and query.time is not None and row.metrics and info.curve_edges:
+            value = row.metrics.get("gpa", next(iter(row.metrics.values())))
+            if value is not None:
+                bins = self.curves[row.dataset].setdefault(row.agent, [[0.0, 0] for _ in range(CURVE_BINS)])
+                t = float(query.time)
+                edges = info.curve_edges
+                for k in range(CURVE_BINS):
+                    if edges[k] <= t <= edges[k + 1]:
+                        bins[k][0] += float(value)
+                        bins[k][1] += 1
+
+    def index_row(self, idx: int, row: ResultRow, tchunk: int | None) -> list[Any]:
+        """One attempt as the page's table holds it (see FIELDS in report.py's script)."""
+        info = self.datasets.get(row.dataset)
+        value = row.metrics.get("correct")
+        correct = None if value is None else (1 if value >= 0.999 else 0)
+        cats = sorted({str(f.get("category", "?")) for f in row.findings})
+        return [
+            idx,
+            self.agents.id(row.agent),
+            self.dataset_vocab.id(row.dataset),
+            info.positions.get(row.item_id, -1) if info else -1,
+            row.query_index,
+            row.epoch,
+            self.verdicts.id(row.verdict),
+            self.statuses.id(row.status),
+            correct,
+            row.response[:MAX_INDEX_TEXT],
+            round(row.duration_s, 2),
+            row.input_tokens + row.output_tokens,
+            round(row.cost_usd, 6),
+            ",".join(cats),
+            tchunk,
+            row.attempt_id,
+            row.reason[:MAX_INDEX_TEXT],
+            self.actions.id(row.action),
+            row.item_id,
+        ]
+
+    def finish(self) -> RunSummary:
+        self._flush_group()
+        if self.sink is not None:
+            self.sink.close()
+        self.scores.sort(key=lambda s: (s.agent, s.dataset))
+        return RunSummary(
+            scores=self.scores,
+            n_rows=self.n,
+            datasets=self.dataset_list,
+            confusions=dict(self.confusions),
+            curves={k: dict(v) for k, v in self.curves.items()},
+            agents=self.agents,
+            dataset_vocab=self.dataset_vocab,
+            verdicts=self.verdicts,
+            statuses=self.statuses,
+            actions=self.actions,
+            last_rowid=self.last_rowid,
+        )
+
+
+def load_run_datasets(run_dir: Path) -> list[DatasetInfo]:
+    """The run's datasets as its run.json names them (with `--limit` applied)."""
+    from statebox.harness.plan import RunConfig, load_datasets
+
+    config = RunConfig.load(Path(run_dir))
+    return [DatasetInfo.build(d.spec.label, d.spec.bench, d.items) for d in load_datasets(config)]
+
+
+def summarise(run_dir: Path, datasets: list[DatasetInfo], sink: ChunkSink | None = None,
+              conn: sqlite3.Connection | None = None) -> RunSummary:
+    """One streaming pass over the store (read-only) into a RunSummary (+ the sink's chunks)."""
+    own = conn is None
+    conn = conn or connect_readonly(run_dir)
+    try:
+        rpass = ReportPass(run_dir, datasets, sink)
+        for rowid, row in iter_rows(conn):
+            rpass.feed(row, rowid)
+        return rpass.finish()
+    finally:
+        if own:
+            conn.close()
