@@ -139,7 +139,12 @@ def execute_run(
         progress.update(task_ids[agent_name], completed=tally.done, failed=tally.failed, tokens=tally.tokens, cost=tally.cost)
 
     with progress:
-        store = run_planned(config, run_dir, progress=on_progress, on_start=on_start, gateway_options=gateway_options)
+        try:
+            store = run_planned(config, run_dir, progress=on_progress, on_start=on_start, gateway_options=gateway_options)
+        except BaseException:
+            # a signal or an error ends the run with one line on stderr: no final bar beside it
+            progress.live.transient = True
+            raise
     rows = store.rows()
     store.close()
     items = {d.spec.label: d.items for d in load_datasets(config)}

@@ -150,6 +150,15 @@ def start_services(
     """Start only what the run's agents need, and fail before any container starts
     when something is missing (engine, API key)."""
     services = RunServices(policy=policy, run_id=config.run_id)
+    try:
+        _start(services, config, agents, gateway_options)
+    except BaseException:  # a missing key, a signal: never leave a started gateway behind
+        services.close()
+        raise
+    return services
+
+
+def _start(services: RunServices, config: RunConfig, agents: dict[str, Agent], gateway_options: dict[str, Any] | None) -> None:
     if any(a.needs_sandbox for a in agents.values()):
         from statebox.sandbox.docker import SandboxEngine
 
@@ -162,9 +171,8 @@ def start_services(
             if agent.needs_gateway:
                 options = AgentOptions.model_validate(config.agent_options.get(name, {}))
                 gateway.check_ready(provider_of(options, agent))
-        gateway.start()
         services.gateway = gateway
-    return services
+        gateway.start()
 
 
 def preflight_videos(planned: list[PlannedAttempt], agents: dict[str, Agent]) -> None:
