@@ -1,0 +1,35 @@
+"""`statebox view RUN_DIR [--port P]`: the report, live, on localhost, while a run is still going."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("view")
+    def view(
+        run_dir: Path = typer.Argument(..., help="a run folder, finished or still running"),
+        port: int = typer.Option(8765, help="port on 127.0.0.1 (0: any free port)"),
+        poll_ms: int = typer.Option(2000, "--poll-ms", help="how often the page asks for new rows"),
+    ) -> None:
+        """Serve a run's report on localhost with progress, rows as they are written, and attempts in flight (reads the run folder only)."""
+        import sys
+
+        from statebox.errors import UserError
+        from statebox.harness.live_view import serve
+        from statebox.harness.plan import RUN_CONFIG_FILE
+
+        if not (run_dir / RUN_CONFIG_FILE).exists():
+            raise UserError(f"{run_dir}: not a statebox run folder (no {RUN_CONFIG_FILE})")
+
+        def ready(url: str) -> None:
+            print(f"statebox view: serving {url} (Ctrl-C to stop)", flush=True)
+
+        try:
+            serve(run_dir, port=port, poll_ms=poll_ms, ready=ready)
+        except OSError as exc:
+            raise UserError(f"cannot listen on 127.0.0.1:{port} ({exc.strerror or exc})") from exc
+        except KeyboardInterrupt:
+            print("statebox view: stopped", file=sys.stderr)

@@ -1,0 +1,322 @@
+"""`statebox view RUN_DIR`: the report, served on localhost while the run is still going.
+
+Why a server and not a re-written file: a run in progress changes every second; the page
+polls small JSON endpoints (progress, rows written since the last poll, attempts in
+flight) and opens transcripts straight from the attempt folders, even of attempts still
+running. It only ever reads the run folder: SQLite is opened read-only
+(`file:...?mode=ro`, per request), nothing is written beside the run, no run lock is
+taken, so it never gets in the way of the run it watches.
+
+Endpoints (all GET): `/` the page; `/fragment/summary` the part above the attempt table
+(recomputed when rows were added, at most every few seconds); `/api/status`;
+`/api/rows?after=ROWID`; `/api/attempt?id=ATTEMPT_ID`; `/api/search?q=TEXT` (attempts
+whose transcript contains TEXT).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import urllib.parse
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from statebox.harness.report import ATTEMPTS_SECTION, page_head, page_meta, page_tail, summary_html
+from statebox.harness.report_data import (
+    MAX_TEXT,
+    DatasetInfo,
+    ReportPass,
+    connect_readonly,
+    count_rows,
+    iter_rows,
+    js_json,
+    load_run_datasets,
+    read_transcript,
+    summarise,
+)
+from statebox.harness.store import RESULTS_FILE
+
+ROWS_PER_POLL = 5000
+IN_FLIGHT_LISTED = 50
+SUMMARY_MIN_INTERVAL_S = 3.0
+SEARCH_LIMIT_S = 10.0
+
+
+class LiveRun:
+    """What the server knows about one run folder; every read goes to disk again."""
+
+    def __init__(self, run_dir: Path, poll_ms: int = 2000) -> None:
+        from statebox.harness.plan import RunConfig
+
+        self.run_dir = Path(run_dir)
+        self.poll_ms = poll_ms
+        self.config = RunConfig.load(self.run_dir)
+        self.datasets: list[DatasetInfo] = load_run_datasets(self.run_dir)
+        self.totals = self._planned_totals()
+        self._lock = threading.Lock()
+        self._index = ReportPass(self.run_dir, self.datasets)  # its vocabularies number the rows' names
+        self._done: set[str] = set()
+        self._done_by_agent: dict[str, int] = {}
+        self._done_rowid = 0
+        self._summary: tuple[int, float, str] | None = None
+        self._summary_lock = threading.Lock()
+
+    def _planned_totals(self) -> dict[str, int]:
+        totals: dict[str, int] = {}
+        for agent in self.config.agents:
+            cap = self.config.agent_limits.get(agent)
+            n = 0
+            for d in self.datasets:
+                items = d.items[:cap] if cap is not None else d.items
+                n += sum(len(i.queries) for i in items)
+            totals[agent] = n * self.config.epochs
+        return totals
+
+    def _connect(self):
+        if not (self.run_dir / RESULTS_FILE).exists():
+            return None
+        return connect_readonly(self.run_dir)
+
+    # ------------------------------------------------------------ endpoints
+    def status(self) -> dict[str, Any]:
+        conn = self._connect()
+        rows = last = 0
+        if conn is not None:
+            try:
+                rows, last = count_rows(conn)
+                with self._lock:
+                    if last > self._done_rowid:
+                        for rowid, attempt_id, agent in conn.execute(
+                            "SELECT rowid, attempt_id, agent FROM results WHERE rowid > ?", (self._done_rowid,)
+                        ):
+                            if attempt_id not in self._done:
+                                self._done.add(attempt_id)
+                                self._done_by_agent[agent] = self._done_by_agent.get(agent, 0) + 1
+                            self._done_rowid = max(self._done_rowid, rowid)
+            finally:
+                conn.close()
+        flight = self._in_flight()
+        total = sum(self.totals.values())
+        with self._lock:
+            by_agent = {a: {"done": self._done_by_agent.get(a, 0), "total": t} for a, t in self.totals.items()}
+            for a, n in self._done_by_agent.items():
+                by_agent.setdefault(a, {"done": n, "total": n})
+        return {
+            "run_dir": str(self.run_dir),
+            "rows": rows,
+            "last_rowid": last,
+            "done": rows,
+            "total": max(total, rows),
+            "agents": by_agent,
+            "in_flight": flight[:IN_FLIGHT_LISTED],
+            "in_flight_count": len(flight),
+            "running": bool(flight),
+            "time": time.time(),
+        }
+
+    def _in_flight(self) -> list[dict[str, Any]]:
+        """Attempt folders with no store row and no final session.json: started, not finished."""
+        attempts = self.run_dir / "attempts"
+        out: list[dict[str, Any]] = []
+        if not attempts.is_dir():
+            return out
+        now = time.time()
+        with self._lock:
+            done = set(self._done) if len(self._done) < 200_000 else self._done
+        with os.scandir(attempts) as it:
+            for entry in it:
+                if entry.name in done or not entry.is_dir():
+                    continue
+                folder = Path(entry.path)
+                if (folder / "session.json").exists():
+                    continue  # finished; its row is being written
+                info: dict[str, Any] = {"attempt_id": entry.name}
+                try:
+                    meta = json.loads((folder / "attempt.json").read_text())
+                    info.update(agent=meta.get("attempt", {}).get("agent"), item_id=meta.get("item_id"),
+                                dataset=meta.get("attempt", {}).get("dataset"))
+                except (OSError, ValueError):
+                    pass
+                try:
+                    with open(folder / "events.jsonl", "rb") as fh:
+                        info["events"] = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 16), b""))
+                except OSError:
+                    info["events"] = 0
+                try:
+                    info["age_s"] = now - entry.stat().st_mtime
+                except OSError:
+                    info["age_s"] = 0.0
+                out.append(info)
+        out.sort(key=lambda x: -x.get("age_s", 0))
+        return out
+
+    def rows_after(self, after: int) -> dict[str, Any]:
+        conn = self._connect()
+        rows: list[list[Any]] = []
+        last = after
+        if conn is not None:
+            try:
+                with self._lock:
+                    for rowid, row in iter_rows(conn, order="rowid", after_rowid=after, limit=ROWS_PER_POLL):
+                        rows.append(self._index.index_row(-1, row, None))
+                        last = rowid
+            finally:
+                conn.close()
+        with self._lock:
+            vocab = {
+                "agents": list(self._index.agents.names),
+                "datasets": list(self._index.dataset_vocab.names),
+                "verdicts": list(self._index.verdicts.names),
+                "statuses": list(self._index.statuses.names),
+                "actions": list(self._index.actions.names),
+            }
+        return {"rows": rows, "last": last, "vocab": vocab}
+
+    def attempt(self, attempt_id: str) -> dict[str, Any] | None:
+        if not attempt_id or "/" in attempt_id or "\\" in attempt_id or attempt_id.startswith("."):
+            return None
+        folder = self.run_dir / "attempts" / attempt_id
+        transcript = read_transcript(folder)
+        conn = self._connect()
+        if conn is not None:
+            try:
+                from statebox.harness.report_data import COLUMNS, row_from_tuple
+
+                raw = conn.execute(f"SELECT {', '.join(COLUMNS)} FROM results WHERE attempt_id = ?", (attempt_id,)).fetchone()
+            finally:
+                conn.close()
+            if raw is not None:
+                row = row_from_tuple(raw)
+                transcript["resp"] = row.response[:MAX_TEXT]
+                transcript["m"] = row.metrics
+                transcript["f"] = row.findings
+        if transcript.get("missing") and "m" not in transcript:
+            return None
+        return transcript
+
+    def search(self, query: str) -> dict[str, Any]:
+        """Attempts whose events.jsonl contains `query` (case-insensitive), within a time limit."""
+        needle = query.lower().encode()
+        ids: list[str] = []
+        started = time.time()
+        complete = True
+        attempts = self.run_dir / "attempts"
+        if needle and attempts.is_dir():
+            with os.scandir(attempts) as it:
+                for entry in it:
+                    if time.time() - started > SEARCH_LIMIT_S:
+                        complete = False
+                        break
+                    try:
+                        with open(os.path.join(entry.path, "events.jsonl"), "rb") as fh:
+                            if needle in fh.read().lower():
+                                ids.append(entry.name)
+                    except OSError:
+                        continue
+        return {"ids": ids, "complete": complete}
+
+    def summary(self) -> str:
+        """The part above the attempt table, recomputed only when rows were added."""
+        conn = self._connect()
+        n = 0
+        if conn is not None:
+            try:
+                n = count_rows(conn)[1]
+            finally:
+                conn.close()
+        with self._summary_lock:
+            cached = self._summary
+            if cached is not None and (cached[0] == n or time.time() - cached[1] < SUMMARY_MIN_INTERVAL_S):
+                return cached[2]
+            if conn is None:
+                from statebox.harness.report_data import RunSummary, Vocab
+
+                summary = RunSummary([], 0, self.datasets, {}, {}, Vocab(), Vocab(), Vocab(), Vocab(), Vocab())
+            else:
+                summary = summarise(self.run_dir, self.datasets)
+            text = summary_html(summary, plots=False) + (
+                "<p class=sub>Count confusion matrices and per-query-time curves: <code>statebox report</code>.</p>"
+            )
+            self._summary = (n, time.time(), text)
+            return text
+
+    def page(self) -> str:
+        meta = page_meta(None, self.datasets, live=True, poll_ms=self.poll_ms, summary_rows=-1)
+        subtitle = (f"live view of <code>{self.run_dir}</code> · agents: {', '.join(self.config.agents)} · "
+                    f"{self.config.epochs} epoch(s) · reads the run folder only")
+        return (
+            page_head(f"statebox live · {self.run_dir.name}", subtitle)
+            + "<h2>Progress</h2><div id='live-status'><p>connecting…</p></div>\n"
+            + "<div id='summary'>" + self.summary() + "</div>\n"
+            + ATTEMPTS_SECTION
+            + f"<script type='application/json' id='sb-meta'>{js_json(meta)}</script>\n"
+            + page_tail()
+        )
+
+
+def make_handler(live: LiveRun) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "statebox-view"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet by default
+            return
+
+        def _send(self, body: bytes, content_type: str, status: HTTPStatus = HTTPStatus.OK) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _json(self, payload: Any, status: HTTPStatus = HTTPStatus.OK) -> None:
+            self._send(json.dumps(payload, default=str).encode(), "application/json", status)
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            url = urllib.parse.urlsplit(self.path)
+            query = urllib.parse.parse_qs(url.query)
+            try:
+                if url.path in ("/", "/index.html"):
+                    self._send(live.page().encode(), "text/html; charset=utf-8")
+                elif url.path == "/fragment/summary":
+                    self._send(live.summary().encode(), "text/html; charset=utf-8")
+                elif url.path == "/api/status":
+                    self._json(live.status())
+                elif url.path == "/api/rows":
+                    after = int((query.get("after") or ["0"])[0] or 0)
+                    self._json(live.rows_after(after))
+                elif url.path == "/api/attempt":
+                    found = live.attempt((query.get("id") or [""])[0])
+                    if found is None:
+                        self._json({"error": "no such attempt"}, HTTPStatus.NOT_FOUND)
+                    else:
+                        self._json(found)
+                elif url.path == "/api/search":
+                    self._json(live.search((query.get("q") or [""])[0]))
+                else:
+                    self._json({"error": "not found"}, HTTPStatus.NOT_FOUND)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            except ValueError as exc:
+                self._json({"error": str(exc)}, HTTPStatus.BAD_REQUEST)
+
+    return Handler
+
+
+def serve(run_dir: Path, port: int = 8765, host: str = "127.0.0.1", poll_ms: int = 2000,
+          ready: Any = None) -> None:
+    """Serve until interrupted; `ready(url)` is called once listening."""
+    live = LiveRun(run_dir, poll_ms=poll_ms)
+    server = ThreadingHTTPServer((host, port), make_handler(live))
+    server.daemon_threads = True
+    url = f"http://{host}:{server.server_address[1]}/"
+    if ready is not None:
+        ready(url)
+    try:
+        server.serve_forever(poll_interval=0.25)
+    finally:
+        server.server_close()

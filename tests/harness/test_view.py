@@ -1,0 +1,160 @@
+"""`statebox view`: a run folder served live, read-only, showing rows written after it started."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+STATEBOX = [sys.executable, "-m", "statebox.cli"]
+
+
+@pytest.fixture(scope="module")
+def small_run(tiny_suite, tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("view") / "run"
+    proc = subprocess.run(
+        STATEBOX + ["run", "--agent", "oracle", "--suite", str(tiny_suite), "--run-dir", str(run_dir), "--epochs", "3", "--json"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return run_dir
+
+
+class Viewer:
+    def __init__(self, run_dir: Path) -> None:
+        self.proc = subprocess.Popen(
+            STATEBOX + ["view", str(run_dir), "--port", "0", "--poll-ms", "300"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        line = self.proc.stdout.readline()  # type: ignore[union-attr]
+        m = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
+        if not m:
+            self.stop()
+            raise AssertionError(f"no URL from statebox view: {line!r} {self.proc.stderr.read()[-2000:]}")  # type: ignore[union-attr]
+        self.url = m.group(1)
+
+    def get(self, path: str) -> bytes:
+        with urllib.request.urlopen(self.url + path, timeout=60) as resp:
+            return resp.read()
+
+    def json(self, path: str):
+        return json.loads(self.get(path))
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _late_row(template, n: int):
+    row = template.model_copy()
+    row.attempt_id = f"late-agent-{n:04d}"
+    row.agent = "late-agent"
+    row.verdict = "contaminated" if n % 2 else "clean"
+    row.action = "void" if n % 2 else "none"
+    row.finished_at = time.time()
+    return row
+
+
+def test_view_shows_rows_written_after_it_started(small_run, tmp_path):
+    from statebox.harness.store import ResultStore
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(small_run, run_dir)
+    store = ResultStore(run_dir)
+    first = store.rows()
+    store.close()
+    before = {p.name for p in run_dir.iterdir()}
+    viewer = Viewer(run_dir)
+    try:
+        status = viewer.json("api/status")
+        assert status["rows"] == len(first) == status["total"] == 36 * 3
+        assert status["in_flight_count"] == 0
+        page = viewer.get("").decode()
+        assert "id='heatmap'" in page and "id='attempts'" in page and "live-status" in page
+        rows = viewer.json("api/rows?after=0")
+        assert len(rows["rows"]) == len(first)
+        last = rows["last"]
+
+        # the run goes on: an attempt starts (its folder, no row yet) and rows are written
+        flying = run_dir / "attempts" / "oracle-inflight0001"
+        flying.mkdir(parents=True)
+        (flying / "attempt.json").write_text(json.dumps({"attempt": {"agent": "oracle", "dataset": "bolts"}, "item_id": "bolts_0000"}))
+        (flying / "events.jsonl").write_text(json.dumps({"seq": 0, "kind": "message", "text": "still thinking"}) + "\n")
+        writer = ResultStore(run_dir)
+        for n in range(5):
+            assert writer.add(_late_row(first[0], n))
+        writer.close()
+
+        status = viewer.json("api/status")
+        assert status["rows"] == len(first) + 5
+        assert [x["attempt_id"] for x in status["in_flight"]] == ["oracle-inflight0001"]
+        assert status["in_flight"][0]["events"] == 1 and status["running"] is True
+        new = viewer.json(f"api/rows?after={last}")
+        assert [r[15] for r in new["rows"]] == [f"late-agent-{n:04d}" for n in range(5)]
+        assert "late-agent" in new["vocab"]["agents"]
+        assert {new["vocab"]["verdicts"][r[6]] for r in new["rows"]} == {"clean", "contaminated"}
+        # an attempt still in flight opens too (its transcript so far)
+        live = viewer.json("api/attempt?id=oracle-inflight0001")
+        assert live["ev"][0][3] == "still thinking"
+        done = viewer.json("api/attempt?id=" + first[0].attempt_id)
+        assert done["ev"] and "m" in done
+        # the summary follows the rows (recomputed once they changed)
+        time.sleep(3.2)
+        assert "late-agent" in viewer.get("fragment/summary").decode()
+        assert viewer.json("api/search?q=still%20thinking")["ids"] == ["oracle-inflight0001"]
+    finally:
+        viewer.stop()
+    # it only read the folder: nothing new beside the run but SQLite's own WAL index files
+    after = {p.name for p in run_dir.iterdir()}
+    assert after - before <= {"results.sqlite-wal", "results.sqlite-shm"}
+
+
+def test_view_page_in_chromium_follows_the_run(small_run, tmp_path):
+    """The page's own script polls the API: rows written after the view started appear, filtered by the hash."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.fail("chromium is not installed (scripts/setup/60-report-browser.sh installs it)")
+    from statebox.harness.store import ResultStore
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(small_run, run_dir)
+    store = ResultStore(run_dir)
+    first = store.rows()
+    viewer = Viewer(run_dir)
+    try:
+        assert viewer.json("api/status")["rows"] == len(first)
+        for n in range(7):  # written after the view started: the page gets every row from the API
+            store.add(_late_row(first[0], n))
+        out = subprocess.run(
+            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=8000", "--dump-dom",
+             viewer.url + "#verdict=contaminated"],
+            capture_output=True, text=True, timeout=180,
+        ).stdout
+    finally:
+        store.close()
+        viewer.stop()
+    m = re.search(r'id="count" data-shown="(\d+)" data-total="(\d+)"', out)
+    assert m, out[-2000:]
+    assert int(m.group(2)) == len(first) + 7
+    shown = re.findall(r'<tr class="arow[^"]*" data-idx="\d+" data-verdict="([a-z]+)"', out)
+    assert shown == ["contaminated"] * 3 == ["contaminated"] * int(m.group(1))
+
+
+def test_view_refuses_a_folder_that_is_not_a_run(tmp_path):
+    proc = subprocess.run(STATEBOX + ["view", str(tmp_path), "--port", "0"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "not a statebox run folder" in proc.stderr
