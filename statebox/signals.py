@@ -149,3 +149,24 @@ def settle_threads(grace_s: float = 20.0, api: Any = None) -> bool:
             return False
         for t in others:
             t.join(timeout=0.5)
+
+
+def run_stoppable(cmd: list[str], poll_s: float = 0.5) -> "subprocess.CompletedProcess[str]":
+    """`subprocess.run(cmd, capture_output=True, text=True)` that a stop signal ends: the child
+    (an ffmpeg cut in a worker thread, which never sees the signal itself) is killed and
+    `Cancelled` raised, so the caller's clean-up runs instead of waiting for it."""
+    import subprocess
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    try:
+        while True:
+            try:
+                out, err = proc.communicate(timeout=poll_s)
+                return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+            except subprocess.TimeoutExpired:
+                if stopping():
+                    raise Cancelled(f"{cmd[0]} stopped: statebox is stopping") from None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

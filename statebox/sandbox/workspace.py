@@ -226,7 +226,9 @@ def _give_to_agent(path: Path, mode: int) -> None:
 def _run(cmd: list[str], what: str) -> str:
     if shutil.which(cmd[0]) is None:
         raise UserError(f"{cmd[0]} is not installed; install ffmpeg (apt-get install -y ffmpeg)")
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    from statebox.signals import run_stoppable
+
+    proc = run_stoppable(cmd)  # a stop signal kills it (Cancelled) rather than waiting for a long cut
     if proc.returncode != 0:
         if "No space left on device" in proc.stderr or "Disk quota exceeded" in proc.stderr:
             from statebox.errors import StorageError  # a full disk stops the run; it is not the video's fault
