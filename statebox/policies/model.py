@@ -76,7 +76,8 @@ class GatewayLimits(BaseModel):
     max_header_kb: int = Field(64, ge=4, description="largest request head (request line + headers)")
     max_headers: int = Field(100, ge=8, description="most header lines in one request")
     request_timeout_s: float = Field(120.0, gt=0, description="from a request's first byte to its last")
-    idle_timeout_s: float = Field(300.0, gt=0, description="a keep-alive connection with no request is closed")
+    idle_timeout_s: float = Field(300.0, gt=0, description="a keep-alive connection with no request is closed; "
+                                  "also the longest a reply waits on a client that stops reading")
 
 
 class AuditPolicy(BaseModel):

@@ -466,7 +466,7 @@ class Gateway:
         for k, v in request.headers:
             name = k.decode("latin-1").lower()
             headers[name] = v.decode("latin-1") if name not in headers else headers[name] + ", " + v.decode("latin-1")
-        send = Sender(conn, writer, method)
+        send = Sender(conn, writer, method, write_timeout_s=lease.limits.idle_timeout_s)
         declared = declared_length(headers)
         close = [("connection", "close")]  # a refused request's body is never read, so its connection ends
 

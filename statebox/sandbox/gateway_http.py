@@ -154,17 +154,27 @@ _REASONS = {400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 408
 
 
 class Sender:
-    """Writes one h11 response, as a whole or streamed."""
+    """Writes one h11 response, as a whole or streamed.
 
-    def __init__(self, conn: h11.Connection, writer: asyncio.StreamWriter, method: str = "GET") -> None:
+    `write_timeout_s` bounds how long a write may wait for a client that stops reading (a slow
+    reader would otherwise hold its slot, and the upstream stream, forever); past it the write
+    raises `ConnectionError`, which the gateway treats as a client gone.
+    """
+
+    def __init__(self, conn: h11.Connection, writer: asyncio.StreamWriter, method: str = "GET",
+                 write_timeout_s: float | None = None) -> None:
         self.conn, self.writer = conn, writer
         self.head = method == "HEAD"  # a HEAD response carries headers only
         self.started = False
+        self.write_timeout_s = write_timeout_s
 
     async def _write(self, data: bytes | None) -> None:
         if data:
             self.writer.write(data)
-            await self.writer.drain()
+            try:
+                await asyncio.wait_for(self.writer.drain(), self.write_timeout_s)
+            except asyncio.TimeoutError:
+                raise ConnectionError(f"client read nothing for {self.write_timeout_s:g}s") from None
 
     async def start(self, status: int, headers: list[tuple[str, str]]) -> None:
         self.started = True

@@ -128,3 +128,28 @@ def test_bad_base_url_is_one_clear_line():
         Gateway(env={"ANTHROPIC_BASE_URL": "http://user:pw@evil.example/"})
     with pytest.raises(UserError, match="OPENAI_BASE_URL"):
         Gateway(env={"OPENAI_BASE_URL": "file:///etc/passwd"})
+
+
+def test_a_client_that_stops_reading_is_dropped(socket_dir, tmp_path):
+    import time
+
+    from statebox.testing.scripted_model import ScriptedModelServer, Turn
+
+    with ScriptedModelServer([Turn(text="A" * 4_000_000)]) as upstream, Gateway(
+        env={}, anthropic_base_url=upstream.base_url, anthropic_api_key=DECOY_ANTHROPIC,
+    ) as gw:
+        lease = gw.lease("a-reader", socket_dir, tmp_path / "g.jsonl", Budgets(), limits=GatewayLimits(idle_timeout_s=1))
+        body = json.dumps({"model": "claude-x", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}]})
+        s = socket.socket(socket.AF_UNIX)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(str(lease.socket_path))
+        s.sendall(f"POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: {lease.token}\r\ncontent-type: "
+                  f"application/json\r\ncontent-length: {len(body)}\r\n\r\n{body}".encode())
+        for _ in range(600):  # the gateway gives up on its own; the test only waits for that
+            if lease.log_path.exists() and lease.log_path.read_text():
+                break
+            time.sleep(0.1)
+        s.close()
+        line = log_lines(lease)[0]
+        assert line["status"] == 200 and line["client_disconnected"] is True
+        lease.close()
