@@ -113,14 +113,11 @@ def remove_own_containers(api: Any = None, run_id: str | None = None) -> int:
     thread unwinds through its own `finally` (workspace cleanup) instead of running on.
     """
     if api is None:
-        if "statebox.sandbox.docker" not in sys.modules:
-            return 0  # this process never touched the engine
-        try:
-            from statebox.sandbox.engine_client import docker_client
-
-            api = docker_client().api
-        except BaseException:  # noqa: BLE001 - no engine: nothing of ours can be running
-            return 0
+        # only engines this process already connected to: a container of ours can be nowhere else,
+        # and connecting afresh could hang the exit on an engine that does not answer
+        engine_client = sys.modules.get("statebox.sandbox.engine_client")
+        clients = list(getattr(engine_client, "_clients", {}).values()) if engine_client else []
+        return sum(remove_own_containers(c.api, run_id) for c in clients if getattr(c, "api", None) is not None)
     try:
         found = api.containers(all=True, filters=own_container_filters(run_id))
     except Exception:  # noqa: BLE001

@@ -280,3 +280,17 @@ def test_run_lock_is_released_by_the_kernel_when_the_holder_dies(tmp_path):
         holder.wait()
     lock = RunLock(tmp_path).acquire()  # SIGKILL released it; the stale file does not block
     lock.release()
+
+
+def test_cli_backstop_sweeps_only_engines_this_process_connected_to(monkeypatch):
+    from types import SimpleNamespace
+
+    from statebox import signals
+    from statebox.sandbox import engine_client
+
+    api = _FakeApi()
+    monkeypatch.setattr(engine_client, "_clients", {"": SimpleNamespace(api=api)})
+    assert signals.remove_own_containers() == 2
+    assert f"statebox.pid={os.getpid()}" in api.filters[-1]["label"]
+    monkeypatch.setattr(engine_client, "_clients", {})
+    assert signals.remove_own_containers() == 0
