@@ -173,7 +173,8 @@ def run_cli_attempt(ctx: AttemptContext, agent: str, provider: str,
     recorder = SessionRecorder(attempt_dir, started_at=ctx.started_at, limits=ctx.policy.recording)
     prompt = render_prompt(ctx)
     socket_dir = Path(tempfile.mkdtemp(prefix="sbx-gw-"))  # short: unix socket paths cap at 108 bytes
-    lease = ctx.gateway.lease(ctx.attempt.attempt_id, socket_dir, attempt_dir / GATEWAY_LOG, ctx.policy.budgets)
+    lease = ctx.gateway.lease(ctx.attempt.attempt_id, socket_dir, attempt_dir / GATEWAY_LOG, ctx.policy.budgets,
+                              limits=ctx.policy.gateway)
     try:
         launch = launch_for(ctx, lease, prompt)
         for stale in (launch.raw_log, STDERR_LOG):  # a retried attempt starts its raw logs afresh

@@ -206,7 +206,7 @@ class ReactAgent:
                      max_steps=policy.budgets.max_steps)
         socket_dir = Path(tempfile.mkdtemp(prefix="sbx-gw-"))  # short: unix socket paths cap at 108 bytes
         lease = ctx.gateway.lease(ctx.attempt.attempt_id, socket_dir, Path(ctx.attempt_dir) / "gateway.jsonl",
-                                  policy.budgets)
+                                  policy.budgets, limits=policy.gateway)
         sandbox = None
         with SessionRecorder(ctx.attempt_dir, started, limits=ctx.policy.recording) as rec:
             rec.add(EventKind.message, prompt, source="prompt", data={"role": "system", "model": model,

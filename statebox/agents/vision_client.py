@@ -227,7 +227,8 @@ def lease_gateway(ctx: Any) -> GatewayAccess:
     socket_dir = tempfile.TemporaryDirectory(prefix="sbx-gw-")
     try:
         lease = ctx.gateway.lease(ctx.attempt.attempt_id, Path(socket_dir.name),
-                                  Path(ctx.attempt_dir) / "gateway.jsonl", ctx.policy.budgets)
+                                  Path(ctx.attempt_dir) / "gateway.jsonl", ctx.policy.budgets,
+                                  limits=ctx.policy.gateway)
     except BaseException:
         socket_dir.cleanup()
         raise
