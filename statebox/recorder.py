@@ -14,8 +14,8 @@ decides how much it prints, so neither the file nor the host's memory may follow
 - events.jsonl is at most `events_bytes`. The first event that does not fit writes
   one marker event instead (kind `message`, role `harness`,
   `data.statebox == "cap_reached"`); later events are counted, not written, except
-  the closing ones (`final_answer`, `error`, and notes that a raw log was capped),
-  which may use a small reserve kept under the cap for them.
+  statebox's own closing ones (`final_answer`, `error` and notes that a raw log was
+  capped, recorded with no raw `line`), which may use a small reserve kept under the cap.
 - In memory the recorder keeps at most `session_events` events (the first half and
   the most recent half) and bytes bounded by the same caps; `session()` returns
   those, with what was left out counted in `meta["recording"]`. events.jsonl on disk
@@ -98,7 +98,9 @@ class SessionRecorder:
         """Record one event now; returns it (with its sequence number), or None when the cap dropped it."""
         kind = EventKind(kind)
         data = data or {}
-        closing = kind in CLOSING_KINDS or is_marker(data)
+        # only statebox's own closing events may use the reserve: events parsed from an agent's output
+        # carry the raw line they came from, so a flood of `error` lines cannot spend it
+        closing = line is None and (kind in CLOSING_KINDS or is_marker(data))
         with self._lock:
             if self.file.capped and not closing:  # the flood path: one comparison per event
                 self.dropped += 1

@@ -224,3 +224,14 @@ def test_auditor_reads_capped_and_clipped_logs(tmp_path, raw_name):
     assert load_session_file(tmp_path / raw_name).events  # the raw log alone, cut line and marker included
     verdict = audit_attempt(tmp_path, Policy(name="t"))
     assert verdict.verdict in ("suspicious", "contaminated")  # the command before the cap is still judged
+
+
+def test_error_lines_from_agent_output_cannot_spend_the_closing_reserve(tmp_path):
+    limits = Recording(event_bytes=2 * KB, events_bytes=128 * KB)
+    with SessionRecorder(tmp_path, limits=limits) as rec:
+        for i in range(5000):  # `error` events parsed from a flooded raw log (they carry their line)
+            rec.add(EventKind.error, "E" * 1500, source="stdout.log", line=i + 1)
+        assert rec.add(EventKind.final_answer, "9") is not None
+    objs = _lines(tmp_path / EVENTS_FILE)
+    assert objs[-1]["kind"] == "final_answer" and objs[-1]["text"] == "9"
+    assert (tmp_path / EVENTS_FILE).stat().st_size <= 128 * KB

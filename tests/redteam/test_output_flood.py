@@ -22,6 +22,7 @@ policy's caps are set small so they are hit quickly; the flood is a few hundred 
 from __future__ import annotations
 
 import json
+import secrets
 import tracemalloc
 from pathlib import Path
 
@@ -38,6 +39,7 @@ CAPS = Recording(event_bytes=4 * KB, events_bytes=256 * KB, raw_line_bytes=8 * K
                  exec_output_bytes=256 * KB, session_events=400)
 STDOUT_LINES_MB, STDOUT_NOLINE_MB, STDERR_MB = 160, 32, 32
 FLOOD_MB = STDOUT_LINES_MB + STDOUT_NOLINE_MB + STDERR_MB
+RUN_ID = "flood-" + secrets.token_hex(4)  # unique attempt ids: the leftover-container check sees only ours
 GATEWAY_LOG_BOUND = 16 * MB  # gateway.jsonl is the gateway's own log (not these caps): it must not follow the flood
 
 # Finds the outermost process of our uid above this one (the CLI, or the shell agent's bash, or
@@ -134,7 +136,7 @@ def test_shell_agent_flood_is_capped(tmp_path, docker_engine):
     video = make_video(tmp_path / "flood_clip_original.mp4")
     item = Item(id="flood-1", benchmark="vstat", video=str(video), question="How many flashes?", answer_type="number")
     workspace = prepare_workspace(item, item.queries[0], video, policy, root=tmp_path / "ws")
-    attempt = Attempt(run_id="flood", agent="shell", item_id=item.id)
+    attempt = Attempt(run_id=RUN_ID, agent="shell", item_id=item.id)
     ctx = AttemptContext(attempt=attempt, item=item, query=item.queries[0],
                          attempt_dir=tmp_path / "attempts" / attempt.attempt_id, policy=policy,
                          options=AgentOptions(extra={"command": FLOOD_CMD}),
@@ -185,6 +187,7 @@ def _run_cli(agent_name: str, model: str, tmp_path, docker_engine, monkeypatch):
     policy = flood_policy().model_copy(update={"recording": CLI_CAPS})
     try:
         ctx = make_context(tmp_path, agent_name, docker_engine, gateway, model=model, policy=policy)
+        ctx.attempt = ctx.attempt.model_copy(update={"run_id": RUN_ID})  # its own attempt id (label)
         session = make_agent(agent_name, ctx.options).run(ctx)
     finally:
         gateway.close()
@@ -235,7 +238,7 @@ def test_react_tool_flood_is_capped(tmp_path, docker_engine):
     video = make_video(tmp_path / "flood_clip_original.mp4")
     item = Item(id="flood-r", benchmark="vstat", video=str(video), question="How many flashes?", answer_type="number")
     workspace = prepare_workspace(item, Query(), video, policy, root=tmp_path / "ws")
-    attempt = Attempt(run_id="flood", agent="react", item_id=item.id)
+    attempt = Attempt(run_id=RUN_ID, agent="react", item_id=item.id)
     ctx = AttemptContext(attempt=attempt, item=item, query=Query(), attempt_dir=tmp_path / "attempt", policy=policy,
                          options=AgentOptions(),
                          secret=SecretFacts("flood_clip_original.mp4", "flood_clip_original", item.id, "d"),
@@ -302,7 +305,7 @@ def test_tracker_flood_is_capped(tmp_path, docker_engine, monkeypatch):
     video = make_video(tmp_path / "flood_clip_original.mp4")
     item = Item(id="flood-t", benchmark="vstat", video=str(video), question="How many cubes?", answer_type="number")
     workspace = prepare_workspace(item, item.queries[0], video, policy, root=tmp_path / "ws")
-    attempt = Attempt(run_id="flood", agent="tracker", item_id=item.id)
+    attempt = Attempt(run_id=RUN_ID, agent="tracker", item_id=item.id)
     ctx = AttemptContext(attempt=attempt, item=item, query=item.queries[0], attempt_dir=tmp_path / "attempt",
                          policy=policy, options=AgentOptions(),
                          secret=SecretFacts("flood_clip_original.mp4", "flood_clip_original", item.id, "d"),
