@@ -605,7 +605,7 @@ class Gateway:
             response = await client.send(up_request, stream=True, follow_redirects=False)
         except httpx.HTTPError as exc:
             message = f"statebox gateway could not reach the {provider} upstream: {type(exc).__name__}"
-            record.update(status=502, error=message, duration_s=round(time.time() - started, 3))
+            record.update(status=502, error=f"{message}: {exc}", duration_s=round(time.time() - started, 3))
             lease.write_log(record, lease._secrets)
             await send.json(502, error_body(provider, 502, "api_error", message))
             return

@@ -21,8 +21,6 @@ Nothing here measures durations: timeouts are generous, assertions are about out
 from __future__ import annotations
 
 import json
-import os
-import re
 import secrets
 import socket
 import tempfile
@@ -364,7 +362,7 @@ def _rss_kb(field_name: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def barrage(docker_engine, tmp_path_factory, request):
+def barrage(docker_engine, tmp_path_factory):
     from statebox.policies import load_policy
     from statebox.sandbox.docker import ContainerSpec, Mount
     from statebox.sandbox.images import ensure_image
