@@ -153,3 +153,22 @@ def test_a_client_that_stops_reading_is_dropped(socket_dir, tmp_path):
         line = log_lines(lease)[0]
         assert line["status"] == 200 and line["client_disconnected"] is True
         lease.close()
+
+
+def test_expect_100_continue_is_answered_once_the_head_is_accepted(lease, scripted):
+    body = json.dumps({"model": "claude-x", "max_tokens": 8, "messages": [{"role": "user", "content": "x"}]}).encode()
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(60)
+    s.connect(str(lease.socket_path))
+    s.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: " + lease.token.encode()
+              + b"\r\nExpect: 100-continue\r\nConnection: close\r\nContent-Length: " + str(len(body)).encode()
+              + b"\r\n\r\n")
+    first = s.recv(65536)
+    assert first.startswith(b"HTTP/1.1 100")
+    s.sendall(body)
+    raw = first
+    while chunk := s.recv(65536):
+        raw += chunk
+    s.close()
+    assert b"HTTP/1.1 200" in raw
+    assert [r.path for r in scripted.requests] == ["/v1/messages"]
