@@ -27,9 +27,9 @@ from typing import Any
 
 from statebox.harness.report import ATTEMPTS_SECTION, page_head, page_meta, page_tail, summary_html
 from statebox.harness.report_data import (
-    MAX_TEXT,
     DatasetInfo,
     ReportPass,
+    encode_transcript,
     connect_readonly,
     count_rows,
     iter_rows,
@@ -190,13 +190,10 @@ class LiveRun:
             finally:
                 conn.close()
             if raw is not None:
-                row = row_from_tuple(raw)
-                transcript["resp"] = row.response[:MAX_TEXT]
-                transcript["m"] = row.metrics
-                transcript["f"] = row.findings
-        if transcript.get("missing") and "m" not in transcript:
+                return json.loads(encode_transcript(transcript, row_from_tuple(raw)))
+        if transcript.get("missing"):
             return None
-        return transcript
+        return json.loads(encode_transcript(transcript, None))
 
     def search(self, query: str) -> dict[str, Any]:
         """Attempts whose events.jsonl contains `query` (case-insensitive), within a time limit."""

@@ -22,7 +22,6 @@ agents x datasets, not with attempts or transcript size.
 from __future__ import annotations
 
 import html
-import json
 import os
 import shutil
 import tempfile
@@ -276,11 +275,6 @@ def files_dir_for(out: Path) -> Path:
     return out.parent / f"{out.stem}_files"
 
 
-def _copy(src: Path, fh: Any) -> None:
-    with open(src, encoding="utf-8") as f:
-        shutil.copyfileobj(f, fh, 1 << 20)
-
-
 def write_report_output(run_dir: Path, out: Path | None = None, *, single_file: bool = False,
                         split_over: int = SINGLE_FILE_LIMIT) -> ReportOutput:
     """Score the run's stored rows in one streaming pass and write the HTML report."""
@@ -301,31 +295,28 @@ def write_report_output(run_dir: Path, out: Path | None = None, *, single_file: 
         meta = page_meta(summary, datasets, ichunks=sink.index_chunks, tchunks=sink.transcript_chunks,
                          files=None if inline else files_dir.name)
         tmp_html = work / "report.html"
-        with open(tmp_html, "w", encoding="utf-8") as fh:
-            fh.write(page_head(f"statebox report · {run_dir.name}", subtitle))
-            fh.write("<div id='summary'>" + summary_html(summary) + "</div>\n")
-            fh.write(ATTEMPTS_SECTION)
-            fh.write(f"<script type='application/json' id='sb-meta'>{js_json(meta)}</script>\n")
+        with open(tmp_html, "wb") as fh:
+            def put(text: str) -> None:
+                fh.write(text.encode("utf-8"))
+
+            put(page_head(f"statebox report · {run_dir.name}", subtitle))
+            put("<div id='summary'>" + summary_html(summary) + "</div>\n")
+            put(ATTEMPTS_SECTION)
+            put(f"<script type='application/json' id='sb-meta'>{js_json(meta)}</script>\n")
             if inline:
                 for name in sink.names():
-                    fh.write(f"<script type='application/json' id='c-{name}'>")
-                    _copy(sink.folder / f"{name}.json", fh)
-                    fh.write("</script>\n")
-            fh.write(page_tail())
+                    put(f"<script type='application/json' id='c-{name}'>")
+                    sink.inline_json(name, fh)
+                    put("</script>\n")
+            put(page_tail())
         files_count = files_bytes = 0
         if not inline:
-            new_files = work / "files"
-            new_files.mkdir()
             for name in sink.names():
-                with open(new_files / f"{name}.js", "w", encoding="utf-8") as fh:
-                    fh.write(f"SB.chunk({json.dumps(name)},")
-                    _copy(sink.folder / f"{name}.json", fh)
-                    fh.write(");\n")
                 files_count += 1
-                files_bytes += (new_files / f"{name}.js").stat().st_size
+                files_bytes += sink.path(name).stat().st_size
             if files_dir.exists():
                 shutil.rmtree(files_dir)
-            os.replace(new_files, files_dir)
+            os.replace(sink.folder, files_dir)
         elif files_dir.exists() and all(p.suffix == ".js" for p in files_dir.iterdir()):
             shutil.rmtree(files_dir)  # a previous, split report of this run: now stale
         os.replace(tmp_html, target)

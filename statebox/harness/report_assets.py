@@ -197,9 +197,28 @@ PAGE_JS = r"""// statebox report: filters, search, sorting, pagination and on-de
     return loadChunk("t-" + pad4(r[F.TCH])).then(d => d[String(r[F.IDX])] || {ev: [], missing: true});
   }
 
+  // events.jsonl lines as the report carries them (the recorder's objects) -> [seq, kind, time, text, extra]
+  function events(t) {
+    if (t.events) return t.events;
+    const out = [];
+    for (const e of t.ev || []) {
+      if (!e || typeof e !== "object") continue;
+      const data = e.data && typeof e.data === "object" ? e.data : {};
+      let kind = String(e.kind || "?");
+      if (kind === "message" && data.role) kind += ":" + data.role;
+      let text = String(e.text || "");
+      if (text.length > 2000) text = text.slice(0, 2000) + "… [" + (text.length - 2000) + " more chars]";
+      const extra = kind === "frames" ? JSON.stringify(data).slice(0, 400) : "";
+      out.push([e.seq, kind, e.time === undefined ? null : e.time, text, extra]);
+    }
+    t.events = out;
+    return out;
+  }
+
   function eventsHtml(t) {
-    if (!t.ev || !t.ev.length) return "<p><i>no events recorded</i></p>";
-    const out = t.ev.map(([seq, kind, time, text, extra]) =>
+    const ev = events(t);
+    if (!ev.length) return "<p><i>no events recorded</i></p>";
+    const out = ev.map(([seq, kind, time, text, extra]) =>
       `<div class=ev><span class=kind>#${esc(seq)} ${esc(kind)}</span>` +
       (time !== null && time !== undefined ? `<small> t=${esc(time)}s</small>` : "") +
       (text ? `<pre>${esc(text)}</pre>` : "") + (extra ? `<pre>${esc(extra)}</pre>` : "") + "</div>");
@@ -284,7 +303,7 @@ PAGE_JS = r"""// statebox report: filters, search, sorting, pagination and on-de
       render();
       loadChunk(names[k]).then(d => {
         for (const idx in d) {
-          S.ttext[Number(idx)] = (d[idx].ev || []).map(e => e[3] + " " + e[4]).join("\n").toLowerCase();
+          S.ttext[Number(idx)] = (d[idx].ev || []).map(e => (e && e.text) || "").join("\n").toLowerCase();
         }
         if (names.length > 8) delete S.chunks[names[k]]; // keep memory flat on big runs
         k += 1;

@@ -31,6 +31,7 @@ from statebox.schema import Item
 
 MAX_EVENTS_PER_ATTEMPT = 300
 MAX_TEXT = 2000
+MAX_LINE = 2600  # an events.jsonl line longer than this is parsed and shortened
 MAX_INDEX_TEXT = 300  # the answer / reason as the attempt index holds them (the full text opens on demand)
 ROWS_PER_INDEX_CHUNK = 5000
 TRANSCRIPT_CHUNK_BYTES = 512 * 1024
@@ -123,38 +124,79 @@ class StoredRows:
 
 
 def read_transcript(attempt_dir: Path, max_events: int = MAX_EVENTS_PER_ATTEMPT, max_text: int = MAX_TEXT) -> dict[str, Any]:
-    """The first `max_events` events of `events.jsonl`, each text cut at `max_text`;
-    the rest is counted, not parsed. Compact: [seq, kind, time, text, extra]."""
+    """The first `max_events` lines of `events.jsonl`, kept as the JSON text they are (`lines`);
+    the rest is counted, not read into the report.
+
+    Why raw lines: decoding and re-encoding every event was most of a big report's time.
+    Each line is one JSON object written whole by the recorder; only a line that does not
+    look like one (a torn last line, a killed writer) or is longer than `MAX_LINE` is parsed
+    (and its text cut at `max_text`), so the page can splice the lines into its JSON as they are.
+    """
     path = Path(attempt_dir) / "events.jsonl"
-    events: list[list[Any]] = []
-    more = 0
     try:
-        handle = open(path, encoding="utf-8", errors="replace")
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
     except OSError:
-        return {"ev": [], "more": 0, "missing": True}
-    with handle:
-        for line in handle:
-            if len(events) >= max_events:
-                more += 1
-                continue
-            try:
-                ev = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a torn last line (killed mid-write)
-            if not isinstance(ev, dict):
-                continue
-            text = str(ev.get("text") or "")
-            if len(text) > max_text:
-                text = text[:max_text] + f"… [{len(text) - max_text} more chars]"
-            kind = str(ev.get("kind", "?"))
-            extra = ""
-            if kind == "frames":
-                extra = json.dumps(ev.get("data") or {})[:400]
-            role = (ev.get("data") or {}).get("role") if isinstance(ev.get("data"), dict) else None
-            if role and kind == "message":
-                kind = f"message:{role}"
-            events.append([ev.get("seq", len(events)), kind, ev.get("time"), text, extra])
-    return {"ev": events, "more": more}
+        return {"lines": [], "more": 0, "missing": True}
+    lines = text.split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    more = max(0, len(lines) - max_events)
+    if more:
+        lines = lines[:max_events]
+    if lines:
+        try:
+            json.loads(lines[-1])  # the one line a killed writer can leave torn
+        except json.JSONDecodeError:
+            lines[-1] = json.dumps({"seq": None, "kind": "note", "text": "[torn last event line]"})
+        if max(map(len, lines)) > MAX_LINE or not all(line[:1] == "{" and line.rstrip()[-1:] == "}" for line in lines):
+            lines = [
+                line if len(line) <= MAX_LINE and line[:1] == "{" and line.rstrip()[-1:] == "}" else _shorten_event(line, max_text)
+                for line in lines
+            ]
+    return {"lines": lines, "more": more}
+
+
+def _shorten_event(line: str, max_text: int) -> str:
+    """One over-long event line, its text cut and its data summarised (a torn line becomes a note)."""
+    try:
+        ev = json.loads(line)
+    except json.JSONDecodeError:
+        return json.dumps({"seq": None, "kind": "note", "text": f"[unreadable event line of {len(line)} chars]"})
+    if not isinstance(ev, dict):
+        return json.dumps({"seq": None, "kind": "note", "text": "[not an event]"})
+    text = str(ev.get("text") or "")
+    if len(text) > max_text:
+        ev["text"] = text[:max_text] + f"… [{len(text) - max_text} more chars]"
+    data = ev.get("data")
+    if data:
+        dumped = json.dumps(data)
+        if len(dumped) > 400:
+            ev["data"] = {"summary": dumped[:400] + "…"}
+    return json.dumps(ev, ensure_ascii=False)
+
+
+def encode_transcript(transcript: dict[str, Any], row: ResultRow | None) -> str:
+    """The transcript plus the row's full answer, metrics and findings, as page-safe JSON
+    (the event lines are spliced in as they are; no '<' anywhere, so it can sit in a <script>)."""
+    head = (
+        '{"ev":[' + ",".join(transcript.get("lines", ())) + "]"
+        + ',"more":' + str(int(transcript.get("more", 0)))
+        + (',"missing":true' if transcript.get("missing") else "")
+    )
+    if row is None:  # an attempt still in flight (live view): no row yet
+        return (head + "}").replace("<", "\\u003c")
+    findings = [
+        {k: (str(v)[:300] if k == "quote" else v) for k, v in f.items() if k in ("category", "severity", "event", "quote", "rule", "detail")}
+        for f in row.findings
+    ]
+    return (
+        head
+        + ',"resp":' + json.dumps(row.response[:MAX_TEXT], ensure_ascii=False)
+        + ',"m":' + json.dumps(row.metrics)
+        + ',"f":' + json.dumps(findings, ensure_ascii=False, default=str)
+        + "}"
+    ).replace("<", "\\u003c")
 
 
 # ---------------------------------------------------------------- chunk sink
@@ -167,8 +209,11 @@ def js_json(payload: Any) -> str:
 
 class ChunkSink:
     """Per-attempt data written to disk as it is produced: `i-NNNN` (the attempt index,
-    rows of the filterable table) and `t-NNNN` (transcripts, opened on demand). Each chunk
-    is one JSON text; the page gets them inline (single file) or as `NAME.js` files."""
+    rows of the filterable table) and `t-NNNN` (transcripts, opened on demand).
+
+    Each chunk is written once, as the script a split report loads (`SB.chunk("NAME", JSON);`);
+    a single-file report copies the JSON part of each into an inline block (`inline_json`).
+    """
 
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
@@ -177,21 +222,50 @@ class ChunkSink:
         self.transcript_chunks: list[str] = []
         self.bytes = 0
         self._index: list[list[Any]] = []
-        self._transcripts: dict[int, Any] = {}
+        self._transcripts: list[str] = []
         self._t_bytes = 0
 
+    @staticmethod
+    def _wrap(name: str) -> tuple[bytes, bytes]:
+        return f"SB.chunk({json.dumps(name)},".encode(), b");\n"
+
+    def _write_text(self, name: str, text: str) -> None:
+        head, tail = self._wrap(name)
+        body = text.encode("utf-8")
+        with open(self.folder / f"{name}.js", "wb") as fh:
+            fh.write(head)
+            fh.write(body)
+            fh.write(tail)
+        self.bytes += len(body)
+
+    def path(self, name: str) -> Path:
+        return self.folder / f"{name}.js"
+
+    def inline_json(self, name: str, out: Any) -> None:
+        """Copy chunk NAME's JSON (without its script wrapper) to the binary stream `out`."""
+        head, tail = self._wrap(name)
+        path = self.path(name)
+        left = path.stat().st_size - len(head) - len(tail)
+        with open(path, "rb") as fh:
+            fh.seek(len(head))
+            while left > 0:
+                block = fh.read(min(left, 1 << 20))
+                if not block:
+                    break
+                out.write(block)
+                left -= len(block)
+
     def _write(self, name: str, payload: Any) -> None:
-        text = js_json(payload)
-        (self.folder / f"{name}.json").write_text(text, encoding="utf-8")
-        self.bytes += len(text.encode("utf-8"))
+        self._write_text(name, js_json(payload))
 
     @property
     def transcript_chunk(self) -> int:
         return len(self.transcript_chunks)
 
-    def add(self, index_row: list[Any], idx: int, transcript: Any) -> None:
-        self._transcripts[idx] = transcript
-        self._t_bytes += len(json.dumps(transcript, ensure_ascii=False))
+    def add(self, index_row: list[Any], idx: int, transcript: str) -> None:
+        """One attempt: its index row and its transcript, already encoded (`encode_transcript`)."""
+        self._transcripts.append(f'"{idx}":{transcript}')
+        self._t_bytes += len(transcript)
         self._index.append(index_row)
         if self._t_bytes >= TRANSCRIPT_CHUNK_BYTES or len(self._transcripts) >= TRANSCRIPT_CHUNK_ATTEMPTS:
             self._flush_transcripts()
@@ -201,9 +275,9 @@ class ChunkSink:
     def _flush_transcripts(self) -> None:
         if self._transcripts:
             name = f"t-{len(self.transcript_chunks):04d}"
-            self._write(name, {str(k): v for k, v in self._transcripts.items()})
+            self._write_text(name, "{" + ",".join(self._transcripts) + "}")
             self.transcript_chunks.append(name)
-            self._transcripts, self._t_bytes = {}, 0
+            self._transcripts, self._t_bytes = [], 0
 
     def _flush_index(self) -> None:
         if self._index:
@@ -378,13 +452,7 @@ class ReportPass:
         if item is not None and info is not None:
             self._plots(row, item, query, info)
         if self.sink is not None:
-            transcript = read_transcript(self.run_dir / "attempts" / row.attempt_id)
-            transcript["resp"] = row.response[:MAX_TEXT]
-            transcript["m"] = row.metrics
-            transcript["f"] = [
-                {k: (str(v)[:300] if k == "quote" else v) for k, v in f.items() if k in ("category", "severity", "event", "quote", "rule", "detail")}
-                for f in row.findings
-            ]
+            transcript = encode_transcript(read_transcript(self.run_dir / "attempts" / row.attempt_id), row)
             self.sink.add(self.index_row(idx, row, self.sink.transcript_chunk), idx, transcript)
 
     def _plots(self, row: ResultRow, item: Item, query: Any, info: DatasetInfo) -> None:

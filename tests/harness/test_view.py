@@ -109,9 +109,9 @@ def test_view_shows_rows_written_after_it_started(small_run, tmp_path):
         assert {new["vocab"]["verdicts"][r[6]] for r in new["rows"]} == {"clean", "contaminated"}
         # an attempt still in flight opens too (its transcript so far)
         live = viewer.json("api/attempt?id=oracle-inflight0001")
-        assert live["ev"][0][3] == "still thinking"
+        assert live["ev"][0]["text"] == "still thinking"
         done = viewer.json("api/attempt?id=" + first[0].attempt_id)
-        assert done["ev"] and "m" in done
+        assert [e["kind"] for e in done["ev"]][-1] == "final_answer" and "m" in done
         # the summary follows the rows (recomputed once they changed)
         time.sleep(3.2)
         assert "late-agent" in viewer.get("fragment/summary").decode()

@@ -1,0 +1,223 @@
+"""How does `statebox report` scale with the run? (a real evaluation has 10,000+ attempts)
+
+Synthesises runs of 1k, 10k and 100k attempts (5 agents x 3 datasets x 2 epochs; the
+datasets' items grow with the size: a CP-Bench count manifest, a VSTAT multiple-choice
+file and a VCBench streaming file with 5 query points per question). Rows are written
+through the real store API (`ResultStore.add`), ~8% of them flagged by the auditor; every
+attempt has an `events.jsonl` of 60 events (~9 KB, hard links to a few templates so the
+disk stays small; the report still opens and reads every one).
+
+Measured in the same run, each in a fresh process (peak memory = that process's max RSS):
+- floor: reading the same rows from SQLite (`SELECT *`, the two JSON columns decoded);
+- store API: the same rows as `ResultRow`s through `ResultStore.rows()`;
+- report: `statebox report`'s writer (`write_report_output`), the whole page plus chunks.
+
+Prints seconds, peak MB, attempts/s, report.html size, and the ratio report / floor
+(target at 100k: <= 5x). Usage: .venv/bin/python perf/report_scale.py [SIZE ...] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+AGENTS = ["agent-opus", "agent-codex", "agent-gemini", "chance-frequency", "oracle-ish"]
+ACCURACY = {"agent-opus": 0.72, "agent-codex": 0.64, "agent-gemini": 0.55, "chance-frequency": 0.3, "oracle-ish": 0.97}
+EPOCHS = 2
+EVENTS_PER_ATTEMPT = 60
+TEMPLATES = 16
+
+
+def write_datasets(root: Path, attempts: int) -> list[dict]:
+    """Three datasets sized so that agents x epochs x queries ~= attempts."""
+    per_dataset = max(1, attempts // (len(AGENTS) * EPOCHS * 3))
+    root.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(0)
+    counts = root / "counts.jsonl"
+    with counts.open("w") as fh:
+        for i in range(per_dataset):
+            fh.write(json.dumps({"id": f"count_{i:06d}", "video": f"count_{i:06d}.mp4", "count": rng.randint(1, 9),
+                                 "setting": "main" if i % 2 else "control"}) + "\n")
+    shell = []
+    for i in range(per_dataset):
+        answer = rng.randint(0, 2)
+        shell.append({"id": f"shell_{i:06d}", "source_task": "shell_game", "video_id": f"shell_{i // 2:06d}",
+                      "video_path": f"shell_{i:06d}.mp4", "question": "Which cup hides the ball at the end of the video?",
+                      "answer": "ABC"[answer], "choices": ["left cup", "middle cup", "right cup"], "answer_index": answer,
+                      "labels": {"task": "shell_game", "difficulty": ["easy", "hard"][i % 2]}})
+    (root / "shell.json").write_text(json.dumps({"data": {"shell_game": shell}}))
+    stream = root / "stream.jsonl"
+    with stream.open("w") as fh:
+        for i in range(max(1, per_dataset // 5)):
+            count = 0
+            for k in range(5):
+                count += rng.randint(0, 2)
+                fh.write(json.dumps({"q_id": f"stream_{i:06d}_{k}", "query_index": k, "id": f"stream_{i:06d}",
+                                     "source_dataset": "synthetic", "video_path": f"stream_{i:06d}.mp4",
+                                     "question": "How many balls have entered so far?", "counting_type": "O2",
+                                     "counting_subtype": "O2-Gain", "query_time": 5.0 * (k + 1), "count": count}) + "\n")
+    return [
+        {"label": "counts", "bench": "cpbench", "data": str(counts), "videos": None},
+        {"label": "shell", "bench": "vstat", "data": str(root / "shell.json"), "videos": None},
+        {"label": "stream", "bench": "vcbench", "data": str(stream), "videos": None},
+    ]
+
+
+def event_templates(root: Path) -> list[Path]:
+    rng = random.Random(1)
+    out = []
+    words = "ffmpeg probe frame grid crop motion count cup ball left right moved under python numpy opencv".split()
+    for t in range(TEMPLATES):
+        path = root / f"events-{t}.jsonl"
+        with path.open("w") as fh:
+            for seq in range(EVENTS_PER_ATTEMPT):
+                kind = ["message", "command", "tool_output", "tool_call"][seq % 4]
+                text = " ".join(rng.choice(words) for _ in range(rng.randint(10, 40)))
+                fh.write(json.dumps({"seq": seq, "kind": kind, "time": seq * 1.5, "source": "claude.stream.jsonl", "line": seq + 1,
+                                     "text": text, "data": {"role": "assistant"} if kind == "message" else {}}) + "\n")
+        out.append(path)
+    return out
+
+
+def synthesise(run_dir: Path, attempts: int) -> float:
+    """Write run.json, the datasets, the rows (through ResultStore.add) and the attempt folders."""
+    from statebox.agents.baselines import format_target
+    from statebox.harness.plan import DatasetSpec, RunConfig, load_datasets, plan_attempts
+    from statebox.harness.store import ResultRow, ResultStore
+    from statebox.scoring import score_query
+
+    started = time.perf_counter()
+    datasets = write_datasets(run_dir / "data", attempts)
+    config = RunConfig(run_id="perf", agents=AGENTS, datasets=[DatasetSpec(**d) for d in datasets], epochs=EPOCHS)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    config.save(run_dir)
+    templates = event_templates(run_dir / "data")
+    loaded = load_datasets(config)
+    store = ResultStore(run_dir)
+    rng = random.Random(2)
+    for n, p in enumerate(plan_attempts(config, loaded)):
+        target = p.query.target if p.query.target is not None else p.item.target
+        right = rng.random() < ACCURACY[p.attempt.agent]
+        if right:
+            response = format_target(p.item, target)
+        elif p.item.answer_type == "mcq":
+            response = rng.choice("ABC")
+        else:
+            response = str(int(float(target)) + rng.choice((-1, 1, 2)))
+        roll = rng.random()
+        verdict, action, findings = "clean", "none", []
+        if roll < 0.03:
+            verdict, action = "contaminated", "void"
+            findings = [{"category": "honeytoken", "severity": "high", "event": 7, "quote": "cat /opt/annotations/labels.json"}]
+        elif roll < 0.08:
+            verdict, action = "suspicious", "flag"
+            findings = [{"category": rng.choice(["network", "filename", "metadata"]), "severity": "medium", "event": 3,
+                         "quote": "curl https://example.com/answers"}]
+        metrics = score_query(p.dataset.bench, p.item, p.query.index, response).metrics
+        status = "ok" if rng.random() > 0.01 else "timeout"
+        tokens = 0 if p.attempt.agent.startswith(("chance", "oracle")) else rng.randint(20_000, 90_000)
+        store.add(ResultRow(
+            attempt_id=p.attempt.attempt_id, run_id="perf", agent=p.attempt.agent, dataset=p.dataset.label,
+            bench=p.dataset.bench, item_id=p.item.id, query_index=p.query.index, epoch=p.attempt.epoch, status=status,
+            response=response, verdict=verdict, action=action, findings=findings,
+            metrics={k: (float(v) if v is not None else None) for k, v in dict(metrics).items()},
+            duration_s=rng.uniform(20, 200), input_tokens=tokens, output_tokens=tokens // 20,
+            cost_usd=tokens * 3e-6, finished_at=time.time(),
+        ))
+        folder = run_dir / "attempts" / p.attempt.attempt_id
+        folder.mkdir(parents=True)
+        os.link(templates[n % TEMPLATES], folder / "events.jsonl")
+    store.close()
+    return time.perf_counter() - started
+
+
+CHILD = {
+    "floor": """
+import json, sqlite3, sys, time
+t = time.perf_counter()
+conn = sqlite3.connect(sys.argv[1] + '/results.sqlite')
+cur = conn.execute('SELECT * FROM results')
+names = [d[0] for d in cur.description]
+fi, mi = names.index('findings'), names.index('metrics')
+n = 0
+for row in cur:
+    json.loads(row[fi]); json.loads(row[mi]); n += 1
+print(json.dumps({'seconds': time.perf_counter() - t, 'rows': n}))
+""",
+    "store": """
+import json, sys, time
+t = time.perf_counter()
+from statebox.harness.store import open_existing
+rows = open_existing(sys.argv[1]).rows()
+print(json.dumps({'seconds': time.perf_counter() - t, 'rows': len(rows)}))
+""",
+    "report": """
+import json, sys, time
+t = time.perf_counter()
+from statebox.harness.report import write_report_output
+r = write_report_output(sys.argv[1])
+print(json.dumps({'seconds': time.perf_counter() - t, 'rows': r.n_rows, 'bytes': r.bytes, 'single': r.single_file,
+                  'files': r.files_count, 'files_bytes': r.files_bytes}))
+""",
+}
+
+
+def measure(kind: str, run_dir: Path) -> dict:
+    """Run one measurement in a fresh process; returns its figures plus its peak RSS."""
+    proc = subprocess.Popen([sys.executable, "-c", CHILD[kind], str(run_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    started = time.perf_counter()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    out = proc.stdout.read().decode()  # type: ignore[union-attr]
+    err = proc.stderr.read().decode()  # type: ignore[union-attr]
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{kind} failed: {err[-2000:]}")
+    result = json.loads(out.strip().splitlines()[-1])
+    result["peak_mb"] = usage.ru_maxrss / 1024
+    result["wall"] = wall
+    return result
+
+
+def main(argv: list[str]) -> None:
+    keep = None
+    if "--keep" in argv:
+        keep = Path(argv[argv.index("--keep") + 1])
+        argv = [a for a in argv if a not in ("--keep", str(keep))]
+    sizes = [int(a.replace("k", "000")) for a in argv] or [1_000, 10_000, 100_000]
+    base = keep or Path(tempfile.mkdtemp(prefix="statebox-report-scale-"))
+    print(f"{'attempts':>9} {'write s':>8} | {'floor s':>8} {'MB':>6} | {'store s':>8} {'MB':>6} | "
+          f"{'report s':>9} {'MB':>6} {'att/s':>8} | {'html':>8} {'chunks':>14} | {'x floor':>7} {'x store':>7}")
+    try:
+        for size in sizes:
+            run_dir = base / f"run-{size}"
+            if run_dir.exists() and (run_dir / "results.sqlite").exists():
+                made = 0.0
+            else:
+                shutil.rmtree(run_dir, ignore_errors=True)
+                made = synthesise(run_dir, size)
+            floor = measure("floor", run_dir)
+            store = measure("store", run_dir)
+            report = measure("report", run_dir)
+            html_mb = report["bytes"] / 1e6
+            chunks = "inline" if report["single"] else f"{report['files']} / {report['files_bytes'] / 1e6:.0f} MB"
+            print(f"{floor['rows']:>9,} {made:>8.1f} | {floor['seconds']:>8.2f} {floor['peak_mb']:>6.0f} | "
+                  f"{store['seconds']:>8.2f} {store['peak_mb']:>6.0f} | {report['seconds']:>9.2f} {report['peak_mb']:>6.0f} "
+                  f"{report['rows'] / report['seconds']:>8,.0f} | {html_mb:>6.2f}MB {chunks:>14} | "
+                  f"{report['seconds'] / floor['seconds']:>6.1f}x {report['seconds'] / store['seconds']:>6.1f}x", flush=True)
+    finally:
+        if keep is None:
+            shutil.rmtree(base, ignore_errors=True)
+    print("floor = SELECT * + the two JSON columns decoded; store = ResultStore.rows(); report = write_report_output "
+          "(in-process seconds, imports included); MB = peak RSS of that process. Target at 100k: report <= 5x floor.")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
