@@ -78,6 +78,8 @@ class GatewayLimits(BaseModel):
     request_timeout_s: float = Field(120.0, gt=0, description="from a request's first byte to its last")
     idle_timeout_s: float = Field(300.0, gt=0, description="a keep-alive connection with no request is closed; "
                                   "also the longest a reply waits on a client that stops reading")
+    max_log_mb: float = Field(64.0, gt=0, description="largest gateway.jsonl of one attempt; at the cap the log ends "
+                              "with a marker and model access is cut (no request goes unlogged)")
 
 
 class AuditPolicy(BaseModel):

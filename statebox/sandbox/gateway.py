@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 import h11
 import httpx
 
+from statebox.capped_log import CappedFile
 from statebox.errors import UserError
 from statebox.policies.model import Budgets, GatewayLimits
 from statebox.sandbox import gateway_budget as budget
@@ -140,13 +141,18 @@ class GatewayLease:
     _gateway: "Gateway | None" = field(default=None, repr=False)
     _server: Any = field(default=None, repr=False)
     _log_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _log: CappedFile | None = field(default=None, repr=False)
     _connections: set = field(default_factory=set, repr=False)
     _bucket: list = field(default_factory=list, repr=False)  # [tokens, monotonic time of the last refill]
     _folded: dict = field(default_factory=dict, repr=False)  # kind -> [last line's time, refusals folded since]
     _secrets: list = field(default_factory=list, repr=False)
 
     def close(self) -> None:
-        """Stop accepting connections and remove the socket (idempotent)."""
+        """Stop accepting connections, remove the socket, close the log (idempotent)."""
+        with self._log_lock:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
         if self._gateway is not None and self._server is not None:
             self._gateway._close_server(self._server)
             self._server = None
@@ -164,11 +170,22 @@ class GatewayLease:
         self.close()
 
     def write_log(self, record: dict[str, Any], secrets_: list[str]) -> None:
+        """Append one record under the lease's log cap (`limits.max_log_mb`).
+
+        At the cap the log ends with one marker line and the lease's model access is cut
+        (`exceeded`): the auditor must be able to read every request that reached a model,
+        so no request is served once it could not be logged.
+        """
         line = redact_text(json.dumps(record, ensure_ascii=False, default=str), secrets_)
         with self._log_lock:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            with self.log_path.open("a", encoding="utf-8") as fh:
-                fh.write(line + "\n")
+            if self._log is None:
+                self.log_path.parent.mkdir(parents=True, exist_ok=True)
+                self._log = CappedFile(self.log_path, int(self.limits.max_log_mb * 1024 * 1024))
+            if not self._log.write((line + "\n").encode()):
+                if not self.exceeded:
+                    self.exceeded = (f"gateway.jsonl reached its cap of {self.limits.max_log_mb:g} MB; "
+                                     "model access cut (raise gateway.max_log_mb in the policy)")
+                return
             self.requests_logged += 1
 
     # -- flood control (called on the gateway's loop thread only) --

@@ -172,3 +172,31 @@ def test_expect_100_continue_is_answered_once_the_head_is_accepted(lease, script
     s.close()
     assert b"HTTP/1.1 200" in raw
     assert [r.path for r in scripted.requests] == ["/v1/messages"]
+
+
+def test_log_cap_ends_the_log_with_a_marker_and_cuts_model_access(gateway, socket_dir, tmp_path, scripted):
+    """gateway.jsonl can't grow without bound: at max_log_mb it ends with one marker, and no later
+    request reaches the model (every request a model saw is in the log the auditor reads)."""
+    from statebox.capped_log import cap_marker
+
+    lease = gateway.lease("a-logcap", socket_dir, tmp_path / "g.jsonl", Budgets(),
+                          limits=GatewayLimits(max_log_mb=0.02, max_requests_per_s=1000))  # 20 KB
+    client = anthropic_client(lease, max_retries=0)
+    served, refused = 0, 0
+    for _ in range(40):
+        try:
+            client.messages.create(model="claude-x", max_tokens=8,
+                                   messages=[{"role": "user", "content": "x" * 3000}])
+            served += 1
+        except anthropic.APIStatusError as exc:
+            refused += 1
+            assert "gateway.jsonl reached its cap" in exc.body["error"]["message"]
+    size = lease.log_path.stat().st_size
+    print(f"served {served}, refused {refused}, gateway.jsonl {size} bytes (cap 20480)")
+    assert size <= 0.02 * 1024 * 1024
+    assert cap_marker(lease.log_path) is not None
+    assert served >= 1 and refused >= 1
+    upstream_posts = len([r for r in scripted.requests if r.method == "POST"])
+    assert upstream_posts == served  # nothing reached the model after the cap
+    assert lease.exceeded and "max_log_mb" in lease.exceeded
+    lease.close()
