@@ -203,6 +203,11 @@ def main(argv: list[str]) -> None:
             else:
                 shutil.rmtree(run_dir, ignore_errors=True)
                 made = synthesise(run_dir, size)
+            for old in (run_dir / "report.html", run_dir / "report_files"):  # a fresh report, as after a run
+                if old.is_dir():
+                    shutil.rmtree(old)
+                elif old.exists():
+                    old.unlink()
             floor = measure("floor", run_dir)
             store = measure("store", run_dir)
             report = measure("report", run_dir)

@@ -137,14 +137,39 @@ class _EpochMean:
         return out
 
 
+_CHANCE_CACHE: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
+
+
+def _chance(bench: str, items: list[Item]) -> dict[str, Any]:
+    """The scorer's chance baselines for these items: they depend on the items only, so every
+    agent (and the voided view) that answered the same items shares one computation."""
+    from statebox.scoring.chance import KINDS
+    from statebox.scoring.report import _chance_metrics, _collector_paused
+    from statebox.scoring.rules import rules_for
+
+    key = (bench, tuple(i.id for i in items))
+    found = _CHANCE_CACHE.get(key)
+    if found is None:
+        rules = rules_for(bench)
+        with _collector_paused():
+            found = {kind: _chance_metrics(bench, rules, items, kind, 0) for kind in KINDS}
+        if len(_CHANCE_CACHE) > 256:
+            _CHANCE_CACHE.clear()
+        _CHANCE_CACHE[key] = found
+    return found
+
+
 def _score_epoch(bench: str, items: list[Item], rows: list[ResultRow], *, void: bool, extras: bool) -> ScoreReport:
     from statebox.scoring import score_predictions
 
     answered = {r.item_id for r in rows}
     epoch_items = [i for i in items if i.id in answered]
-    if extras:
-        return score_predictions(bench, epoch_items, _predictions(rows, void=void))
-    return score_predictions(bench, epoch_items, _predictions(rows, void=void), n_boot=0, chance=False)
+    if not extras:
+        return score_predictions(bench, epoch_items, _predictions(rows, void=void), n_boot=0, chance=False)
+    report = score_predictions(bench, epoch_items, _predictions(rows, void=void), chance=False)
+    if epoch_items and report.model_extra is not None:
+        report.model_extra["chance"] = _chance(bench, epoch_items)  # what chance=True computes, shared
+    return report
 
 
 class ScoreAccumulator:
