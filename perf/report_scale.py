@@ -10,7 +10,11 @@ disk stays small; the report still opens and reads every one).
 Measured in the same run, each in a fresh process (peak memory = that process's max RSS):
 - floor: reading the same rows from SQLite (`SELECT *`, the two JSON columns decoded);
 - store API: the same rows as `ResultRow`s through `ResultStore.rows()`;
-- report: `statebox report`'s writer (`write_report_output`), the whole page plus chunks.
+- report: `statebox report`'s writer (`write_report_output`), the whole page plus chunks;
+- rows-only: the same report of the same rows with no attempt folders (what the report costs
+  beyond copying transcripts, which no SQLite floor includes);
+- score_run: `aggregate.score_run(store.rows(), items)`, the scores alone the way `statebox run`
+  computes them (every row in memory), i.e. the scorer's share of the report.
 
 Prints seconds, peak MB, attempts/s, report.html size, and the ratio report / floor
 (target at 100k: <= 5x). Usage: .venv/bin/python perf/report_scale.py [SIZE ...] [--keep DIR]
@@ -158,6 +162,16 @@ from statebox.harness.store import open_existing
 rows = open_existing(sys.argv[1]).rows()
 print(json.dumps({'seconds': time.perf_counter() - t, 'rows': len(rows)}))
 """,
+    "score": """
+import json, sys, time
+t = time.perf_counter()
+from statebox.harness.aggregate import score_run
+from statebox.harness.plan import RunConfig, load_datasets
+from statebox.harness.store import open_existing
+items = {d.spec.label: d.items for d in load_datasets(RunConfig.load(sys.argv[1]))}
+scores = score_run(open_existing(sys.argv[1]).rows(), items)
+print(json.dumps({'seconds': time.perf_counter() - t, 'rows': sum(s.extra['rows'] for s in scores)}))
+""",
     "report": """
 import json, sys, time
 t = time.perf_counter()
@@ -194,7 +208,8 @@ def main(argv: list[str]) -> None:
     sizes = [int(a.replace("k", "000")) for a in argv] or [1_000, 10_000, 100_000]
     base = keep or Path(tempfile.mkdtemp(prefix="statebox-report-scale-"))
     print(f"{'attempts':>9} {'write s':>8} | {'floor s':>8} {'MB':>6} | {'store s':>8} {'MB':>6} | "
-          f"{'report s':>9} {'MB':>6} {'att/s':>8} | {'html':>8} {'chunks':>14} | {'x floor':>7} {'x store':>7}")
+          f"{'report s':>9} {'MB':>6} {'att/s':>8} | {'html':>8} {'chunks':>14} | {'x floor':>7} {'x store':>7} | "
+          f"{'rows-only s':>11} {'MB':>5} {'x floor':>7} | {'score_run s':>11} {'MB':>5}")
     try:
         for size in sizes:
             run_dir = base / f"run-{size}"
@@ -208,20 +223,31 @@ def main(argv: list[str]) -> None:
                     shutil.rmtree(old)
                 elif old.exists():
                     old.unlink()
+            rows_only = base / f"rows-{size}"  # the same rows and run.json, no attempt folders
+            shutil.rmtree(rows_only, ignore_errors=True)
+            rows_only.mkdir()
+            shutil.copy(run_dir / "results.sqlite", rows_only / "results.sqlite")
+            shutil.copy(run_dir / "run.json", rows_only / "run.json")
             floor = measure("floor", run_dir)
             store = measure("store", run_dir)
+            score = measure("score", run_dir)
             report = measure("report", run_dir)
+            bare = measure("report", rows_only)
             html_mb = report["bytes"] / 1e6
             chunks = "inline" if report["single"] else f"{report['files']} / {report['files_bytes'] / 1e6:.0f} MB"
             print(f"{floor['rows']:>9,} {made:>8.1f} | {floor['seconds']:>8.2f} {floor['peak_mb']:>6.0f} | "
                   f"{store['seconds']:>8.2f} {store['peak_mb']:>6.0f} | {report['seconds']:>9.2f} {report['peak_mb']:>6.0f} "
                   f"{report['rows'] / report['seconds']:>8,.0f} | {html_mb:>6.2f}MB {chunks:>14} | "
-                  f"{report['seconds'] / floor['seconds']:>6.1f}x {report['seconds'] / store['seconds']:>6.1f}x", flush=True)
+                  f"{report['seconds'] / floor['seconds']:>6.1f}x {report['seconds'] / store['seconds']:>6.1f}x | "
+                  f"{bare['seconds']:>11.2f} {bare['peak_mb']:>5.0f} {bare['seconds'] / floor['seconds']:>6.1f}x | "
+                  f"{score['seconds']:>11.2f} {score['peak_mb']:>5.0f}", flush=True)
     finally:
         if keep is None:
             shutil.rmtree(base, ignore_errors=True)
     print("floor = SELECT * + the two JSON columns decoded; store = ResultStore.rows(); report = write_report_output "
-          "(in-process seconds, imports included); MB = peak RSS of that process. Target at 100k: report <= 5x floor.")
+          "(in-process seconds, imports included) with every attempt's transcript copied into chunks; rows-only = the same "
+          "report of the same rows without attempt folders; score_run = scoring the rows the pre-report way (all rows in "
+          "memory, the same scorer); MB = peak RSS of that process. Target at 100k: report <= 5x floor.")
 
 
 if __name__ == "__main__":

@@ -177,6 +177,8 @@ class ScoreAccumulator:
 
     The three views are scored per epoch and averaged; an epoch with nothing voided (or
     nothing flagged) reuses the all-attempts report for that view instead of scoring again.
+    Only the all-attempts view carries CIs and chance baselines (the others are read for
+    their metrics only).
     """
 
     def __init__(self, agent: str, dataset: str, bench: str, items: list[Item]) -> None:
@@ -211,22 +213,21 @@ class ScoreAccumulator:
             self.duration_s += r.duration_s
             self.frames_decoded += r.frames_decoded
             self.frames_model += r.frames_model
-        all_extras = self._all.wants_extras
-        report = _score_epoch(self.bench, self.items, rows, void=False, extras=all_extras)
+        report = _score_epoch(self.bench, self.items, rows, void=False, extras=self._all.wants_extras)
         self._all.add(report)
+        # the clean and voided views are read for their metrics only (their CIs and chance
+        # baselines are shown nowhere), so they skip the bootstrap
         if any(r.action == "void" for r in rows):
-            self._voided.add(_score_epoch(self.bench, self.items, rows, void=True, extras=self._voided.wants_extras))
-        elif self._voided.wants_extras == all_extras:
-            self._voided.add(report)
+            self._voided.add(_score_epoch(self.bench, self.items, rows, void=True, extras=False))
         else:
-            self._voided.add(_score_epoch(self.bench, self.items, rows, void=False, extras=self._voided.wants_extras))
+            self._voided.add(report)
         dirty = {r.item_id for r in rows if r.verdict != "clean"}
-        if not dirty and self._clean.wants_extras == all_extras:
+        if not dirty:
             self._clean.add(report)
         else:
             clean_rows = [r for r in rows if r.item_id not in dirty]
             if clean_rows:
-                self._clean.add(_score_epoch(self.bench, self.items, clean_rows, void=False, extras=self._clean.wants_extras))
+                self._clean.add(_score_epoch(self.bench, self.items, clean_rows, void=False, extras=False))
 
     def result(self) -> AgentDatasetScore:
         report = self._all.result()

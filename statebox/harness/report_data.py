@@ -151,7 +151,11 @@ def read_transcript(attempt_dir: Path | str, max_events: int = MAX_EVENTS_PER_AT
     lines = text.split("\n")
     while lines and not lines[-1].strip():
         lines.pop()
-    more = max(0, len(lines) - max_events)
+    n = len(lines)
+    # one JSON object per line, each written whole: every boundary is "}\n{" (a JSON line holds
+    # no raw newline, so this one C-speed count checks the lot)
+    whole = bool(lines) and lines[0][:1] == "{" and text.count("}\n{") >= n - 1
+    more = max(0, n - max_events)
     if more:
         lines = lines[:max_events]
     if lines:
@@ -159,9 +163,7 @@ def read_transcript(attempt_dir: Path | str, max_events: int = MAX_EVENTS_PER_AT
             json.loads(lines[-1])  # the one line a killed writer can leave torn
         except json.JSONDecodeError:
             lines[-1] = json.dumps({"seq": None, "kind": "note", "text": "[torn last event line]"})
-        joined = "\n".join(lines)  # a JSON line holds no raw newline: these counts are exact
-        whole = ("\n" + joined).count("\n{") == len(lines) and (joined + "\n").count("}\n") == len(lines)
-        if max(map(len, lines)) > MAX_LINE or not whole:
+        if not whole or max(map(len, lines)) > MAX_LINE:
             lines = [
                 line if len(line) <= MAX_LINE and line[:1] == "{" and line.rstrip()[-1:] == "}" else _shorten_event(line, max_text)
                 for line in lines

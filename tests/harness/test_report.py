@@ -281,3 +281,25 @@ def test_report_of_ten_thousand_attempts(big_run, tmp_path):
     assert count_of(dom) == (10008, 10008)
     opened = re.search(r'<div class="attempt-detail loaded" id="attempt-10007">(.*?)</div></td></tr>', dom, re.S)
     assert opened and "final_answer" in opened.group(1)
+
+
+def test_transcript_lines_are_kept_whole_and_bounded(tmp_path):
+    """The report splices events.jsonl lines into its JSON: torn, long and surplus lines are handled."""
+    from statebox.harness.report_data import MAX_EVENTS_PER_ATTEMPT, encode_transcript, read_transcript
+
+    lines = [json.dumps({"seq": i, "kind": "command", "text": f"echo {i} </script>"}) for i in range(MAX_EVENTS_PER_ATTEMPT + 5)]
+    lines[3] = json.dumps({"seq": 3, "kind": "tool_output", "text": "x" * 10_000, "data": {"blob": "y" * 5000}})
+    (tmp_path / "events.jsonl").write_text("\n".join(lines) + "\n")
+    t = read_transcript(tmp_path)
+    assert len(t["lines"]) == MAX_EVENTS_PER_ATTEMPT and t["more"] == 5
+    decoded = json.loads(encode_transcript(t, None))
+    assert "</script>" not in encode_transcript(t, None)  # safe inside an inline <script> block
+    assert decoded["ev"][0]["text"] == "echo 0 </script>"
+    assert len(decoded["ev"][3]["text"]) < 2100 and "more chars" in decoded["ev"][3]["text"]
+    (tmp_path / "events.jsonl").write_text("\n".join(lines[:3]) + "\n" + lines[5][:20])  # killed mid-write
+    decoded = json.loads(encode_transcript(read_transcript(tmp_path), None))
+    assert [e["kind"] for e in decoded["ev"]] == ["command"] * 3 + ["note"]
+    (tmp_path / "events.jsonl").write_text(lines[0] + "\nnot json\n" + lines[1] + "\n")
+    decoded = json.loads(encode_transcript(read_transcript(tmp_path), None))
+    assert [e["kind"] for e in decoded["ev"]] == ["command", "note", "command"]
+    assert json.loads(encode_transcript(read_transcript(tmp_path / "missing"), None))["missing"] is True
