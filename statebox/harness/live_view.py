@@ -64,6 +64,7 @@ class LiveRun:
         self._done_rowid = 0
         self._summary: tuple[int, float, str] | None = None
         self._summary_lock = threading.Lock()
+        self._summary_cost = 0.0
 
     def _planned_totals(self) -> dict[str, int]:
         totals: dict[str, int] = {}
@@ -174,7 +175,7 @@ class LiveRun:
                 "statuses": list(self._index.statuses.names),
                 "actions": list(self._index.actions.names),
             }
-        return {"rows": rows, "last": last, "vocab": vocab}
+        return {"rows": rows, "last": last, "vocab": vocab, "more": len(rows) >= ROWS_PER_POLL}
 
     def attempt(self, attempt_id: str) -> dict[str, Any] | None:
         if not attempt_id or "/" in attempt_id or "\\" in attempt_id or attempt_id.startswith("."):
@@ -227,18 +228,20 @@ class LiveRun:
                 conn.close()
         with self._summary_lock:
             cached = self._summary
-            if cached is not None and (cached[0] == n or time.time() - cached[1] < SUMMARY_MIN_INTERVAL_S):
+            # a big run's summary takes seconds: recompute at most every 5x what the last one took
+            wait = max(SUMMARY_MIN_INTERVAL_S, 5 * self._summary_cost)
+            if cached is not None and (cached[0] == n or time.time() - cached[1] < wait):
                 return cached[2]
+            started = time.time()
             if conn is None:
                 from statebox.harness.report_data import RunSummary, Vocab
 
                 summary = RunSummary([], 0, self.datasets, {}, {}, Vocab(), Vocab(), Vocab(), Vocab(), Vocab())
             else:
                 summary = summarise(self.run_dir, self.datasets)
-            text = summary_html(summary, plots=False) + (
-                "<p class=sub>Count confusion matrices and per-query-time curves: <code>statebox report</code>.</p>"
-            )
+            text = summary_html(summary)
             self._summary = (n, time.time(), text)
+            self._summary_cost = time.time() - started
             return text
 
     def page(self) -> str:

@@ -5,7 +5,7 @@ best, by how much, and was it clean": a heatmap of agents x datasets (score, cle
 value, voided count), each agent against the best chance/prior baseline with CIs, cost
 against score, and the auditor's findings by category (inline SVG, works offline). Below
 are the leaderboard and breakdowns (sortable tables), count confusion matrices and
-per-query-time curves (embedded PNG), and a filterable, searchable attempt table whose
+per-query-time curves (SVG too), and a filterable, searchable attempt table whose
 transcripts open on demand.
 
 Why two layouts: a report gets mailed and opened years later, so a small run is one
@@ -48,9 +48,9 @@ from statebox.harness.report_plots import (
     audit_svg,
     baseline_svg,
     best_baselines,
-    confusion_pngs,
+    confusion_svgs,
     cost_svg,
-    curve_pngs,
+    curve_svgs,
     heatmap_svg,
 )
 
@@ -186,8 +186,8 @@ def summary_html(summary: RunSummary, *, plots: bool = True) -> str:
     ]
     if plots:
         parts += [
-            "<h2>Count confusion matrices</h2>", confusion_pngs(summary.confusions),
-            "<h2>Per-query-time curves (streaming)</h2>", curve_pngs(summary.curves, edges),
+            "<h2>Count confusion matrices</h2>", confusion_svgs(summary.confusions),
+            "<h2>Per-query-time curves (streaming)</h2>", curve_svgs(summary.curves, edges),
         ]
     return "\n".join(parts)
 

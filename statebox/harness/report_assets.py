@@ -363,8 +363,12 @@ PAGE_JS = r"""// statebox report: filters, search, sorting, pagination and on-de
       writeHash();
     }));
     window.addEventListener("hashchange", () => fromHash(true));
-    // every other table: click a header to sort it
-    document.querySelectorAll("table.sortable").forEach(table => {
+    wireSortable(document);
+  }
+
+  // every other table: click a header to sort it
+  function wireSortable(root) {
+    root.querySelectorAll("table.sortable").forEach(table => {
       table.querySelectorAll("thead th").forEach((th, i) => th.addEventListener("click", () => sortTable(table, i, th)));
     });
   }
@@ -428,8 +432,7 @@ PAGE_JS = r"""// statebox report: filters, search, sorting, pagination and on-de
     fetch("api/status").then(x => x.json()).then(st => {
       renderStatus(st);
       const jobs = [];
-      if (st.last_rowid > S.lastRowid) {
-        jobs.push(fetch("api/rows?after=" + S.lastRowid).then(x => x.json()).then(d => {
+      const more = () => fetch("api/rows?after=" + S.lastRowid).then(x => x.json()).then(d => {
           M.agents = d.vocab.agents; M.datasets = d.vocab.datasets; M.verdicts = d.vocab.verdicts;
           M.statuses = d.vocab.statuses; M.actions = d.vocab.actions;
           addRows(d.rows);
@@ -437,14 +440,16 @@ PAGE_JS = r"""// statebox report: filters, search, sorting, pagination and on-de
           syncControls();
           apply(true);
           document.body.dataset.rows = S.rows.length;
+          if (d.more) return more();  // a big backlog: keep reading before the next poll
           if (!S.opened) { S.opened = true; const h = readHash(); const n = h.focus !== null ? h.focus : h.open;
                            if (n !== null && n !== "") openAttempt(Number(n), h.focus !== null); }
-        }));
-      }
+        });
+      if (st.last_rowid > S.lastRowid) jobs.push(more());
       if (st.rows !== S.summaryRows && Date.now() - S.summaryAt > 5000) {
         S.summaryAt = Date.now();
         jobs.push(fetch("fragment/summary").then(x => x.text()).then(html => {
           $("summary").innerHTML = html;
+          wireSortable($("summary"));
           S.summaryRows = st.rows;
         }));
       }

@@ -1,16 +1,14 @@
-"""The report's pictures: inline SVG for the first screen, PNG for the detailed plots.
+"""The report's pictures, all inline SVG.
 
-Why inline SVG on top: it is text in the page (works offline, scales, is searchable and
-testable in the DOM) and costs nothing to draw; the detailed plots (count confusion
-matrices, per-query-time curves) stay matplotlib PNGs embedded as data URIs.
+Why inline SVG: it is text in the page (works offline, scales, is searchable and testable
+in the DOM) and costs nothing to draw; matplotlib took seconds per report (import and a
+PNG per plot) and is no longer needed here.
 Every function takes the bounded summary (agents x datasets), never the rows.
 """
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import math
 from collections import Counter, defaultdict
 from typing import Any
@@ -307,78 +305,82 @@ def audit_svg(scores: list[AgentDatasetScore]) -> str:
     return "".join(out)
 
 
-# ---------------------------------------------------------------- PNG (matplotlib)
+# ---------------------------------------------------------------- detailed plots (SVG too: no matplotlib in the report)
 
 
-def _png(fig: Any) -> str:
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
-
-
-def confusion_pngs(confusions: dict[tuple[str, str], Counter]) -> str:
+def confusion_svgs(confusions: dict[tuple[str, str], Counter]) -> str:
     """CP-Bench-style count confusion matrices for every count-answer dataset and agent."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    imgs = []
+    out = []
     for (dataset, agent), pairs in sorted(confusions.items()):
         truths = sorted({t for t, _ in pairs})
         if len(truths) < 2:
             continue
         lo, hi = min(truths), max(truths)
         preds = [p for _, p in pairs if p is not None]
-        plo, phi = min([lo] + preds), max([hi] + preds)
-        phi = min(phi, hi + 10)
-        plo = max(plo, lo - 10)
-        mat = np.zeros((hi - lo + 1, phi - plo + 2), dtype=int)  # last column: unparsed / out of range
+        plo, phi = max(min([lo] + preds), lo - 10), min(max([hi] + preds), hi + 10)
+        cols = list(range(plo, phi + 1)) + ["?"]  # last column: unparsed / out of range
+        rows = list(range(lo, hi + 1))
+        mat = [[0] * len(cols) for _ in rows]
         for (t, p), n in pairs.items():
-            col = (p - plo) if p is not None and plo <= p <= phi else mat.shape[1] - 1
-            mat[t - lo, col] += n
-        fig, ax = plt.subplots(figsize=(0.45 * mat.shape[1] + 2, 0.45 * mat.shape[0] + 1.5))
-        ax.imshow(mat, cmap="Blues")
-        ax.set_yticks(range(mat.shape[0]), [str(v) for v in range(lo, hi + 1)])
-        ax.set_xticks(range(mat.shape[1]), [str(v) for v in range(plo, phi + 1)] + ["?"])
-        for (i, j), v in np.ndenumerate(mat):
-            if v:
-                ax.text(j, i, str(v), ha="center", va="center", fontsize=8)
-        ax.set_ylabel("true count")
-        ax.set_xlabel("answered count")
-        ax.set_title(f"{dataset} · {agent}", fontsize=10)
-        imgs.append(f"<div><img alt='confusion {_e(dataset)} {_e(agent)}' src='{_png(fig)}'></div>")
-    return "<div class=grid>" + "".join(imgs) + "</div>" if imgs else "<p>No count questions in this run.</p>"
+            j = (p - plo) if p is not None and plo <= p <= phi else len(cols) - 1
+            mat[t - lo][j] += n
+        top = max(max(r) for r in mat) or 1
+        cell, left, head = 24, 40, 34
+        width, height = max(left + cell * len(cols) + 10, 300), head + cell * len(rows) + 34
+        parts = [f"<svg class='chart confusion' xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
+                 f"viewBox='0 0 {width} {height}' {FONT} font-size='10' role='img' aria-label='confusion {_e(dataset)} {_e(agent)}'>"
+                 f"<text x='{left}' y='12' font-size='11' font-weight='600'>{_e(dataset)} · {_e(agent)}</text>"]
+        for j, c in enumerate(cols):
+            parts.append(f"<text x='{left + j * cell + cell / 2}' y='{head - 6}' text-anchor='middle' fill='#5b6675'>{c}</text>")
+        for i, t in enumerate(rows):
+            y = head + i * cell
+            parts.append(f"<text x='{left - 6}' y='{y + cell / 2 + 4}' text-anchor='end' fill='#5b6675'>{t}</text>")
+            for j, n in enumerate(mat[i]):
+                v = n / top
+                ink = "#fff" if v > 0.55 else "#1d2430"
+                parts.append(f"<rect x='{left + j * cell}' y='{y}' width='{cell - 1}' height='{cell - 1}' fill='{_blues(v)}'>"
+                             f"<title>true {t}, answered {cols[j]}: {n}</title></rect>")
+                if n:
+                    parts.append(f"<text x='{left + j * cell + cell / 2}' y='{y + cell / 2 + 4}' text-anchor='middle' fill='{ink}'>{n}</text>")
+        parts.append(f"<text x='{left}' y='{height - 8}' fill='#5b6675'>rows: true count · columns: answered (? unparsed/far)</text>")
+        parts.append("</svg>")
+        out.append("<div>" + "".join(parts) + "</div>")
+    return "<div class=grid>" + "".join(out) + "</div>" if out else "<p>No count questions in this run.</p>"
 
 
-def curve_pngs(curves: dict[str, dict[str, list[list[float]]]], edges_of: dict[str, list[float]]) -> str:
+def curve_svgs(curves: dict[str, dict[str, list[list[float]]]], edges_of: dict[str, list[float]]) -> str:
     """Streaming benchmarks: how the per-query score evolves with the query time."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    imgs = []
+    out = []
     for dataset, agents in sorted(curves.items()):
         edges = edges_of.get(dataset) or []
         if len(edges) < 2:
             continue
-        fig, ax = plt.subplots(figsize=(6, 3.2))
-        for agent, bins in sorted(agents.items()):
-            xs, ys = [], []
+        left, plot_w, plot_h, top = 44, 360, 170, 22
+        width, height = left + plot_w + 150, top + plot_h + 40
+        t0, t1 = edges[0], edges[-1] if edges[-1] > edges[0] else edges[0] + 1
+        parts = [f"<svg class='chart curve' xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
+                 f"viewBox='0 0 {width} {height}' {FONT} font-size='10' role='img' aria-label='query-time {_e(dataset)}'>"
+                 f"<text x='{left}' y='12' font-size='11' font-weight='600'>{_e(dataset)}</text>"]
+        for k in range(0, 11, 2):
+            y = top + plot_h * (1 - k / 10)
+            parts.append(f"<line x1='{left}' y1='{y}' x2='{left + plot_w}' y2='{y}' stroke='#e6e9ee'/>"
+                         f"<text x='{left - 4}' y='{y + 3}' text-anchor='end' fill='#5b6675'>{k / 10:.1f}</text>")
+        for k in range(5):
+            t = t0 + (t1 - t0) * k / 4
+            parts.append(f"<text x='{left + plot_w * k / 4}' y='{top + plot_h + 14}' text-anchor='middle' fill='#5b6675'>{t:.0f}</text>")
+        parts.append(f"<text x='{left + plot_w / 2}' y='{top + plot_h + 30}' text-anchor='middle'>query time (s)</text>")
+        for i, (agent, bins) in enumerate(sorted(agents.items())):
+            pts = []
             for k, (total, n) in enumerate(bins):
                 if n:
-                    xs.append((edges[k] + edges[k + 1]) / 2)
-                    ys.append(total / n)
-            ax.plot(xs, ys, marker="o", label=agent)
-        ax.set_xlabel("query time (s)")
-        ax.set_ylabel("per-query score")
-        ax.set_ylim(-0.02, 1.02)
-        ax.set_title(dataset, fontsize=10)
-        ax.legend(fontsize=8)
-        imgs.append(f"<div><img alt='query-time {_e(dataset)}' src='{_png(fig)}'></div>")
-    return "<div class=grid>" + "".join(imgs) + "</div>" if imgs else "<p>No streaming questions in this run.</p>"
+                    x = left + plot_w * (((edges[k] + edges[k + 1]) / 2 - t0) / (t1 - t0))
+                    pts.append((x, top + plot_h * (1 - min(max(total / n, 0.0), 1.0))))
+            c = PALETTE[i % len(PALETTE)]
+            if pts:
+                parts.append(f"<polyline fill='none' stroke='{c}' stroke-width='2' points='{' '.join(f'{x:.1f},{y:.1f}' for x, y in pts)}'/>")
+                parts.extend(f"<circle cx='{x:.1f}' cy='{y:.1f}' r='3' fill='{c}'/>" for x, y in pts)
+            parts.append(f"<rect x='{left + plot_w + 12}' y='{top + i * 14}' width='10' height='10' fill='{c}'/>"
+                         f"<text x='{left + plot_w + 26}' y='{top + i * 14 + 9}'>{_e(agent)}</text>")
+        parts.append("</svg>")
+        out.append("<div>" + "".join(parts) + "</div>")
+    return "<div class=grid>" + "".join(out) + "</div>" if out else "<p>No streaming questions in this run.</p>"

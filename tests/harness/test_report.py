@@ -74,7 +74,7 @@ def test_report_json_and_html(finished_run):
         assert element in html, element
     assert html.index("id='heatmap'") < html.index("id='leaderboard'") < html.index("id='attempts'")  # picture first
     assert "chance-random" in html and "oracle" in html
-    assert "data:image/png;base64," in html  # plots are embedded, the file stands alone
+    assert "class='chart confusion'" in html and "class='chart curve'" in html  # inline SVG: the file stands alone
     assert "final_answer" in html  # transcripts are inline in a single-file report
     assert "src='http" not in html and 'src="http' not in html and "fetch(\"http" not in html
     assert not (finished_run / "report_files").exists()
