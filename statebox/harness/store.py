@@ -150,6 +150,39 @@ class ResultStore:
                 raise err from exc
             return cursor.rowcount == 1
 
+    def add_many(self, rows: list[ResultRow]) -> int:
+        """Insert finished attempts in one transaction (the head records rows that finished
+        together at once); returns how many were new. Same no-duplicate rule as `add`."""
+        if not rows:
+            return 0
+        if len(rows) == 1:
+            return int(self.add(rows[0]))
+        payloads = []
+        for row in rows:
+            values = row.model_dump()
+            for key in _JSON_COLUMNS:
+                values[key] = json.dumps(values[key], sort_keys=True)
+            payloads.append(values)
+        columns = ", ".join(payloads[0])
+        marks = ", ".join(f":{k}" for k in payloads[0])
+        with self._lock:
+            try:
+                before = self._conn.total_changes
+                self._conn.executemany(
+                    f"INSERT INTO results ({columns}) VALUES ({marks}) ON CONFLICT(attempt_id) DO NOTHING", payloads
+                )
+                self._conn.commit()
+                return self._conn.total_changes - before
+            except sqlite3.Error as exc:
+                try:
+                    self._conn.rollback()
+                except sqlite3.Error:
+                    pass
+                err = _sqlite_storage_error(exc, self.path, "cannot write result rows")
+                if err is None:
+                    raise
+                raise err from exc
+
     def update_verdict(self, attempt_id: str, verdict: str, action: str, findings: list[dict[str, Any]]) -> None:
         """Re-auditing a finished run rewrites only the audit columns."""
         with self._lock:

@@ -1,0 +1,519 @@
+"""Running a run's attempts on a Ray cluster; the head stays the run folder's one writer.
+
+`statebox run ... --cluster ADDRESS` swaps the runner's thread pool for `RayExecutor`
+(`runner.AttemptExecutor`); planning, the store, the lock, resume, scoring and the report
+are the single-host ones. ADDRESS is `auto` (the cluster this machine belongs to, or
+RAY_ADDRESS), `ray://host:10001` (Ray Client) or a head's `host:port` as `ray start --head
+--port` prints it.
+
+- Placement is Ray's: each batch is a task asking `num_cpus` (a node's CPUs are its attempt
+  slots) and, for a tracker attempt on a GPU policy, `num_gpus=1`, so it lands on a GPU node;
+  tasks SPREAD over the nodes. Host-side agents (oracle, chance) go in batches of
+  `HOST_BATCH` (one task, one transaction of rows); an attempt that sees a video is one task.
+- Each node runs attempts with its own engine, gateway (key in its environment), workspaces
+  and honeytokens (`cluster_worker.py`). Videos are shipped once per node through Ray's object
+  store; an attempt's folder comes back packed with its row, is unpacked into
+  `RUN_DIR/attempts/<id>/`, and only then is the row written (`store.add_many`).
+- A node lost mid-attempt is an infrastructure failure: Ray retries the task on another node
+  (`max_retries`); the head writes a row once, when a task's result arrives, so nothing is
+  lost or duplicated (and the store's primary key refuses a duplicate anyway).
+- The head takes the run lock as `RunLock(run_dir, role="ray-head")`. On a stop (a signal, a
+  full disk) it cancels its tasks (a KeyboardInterrupt in the worker: `SandboxEngine.run`
+  removes its container on the way out), then every node removes the run's containers from
+  its engine; at the end, live nodes remove containers of the run whose process died (a lost
+  node on the same machine). `RUN_DIR/cluster.jsonl` says which node ran each attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, Callable
+
+from statebox.errors import UserError
+from statebox.harness.runner import ATTEMPTS_DIR, AttemptExecutor, DispatchContext
+from statebox.harness.store import ResultRow
+
+HOST_BATCH = 32  # host-side attempts per task
+MAX_RETRIES = 5  # Ray re-runs a task whose node or worker died this many times
+RESUBMITS = 3  # and then the head itself resubmits the batch this many times
+STOP_GRACE_S = 30.0
+CLUSTER_LOG = "cluster.jsonl"
+
+# which image an agent's containers use (default for any other sandboxed agent: sandbox)
+AGENT_IMAGES = {"tracker": "tracker", "claude-code": "agents", "codex": "agents", "claude-code-scripted": "agents"}
+
+
+def as_job(p: Any, options: dict[str, Any]) -> Any:
+    """A planned attempt as the typed job the attempt seam takes (a job stays itself)."""
+    from statebox.harness.plan import AttemptJob
+
+    if isinstance(p, AttemptJob):
+        return p
+    return AttemptJob(attempt=p.attempt, dataset=p.dataset, item=p.item, query=p.query, options=options[p.attempt.agent])
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise UserError("--cluster needs Ray: pip install 'statebox[cluster]'") from None
+    return ray
+
+
+def normalise_address(address: str) -> str:
+    address = (address or "").strip()
+    if not address:
+        raise UserError("--cluster needs an address: auto, ray://HOST:10001 or HOST:PORT")
+    return address
+
+
+def connect(address: str) -> Any:
+    """Connect this process to the cluster as a driver (idempotent)."""
+    ray = _ray()
+    if ray.is_initialized():
+        return ray
+    address = normalise_address(address)
+    try:
+        ray.init(address=address, namespace="statebox", logging_level="ERROR", log_to_driver=False,
+                 include_dashboard=False, configure_logging=True)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise UserError(f"cannot reach the Ray cluster at {address} ({str(exc).splitlines()[0][:200]}); "
+                        "start one with `ray start --head` (docs/cluster.md)") from exc
+    from statebox import signals
+
+    signals.install()  # Ray's driver set-up may replace SIGTERM/SIGINT handling: ours again
+    return ray
+
+
+def disconnect() -> None:
+    try:
+        import ray
+    except ImportError:
+        return
+    if ray.is_initialized():
+        ray.shutdown()
+
+
+def usable_nodes(ray) -> list[dict[str, Any]]:
+    """Alive nodes that offer CPUs (a head started with --num-cpus=0 runs no attempts)."""
+    return [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
+
+
+def _on_node(ray, node_id: str, fn: Callable, **options: Any):
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return ray.remote(fn).options(num_cpus=0, max_retries=0,
+                                  scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False), **options)
+
+
+def images_for(agents: dict[str, Any]) -> list[str]:
+    targets = []
+    for name, agent in agents.items():
+        if agent.needs_sandbox:
+            for target in ("sandbox", AGENT_IMAGES.get(name, "sandbox")):
+                if target not in targets:
+                    targets.append(target)
+    return targets
+
+
+def providers_for(config, agents: dict[str, Any]) -> list[str]:
+    from statebox.attempt import provider_for
+    from statebox.harness.plan import agent_options
+
+    found = []
+    for name, agent in agents.items():
+        if agent.needs_gateway:
+            p = provider_for(agent_options(config, name), getattr(agent, "provider", None))
+            if p not in found:
+                found.append(p)
+    return found
+
+
+def node_reports(ray, targets: list[str], providers: list[str], probe: bool, policy: str = "default",
+                 gateway: bool = False) -> list[dict[str, Any]]:
+    """Every usable node's report (engine, images, keys, probe), gathered in parallel."""
+    from statebox.harness import cluster_worker
+
+    nodes = usable_nodes(ray)
+    refs = [_on_node(ray, n["NodeID"], cluster_worker.node_report).remote(targets, providers, probe, policy) for n in nodes]
+    grefs = [_on_node(ray, n["NodeID"], cluster_worker.gateway_check).remote(providers) for n in nodes] if gateway else []
+    reports = []
+    for node, ref in zip(nodes, refs):
+        try:
+            report = ray.get(ref, timeout=600)
+        except Exception as exc:  # noqa: BLE001 - a node that cannot even answer
+            report = {"node_id": node["NodeID"], "node": node.get("NodeManagerAddress", "?"),
+                      "problems": [f"node {node['NodeID'][:8]}: did not answer ({str(exc).splitlines()[0][:160]})"]}
+        report["resources"] = node.get("Resources", {})
+        reports.append(report)
+    for report, ref in zip(reports, grefs):
+        try:
+            report["problems"].extend(ray.get(ref, timeout=60))
+        except Exception as exc:  # noqa: BLE001
+            report["problems"].append(f"{report['node']}: gateway check failed ({str(exc).splitlines()[0][:160]})")
+    return reports
+
+
+def cluster_problems(reports: list[dict[str, Any]], targets: list[str], head_code: str | None = None) -> list[str]:
+    """The problems of every node, plus disagreements between nodes (code, image tags)."""
+    problems = [p for r in reports for p in r.get("problems", [])]
+    if not reports:
+        problems.append("the cluster has no node with CPUs to run attempts (start workers with `ray start --address`)")
+    if head_code:
+        for r in reports:
+            if r.get("code") and r["code"] != head_code:
+                problems.append(f"{r['node']}: runs different statebox code ({r['code']}, head {head_code}); "
+                                "install the same version on every node")
+    for target in targets:
+        tags = {r["node"]: r.get("images", {}).get(target, {}).get("tag") for r in reports if r.get("images")}
+        distinct = {t for t in tags.values() if t}
+        if len(distinct) > 1:
+            problems.append(f"image {target}: nodes disagree on its content-hash tag ({', '.join(f'{n}={t}' for n, t in tags.items())}); "
+                            "run `statebox cluster prepare`")
+    return problems
+
+
+class RayExecutor(AttemptExecutor):
+    """The runner's dispatch on a Ray cluster (see the module docstring)."""
+
+    lock_role = "ray-head"
+
+    def __init__(self, address: str, *, host_batch: int = HOST_BATCH, task_cpus: float = 1.0,
+                 preflight: bool = True) -> None:
+        self.address = normalise_address(address)
+        self.host_batch = max(1, host_batch)
+        self.task_cpus = task_cpus
+        self.preflight = preflight
+        self._refs: dict[Future, Any] = {}
+        self._videos: dict[str, Any] = {}
+        self._video_uses: dict[str, int] = {}
+        self._engines: set[str] = set()
+        self._lock = threading.Lock()
+        self.per_node: dict[str, int] = {}
+        self._log = None
+
+    # -------------------------------------------------------------- start
+
+    def start(self, ctx: DispatchContext) -> None:
+        from statebox.harness import cluster_worker
+
+        self.ctx = ctx
+        ray = self.ray = connect(self.address)
+        self._remote = ray.remote(cluster_worker.run_batch)
+        agents = ctx.agents
+        self.targets = images_for(agents)
+        self.sandboxed = {n for n, a in agents.items() if a.needs_sandbox}
+        nodes = usable_nodes(ray)
+        problems: list[str] = []
+        if self.preflight:
+            reports = node_reports(ray, self.targets, providers_for(ctx.config, agents), probe=bool(self.targets),
+                                   policy=self._policy_ref(ctx))
+            problems = cluster_problems(reports, self.targets, cluster_worker.code_fingerprint())
+            self._engines |= {r.get("docker_host", "") for r in reports}
+        elif not nodes:
+            problems.append("the cluster has no node with CPUs to run attempts")
+        total_gpus = sum(n.get("Resources", {}).get("GPU", 0) for n in nodes)
+        self.gpu_agents: set[str] = set()
+        if "tracker" in agents and ctx.policy.gpu != "never" and total_gpus > 0:
+            self.gpu_agents.add("tracker")
+        if "tracker" in agents and ctx.policy.gpu == "require" and total_gpus == 0:
+            problems.append("the policy requires a GPU for the tracker but no node of the cluster has one")
+        if problems:
+            raise UserError("the cluster cannot run this run:\n" + "\n".join(problems))
+        self._spec = [ray.put(self._run_spec(ctx)), f"{ctx.config.run_id}:{time.time_ns()}"]
+        for p in ctx.todo:
+            if p.attempt.agent in self.sandboxed:
+                key = self._video_key(p)
+                self._video_uses[key] = self._video_uses.get(key, 0) + 1
+        self._log = open(Path(ctx.run_dir) / CLUSTER_LOG, "a")
+
+    def _policy_ref(self, ctx: DispatchContext) -> str:
+        return ctx.config.policy if not Path(ctx.config.policy).is_file() else "default"
+
+    def _run_spec(self, ctx: DispatchContext) -> dict[str, Any]:
+        config = ctx.config
+        policy_yaml = Path(config.policy).read_text() if Path(config.policy).is_file() else None
+        # keys never travel: a node's gateway takes its key from the node's environment
+        gateway_options = {k: v for k, v in (ctx.gateway_options or {}).items() if "key" not in k.lower()}
+        datasets = [{"spec": d.spec.model_dump(), "key": f"dataset-{i}", "items": d.items} for i, d in enumerate(ctx.datasets)]
+        return {"config": config.model_dump(), "policy_yaml": policy_yaml, "datasets": datasets,
+                "gateway_options": gateway_options}
+
+    # -------------------------------------------------------------- dispatch
+
+    def slots(self) -> int:
+        return max(1, self.ctx.config.concurrency)
+
+    def batch_size(self, next_attempt) -> int:
+        return 1 if next_attempt.attempt.agent in self.sandboxed else self.host_batch
+
+    @staticmethod
+    def _video_path(p) -> Path:
+        from statebox.schema import resolve_video
+
+        return resolve_video(p.item, Path(p.dataset.videos) if p.dataset.videos else None)
+
+    def _video_key(self, p) -> str:
+        import hashlib
+
+        path = self._video_path(p)
+        st = path.stat()
+        return hashlib.sha256(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:20]
+
+    def _ship_videos(self, batch) -> dict[str, tuple[str, str, list]]:
+        shipped = {}
+        for p in batch:
+            if p.attempt.agent not in self.sandboxed:
+                continue
+            key = self._video_key(p)
+            with self._lock:
+                ref = self._videos.get(key)
+                if ref is None:
+                    ref = self._videos[key] = self.ray.put(self._video_path(p).read_bytes())
+                self._video_uses[key] = self._video_uses.get(key, 1) - 1
+                if self._video_uses[key] <= 0:  # the last attempt of this video: the task holds it now
+                    self._videos.pop(key, None)
+            rel = p.item.video if not Path(p.item.video).is_absolute() else Path(p.item.video).name
+            shipped[p.attempt.attempt_id] = (key, str(rel), [ref])
+        return shipped
+
+    def _submit_ref(self, batch) -> Any:
+        jobs = [as_job(p, self.ctx.options) for p in batch]
+        jobs = [j.model_copy(update={"item": j.item.model_copy(update={"video": Path(j.item.video).name})})
+                if Path(j.item.video).is_absolute() else j for j in jobs]
+        gpu = 1 if any(p.attempt.agent in self.gpu_agents for p in batch) else 0
+        return self._remote.options(num_cpus=self.task_cpus, num_gpus=gpu, max_retries=MAX_RETRIES,
+                                    scheduling_strategy="SPREAD").remote(self._spec, jobs, self._ship_videos(batch))
+
+    def submit(self, batch) -> Future:
+        ref = self._submit_ref(batch)
+        fut = _future_of(ref)
+        self._refs[fut] = ref
+        return fut
+
+    def collect(self, fut: Future, batch) -> list[ResultRow]:
+        ref = self._refs.pop(fut, None)
+        for attempt in range(RESUBMITS + 1):
+            try:
+                result = fut.result()
+                break
+            except BaseException as exc:  # noqa: BLE001
+                cause = _task_cause(exc)
+                if isinstance(cause, UserError):
+                    raise cause from None
+                if _lost(exc) and attempt < RESUBMITS:  # nodes died more often than Ray retries: again
+                    ref = self._submit_ref(batch)
+                    fut = _future_of(ref)
+                    continue
+                if isinstance(exc, (KeyboardInterrupt, SystemExit)) or type(exc).__name__ == "Interrupted":
+                    raise
+                raise UserError(f"attempt {batch[0].attempt.attempt_id}: the cluster task failed: "
+                                f"{str(cause or exc).splitlines()[0][:300]}") from None
+        del ref
+        return self._place(result, batch)
+
+    def _place(self, result: dict[str, Any], batch) -> list[ResultRow]:
+        """Folders first (into RUN_DIR/attempts/), then the rows go back to the runner to be written."""
+        from statebox.harness.cluster_worker import unpack_folder
+
+        who = result["who"]
+        rows = []
+        for row_dict, blob in result["results"]:
+            row = ResultRow.model_validate(row_dict)
+            if blob:
+                unpack_folder(blob, Path(self.ctx.run_dir) / ATTEMPTS_DIR / row.attempt_id)
+            rows.append(row)
+        self._engines.add(who.get("docker_host", ""))
+        self.per_node[who["node"]] = self.per_node.get(who["node"], 0) + len(rows)
+        if self._log is not None:
+            for row in rows:
+                self._log.write(json.dumps({"attempt_id": row.attempt_id, "node": who["node"], "node_id": who["node_id"],
+                                            "docker_host": who.get("docker_host", "")}) + "\n")
+            self._log.flush()
+        if [r.attempt_id for r in rows] != [p.attempt.attempt_id for p in batch]:
+            raise UserError("the cluster returned rows for other attempts than it was given")
+        return rows
+
+    # -------------------------------------------------------------- stop and close
+
+    def _sweep(self, only_dead: bool) -> None:
+        from statebox.harness import cluster_worker
+
+        ray = getattr(self, "ray", None)
+        if ray is None:
+            return
+        try:
+            nodes = usable_nodes(ray)
+            refs = [_on_node(ray, n["NodeID"], cluster_worker.sweep).remote(self.ctx.config.run_id, sorted(self._engines), only_dead)
+                    for n in nodes]
+            ray.wait(refs, num_returns=len(refs), timeout=60)
+        except Exception:  # noqa: BLE001 - stopping must not mask the run's own error
+            pass
+
+    def stop(self, pending: dict[Future, list], record: Callable[..., None]) -> None:
+        ray = getattr(self, "ray", None)
+        if ray is None:
+            return
+        for fut in list(pending):
+            ref = self._refs.get(fut)
+            if ref is not None and not fut.done():
+                try:
+                    ray.cancel(ref, force=False)
+                except Exception:  # noqa: BLE001
+                    pass
+        self._sweep(only_dead=False)
+        deadline = time.monotonic() + STOP_GRACE_S
+        while pending and time.monotonic() < deadline:
+            for fut in [f for f in pending if f.done()]:
+                batch = pending.pop(fut)
+                try:
+                    rows = self._place(fut.result(), batch)
+                    record(list(zip(batch, rows)))
+                except BaseException:  # noqa: BLE001 - cancelled, or the error that stops us
+                    pass
+            if pending:
+                time.sleep(0.2)
+        self._sweep(only_dead=False)
+
+    def close(self) -> None:
+        try:
+            if getattr(self, "ray", None) is not None and getattr(self, "ctx", None) is not None:
+                self._sweep(only_dead=True)  # containers of processes that died (a lost node on this host)
+        finally:
+            if self._log is not None:
+                self._log.close()
+            self._refs.clear()
+            self._videos.clear()
+            disconnect()
+
+
+def _future_of(ref) -> Future:
+    try:
+        return ref.future()
+    except Exception:  # noqa: BLE001 - a client ref without .future(): wait in a thread
+        import ray
+
+        fut: Future = Future()
+
+        def wait() -> None:
+            try:
+                fut.set_result(ray.get(ref))
+            except BaseException as exc:  # noqa: BLE001
+                fut.set_exception(exc)
+
+        threading.Thread(target=wait, daemon=True).start()
+        return fut
+
+
+def _task_cause(exc: BaseException) -> BaseException | None:
+    cause = getattr(exc, "cause", None)
+    if cause is not None:
+        return cause
+    try:
+        return exc.as_instanceof_cause() if hasattr(exc, "as_instanceof_cause") else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _lost(exc: BaseException) -> bool:
+    return type(exc).__name__ in {"WorkerCrashedError", "NodeDiedError", "ObjectLostError", "ObjectReconstructionFailedError",
+                                  "OwnerDiedError", "RaySystemError", "LocalRayletDiedError", "ActorDiedError"}
+
+
+def read_cluster_log(run_dir: Path) -> list[dict[str, Any]]:
+    path = Path(run_dir) / CLUSTER_LOG
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+# ------------------------------------------------------------------ doctor and prepare
+
+
+def doctor(address: str, targets: list[str] | None = None, providers: list[str] | None = None,
+           probe: bool = True) -> tuple[list[dict[str, Any]], list[str]]:
+    """(node reports, problems) for `statebox cluster doctor`."""
+    from statebox.harness import cluster_worker
+
+    ray = connect(address)
+    try:
+        targets = targets if targets is not None else ["sandbox"]
+        providers = providers or []
+        reports = node_reports(ray, targets, providers, probe=probe, gateway=bool(providers))
+        return reports, cluster_problems(reports, targets, cluster_worker.code_fingerprint())
+    finally:
+        disconnect()
+
+
+def prepare(address: str, targets: list[str], *, build: bool = False, chunk_mb: int = 32,
+            progress: Callable[[str], None] = lambda _m: None) -> list[str]:
+    """Put the images on every node: ship the head's (docker save -> docker load, in chunks
+    through the object store) unless a node already has the same content-hash tag, or build
+    them on the node (`build=True`). Returns problems (empty: every node has every tag)."""
+    import subprocess
+
+    from statebox.harness import cluster_worker
+
+    ray = connect(address)
+    try:
+        nodes = usable_nodes(ray)
+        if build:
+            refs = [_on_node(ray, n["NodeID"], cluster_worker.build_images).remote(targets) for n in nodes]
+            for ref in refs:
+                done = ray.get(ref)
+                progress(f"{done['node']}: built {', '.join(done['tags'].values())}")
+        else:
+            from statebox.sandbox.images import ensure_image, image_tag
+
+            wanted = {t: ensure_image(t) for t in targets}  # the head's own, built here if needed
+            refs_to_save = list(dict.fromkeys([image_tag(t)[1] for t in targets if image_tag(t)[1]] + list(wanted.values())))
+            reports = node_reports(ray, targets, [], probe=False)
+            for report, node in zip(reports, nodes):
+                have = {t: (report.get("images", {}).get(t) or {}) for t in targets}
+                if all(have[t].get("present") and have[t].get("tag") == wanted[t] for t in targets):
+                    progress(f"{report['node']}: up to date ({', '.join(wanted.values())})")
+                    continue
+                progress(f"{report['node']}: shipping {' '.join(refs_to_save)}")
+                loader_cls = ray.remote(cluster_worker.ImageLoader)
+                from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+                loader = loader_cls.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)).remote()
+                saver = subprocess.Popen(["docker", "save", *refs_to_save], stdout=subprocess.PIPE)
+                assert saver.stdout is not None
+                in_flight = []
+                sent = 0
+                while True:
+                    chunk = saver.stdout.read(chunk_mb * 1024 * 1024)
+                    if not chunk:
+                        break
+                    in_flight.append(loader.write.remote(chunk))
+                    sent += len(chunk)
+                    if len(in_flight) >= 2:  # at most two chunks in the object store at once
+                        ray.get(in_flight.pop(0))
+                ray.get(in_flight)
+                saver.wait()
+                done = ray.get(loader.finish.remote())
+                ray.kill(loader)
+                if done["code"] != 0:
+                    raise UserError(f"{report['node']}: docker load failed: {done['err'].strip()[-300:]}")
+                progress(f"{report['node']}: loaded {sent / 1e6:.0f} MB")
+        reports = node_reports(ray, targets, [], probe=False)
+        problems = cluster_problems(reports, targets, cluster_worker.code_fingerprint())
+        if not build:
+            for report in reports:
+                for t in targets:
+                    tag = report.get("images", {}).get(t, {}).get("tag")
+                    if tag and tag != wanted[t]:
+                        problems.append(f"{report['node']}: image {t} has tag {tag}, the head's is {wanted[t]}")
+        return problems
+    finally:
+        disconnect()
+
+
+def environment_summary() -> dict[str, str]:
+    return {k: os.environ.get(k, "") for k in ("DOCKER_HOST", "STATEBOX_WORKSPACE_ROOT", "STATEBOX_NODE_ROOT")}

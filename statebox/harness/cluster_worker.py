@@ -1,0 +1,363 @@
+"""What runs on a Ray node: attempts against the node's own engine, gateway and folders.
+
+Nothing here imports Ray: these are plain functions that `harness/cluster.py` wraps as Ray
+tasks, so they are testable without a cluster and the head never needs them.
+
+A node is configured by its environment (what `ray start` was started with, inherited by
+every Ray worker process on it):
+
+- `DOCKER_HOST`: its own engine (unset: the local socket). Never one that does not see the
+  node's files: the start-of-run probe (`cluster_probe.py`) refuses it.
+- `STATEBOX_WORKSPACE_ROOT`: where its workspaces (size-limited tmpfs) go.
+- `STATEBOX_NODE_ROOT`: its staging folder (attempt folders until they are shipped to the
+  head, the video cache, the policy file); default `<tmp>/statebox-node`.
+- `ANTHROPIC_API_KEY` / `OPENAI_API_KEY` (and `*_BASE_URL`): the keys its gateway uses. They
+  stay in the node's environment: the head never sends a key, no sandbox ever sees one.
+- `STATEBOX_NODE_NAME`: a readable name in reports (default: host name + Ray node id).
+
+Per Ray worker process, the run's services (`runner.start_services`: the sandbox provider,
+the gateway) start once, on the first attempt of that run, and are reused; an attempt runs
+with `runner.run_attempt(job, services)` (the attempt seam) into the node's staging folder;
+the finished attempt folder is packed (regular files only, no links) and returned with its
+row. The head unpacks it into `RUN_DIR/attempts/<id>/` and only then writes the row.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import io
+import os
+import shutil
+import socket
+import tarfile
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+ATTEMPTS_DIR = "attempts"
+PACK_LEVEL = 1  # gzip level: logs compress well, and a 2-core node should not spend its time here
+
+
+def node_root() -> Path:
+    root = Path(os.environ.get("STATEBOX_NODE_ROOT") or Path(tempfile.gettempdir()) / "statebox-node")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def node_name(node_id: str = "") -> str:
+    name = os.environ.get("STATEBOX_NODE_NAME")
+    if name:
+        return name
+    return f"{socket.gethostname()}:{node_id[:8]}" if node_id else socket.gethostname()
+
+
+def code_fingerprint() -> str:
+    """A hash of the statebox package's Python sources: head and nodes must run the same code."""
+    import statebox
+
+    root = Path(statebox.__file__).parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:12]
+
+
+# ---------------------------------------------------------------- attempt folders
+
+
+def pack_folder(folder: Path) -> bytes:
+    """The folder as a gzip'd tar of its regular files and directories (links and special files
+    are left out, never followed)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=PACK_LEVEL) as tar:
+        for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+            rel_dir = Path(dirpath).relative_to(folder)
+            for name in sorted(dirnames):
+                full = Path(dirpath) / name
+                if not full.is_symlink():
+                    tar.add(full, arcname=str(rel_dir / name), recursive=False)
+            for name in sorted(filenames):
+                full = Path(dirpath) / name
+                if full.is_symlink() or not full.is_file():
+                    continue
+                tar.add(full, arcname=str(rel_dir / name), recursive=False)
+    return buf.getvalue()
+
+
+def unpack_folder(blob: bytes, dest: Path) -> None:
+    """Unpack a `pack_folder` blob into `dest` (replaced if present); only regular files and
+    directories inside `dest` are created, whatever the blob holds."""
+    dest = Path(dest)
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    root = dest.resolve()
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+        for member in tar.getmembers():
+            if not (member.isfile() or member.isdir()):
+                continue
+            target = (root / member.name).resolve()
+            if target != root and root not in target.parents:
+                continue
+            if member.isdir():
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            src = tar.extractfile(member)
+            if src is None:
+                continue
+            with open(target, "wb") as out:
+                shutil.copyfileobj(src, out)
+            os.chmod(target, member.mode & 0o644 | 0o600)
+            os.utime(target, (member.mtime, member.mtime))
+
+
+# ---------------------------------------------------------------- the run on this process
+
+_runs: dict[str, Any] = {}
+_runs_lock = threading.Lock()
+
+
+class NodeRun:
+    """One run's services in one Ray worker process, and its staging folder on the node."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        from statebox.harness.plan import DatasetSpec, LoadedDataset, RunConfig
+        from statebox.harness.runner import start_services
+
+        self.run_id = spec["config"]["run_id"]
+        self.staging = node_root() / "runs" / self.run_id
+        self.staging.mkdir(parents=True, exist_ok=True)
+        config = RunConfig.model_validate(spec["config"])
+        if spec.get("policy_yaml") is not None:  # a policy file on the head: the node gets its text
+            policy_path = self.staging / "policy.yaml"
+            policy_path.write_text(spec["policy_yaml"])
+            config = config.model_copy(update={"policy": str(policy_path)})
+        self.videos_root = node_root() / "videos"
+        datasets = []
+        for d in spec["datasets"]:
+            ds = DatasetSpec.model_validate(d["spec"])
+            datasets.append(LoadedDataset(spec=ds.model_copy(update={"videos": str(self.videos_root / d["key"])}),
+                                          items=d["items"], warnings=[]))
+        self.config = config
+        self.services = start_services(config, self.staging, gateway_options=spec.get("gateway_options") or None,
+                                       datasets=datasets)
+        self._video_lock = threading.Lock()
+
+    def video_folder(self, key: str) -> Path:
+        return self.videos_root / key
+
+    def materialise_video(self, key: str, rel: str, blob_ref: list) -> None:
+        """The head ships each video once per node (through Ray's object store); cached by content key."""
+        target = self.video_folder(key) / rel
+        with self._video_lock:
+            if target.is_file():
+                return
+            import ray
+
+            data = ray.get(blob_ref[0])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
+            tmp.write_bytes(data)
+            tmp.replace(target)
+
+    def close(self) -> None:
+        try:
+            self.services.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _run_for(spec_holder: list) -> NodeRun:
+    key = spec_holder[1]
+    with _runs_lock:
+        run = _runs.get(key)
+        if run is None:
+            import ray
+
+            run = NodeRun(ray.get(spec_holder[0]))
+            _runs[key] = run
+        return run
+
+
+@atexit.register
+def _close_runs() -> None:
+    for run in list(_runs.values()):
+        run.close()
+
+
+def node_identity() -> dict[str, str]:
+    node_id = ""
+    try:
+        import ray
+
+        node_id = ray.get_runtime_context().get_node_id()
+    except Exception:  # noqa: BLE001 - outside Ray (unit tests)
+        pass
+    return {"node_id": node_id, "node": node_name(node_id), "host": socket.gethostname(),
+            "docker_host": os.environ.get("DOCKER_HOST", ""), "pid": str(os.getpid())}
+
+
+def run_batch(spec_holder: list, jobs: list, videos: dict[str, tuple[str, str, list]]) -> dict[str, Any]:
+    """Run a batch of attempts on this node; returns each row with its packed folder.
+
+    `videos`: attempt id -> (dataset key, path relative to the dataset's video folder,
+    [object ref of the bytes]) for the attempts that see a video.
+    """
+    from statebox.harness.runner import run_attempt
+
+    run = _run_for(spec_holder)
+    results = []
+    for job in jobs:
+        aid = job.attempt.attempt_id
+        shipped = videos.get(aid)
+        if shipped is not None:
+            key, rel, ref = shipped
+            run.materialise_video(key, rel, ref)
+        job = job.model_copy(update={"dataset": job.dataset.model_copy(
+            update={"videos": str(run.video_folder(videos[aid][0])) if shipped else job.dataset.videos})})
+        row = run_attempt(job, run.services)
+        folder = run.staging / ATTEMPTS_DIR / aid
+        blob = pack_folder(folder) if folder.exists() else b""
+        shutil.rmtree(folder, ignore_errors=True)
+        results.append((row.model_dump(), blob))
+    return {"who": node_identity(), "results": results}
+
+
+# ---------------------------------------------------------------- doctor, sweep, images
+
+
+def node_report(targets: list[str], providers: list[str], probe: bool, policy_name: str = "default") -> dict[str, Any]:
+    """What `cluster doctor` and the start of a cluster run need to know about this node."""
+    from statebox.errors import UserError
+
+    report: dict[str, Any] = {**node_identity(), "code": code_fingerprint(), "problems": [], "images": {},
+                              "keys": {}, "gpu_runtime": False, "probe": None}
+    where = report["node"]
+    for provider in providers:
+        var = "ANTHROPIC_API_KEY" if provider == "anthropic" else "OPENAI_API_KEY"
+        base = os.environ.get("ANTHROPIC_BASE_URL" if provider == "anthropic" else "OPENAI_BASE_URL", "")
+        present = bool(os.environ.get(var))
+        report["keys"][provider] = {"key": present, "base_url": base}
+        if not present:
+            report["problems"].append(f"{where}: no {var} in the node's environment (its gateway cannot reach {provider})")
+    if not targets:
+        return report
+    try:
+        from statebox.sandbox.docker import SandboxEngine
+
+        engine = SandboxEngine()
+    except UserError as exc:
+        report["problems"].append(f"{where}: {exc}")
+        return report
+    report["gpu_runtime"] = engine.has_gpu_runtime()
+    from statebox.sandbox.images import image_status
+
+    for target in targets:
+        try:
+            status = image_status(target)
+        except Exception as exc:  # noqa: BLE001
+            status = {"tag": None, "present": False, "error": str(exc).splitlines()[0][:160]}
+        report["images"][target] = status
+        if not status.get("present"):
+            report["problems"].append(f"{where}: image {status.get('tag') or 'statebox-' + target} missing on "
+                                      f"{report['docker_host'] or 'the local engine'}; run `statebox cluster prepare`")
+    if probe and report["images"].get("sandbox", {}).get("present"):
+        from statebox.harness.cluster_probe import probe_engine
+        from statebox.policies.model import load_policy
+
+        try:
+            found = probe_engine(engine, load_policy(policy_name), report["images"]["sandbox"]["tag"], where=where)
+            report["probe"] = {"shares_filesystem": found.shares_filesystem, "egress_blocked": found.egress_blocked,
+                               "interfaces": found.interfaces}
+            report["problems"].extend(found.problems)
+        except Exception as exc:  # noqa: BLE001
+            report["problems"].append(f"{where}: the probe failed ({str(exc).splitlines()[0][:160]})")
+    return report
+
+
+def gateway_check(providers: list[str]) -> list[str]:
+    """Can this node's gateway start and reach each provider's upstream (a plain TCP connect)?"""
+    import socket as _socket
+    from urllib.parse import urlparse
+
+    problems = []
+    for provider in providers:
+        default = "https://api.anthropic.com" if provider == "anthropic" else "https://api.openai.com"
+        base = os.environ.get("ANTHROPIC_BASE_URL" if provider == "anthropic" else "OPENAI_BASE_URL") or default
+        parsed = urlparse(base)
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        try:
+            _socket.create_connection((parsed.hostname, port), timeout=5).close()
+        except OSError as exc:
+            problems.append(f"{node_name()}: gateway upstream {base} unreachable ({exc.strerror or exc})")
+    return problems
+
+
+def sweep(run_id: str, engines: list[str], only_dead: bool) -> int:
+    """Remove the run's containers on this node's engine and on any other engine of this host
+    seen in the run (a lost node's, when it shared this machine). `only_dead`: only containers
+    whose statebox process is gone (the end of a run); else all of the run's (a stop)."""
+    import docker
+
+    from statebox.sandbox.docker import LABEL, _pid_alive
+
+    removed = 0
+    seen = {os.environ.get("DOCKER_HOST", "")} | set(engines)
+    for host in seen:
+        try:
+            client = docker.DockerClient(base_url=host, timeout=20) if host else docker.from_env(timeout=20)
+        except Exception:  # noqa: BLE001 - not reachable from here (another machine's engine)
+            continue
+        try:
+            found = client.api.containers(all=True, filters={"label": [f"{LABEL}=1", f"{LABEL}.run={run_id}",
+                                                                       f"{LABEL}.host={socket.gethostname()}"]})
+            for c in found:
+                pid = int(c.get("Labels", {}).get(f"{LABEL}.pid", "0") or 0)
+                if only_dead and pid and _pid_alive(pid):
+                    continue
+                try:
+                    client.api.remove_container(c["Id"], force=True)
+                    removed += 1
+                except Exception:  # noqa: BLE001 - already gone
+                    pass
+        except Exception:  # noqa: BLE001
+            pass
+        finally:
+            client.close()
+    return removed
+
+
+class ImageLoader:
+    """`docker load` on this node, fed the head's `docker save` stream chunk by chunk."""
+
+    def __init__(self) -> None:
+        import subprocess
+
+        cmd = ["docker", "load"]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def write(self, chunk: bytes) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(chunk)
+        return len(chunk)
+
+    def finish(self) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        out = self.proc.stdout.read().decode(errors="replace") if self.proc.stdout else ""
+        err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
+        code = self.proc.wait()
+        return {"code": code, "out": out[-2000:], "err": err[-2000:], **node_identity()}
+
+
+def build_images(targets: list[str]) -> dict[str, Any]:
+    """Build (or find up to date) the sandbox images on this node's engine."""
+    from statebox.sandbox.images import ensure_image
+
+    tags = {t: ensure_image(t) for t in targets}
+    return {"tags": tags, **node_identity()}
