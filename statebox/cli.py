@@ -36,7 +36,7 @@ def version() -> None:
     print(__version__)
 
 
-COMMAND_MODULES = ("score", "bench", "policy", "sandbox", "run", "tracker", "audit", "report", "view", "demo")
+COMMAND_MODULES = ("score", "bench", "policy", "sandbox", "run", "tracker", "audit", "report", "view", "demo", "cluster")
 
 for _name in COMMAND_MODULES:
     _module = importlib.import_module(f"statebox.commands.{_name}")

@@ -10,7 +10,7 @@ stamp=.venv/.statebox-installed
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e '.[dev]'
+  .venv/bin/python -m pip install -q -e '.[dev,cluster]'
   echo "$want" > "$stamp"
 fi
 .venv/bin/statebox --help > /dev/null
