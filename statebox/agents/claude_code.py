@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from statebox.agents.base import AgentOptions, AttemptContext
+from statebox.attempt import AgentOptions, AttemptContext, GatewaySession, provider_for
 from statebox.agents.cli_common import CliLaunch, extra_cli_args, run_cli_attempt
 from statebox.audits.formats.claude_stream import RAW_LOG, ClaudeNormaliser
 from statebox.errors import UserError
@@ -79,11 +79,9 @@ class ClaudeCodeAgent:
         cmd += extra_cli_args(opts)
         return cmd + ["--", prompt]
 
-    def environment(self, lease: Any) -> dict[str, str]:
-        from statebox.sandbox.gateway import container_env
-
+    def environment(self, gw: GatewaySession) -> dict[str, str]:
         env = {
-            **container_env(lease, "anthropic"),
+            **gw.container_env(),
             "CLAUDE_CONFIG_DIR": f"{HOME}/.claude",
             "CLAUDE_CODE_TMPDIR": "/tmp",
             "TMPDIR": "/tmp",
@@ -99,11 +97,11 @@ class ClaudeCodeAgent:
             env["CLAUDE_CODE_MAX_RETRIES"] = str(int(extra["max_retries"]))
         return env
 
-    def launch(self, ctx: AttemptContext, lease: Any, prompt: str) -> CliLaunch:
+    def launch(self, ctx: AttemptContext, gw: GatewaySession, prompt: str) -> CliLaunch:
         return CliLaunch(
             cli="claude",
             command=self.command(prompt),
-            env=self.environment(lease),
+            env=self.environment(gw),
             raw_log=RAW_LOG,
             normaliser=ClaudeNormaliser(),
             meta={"model": self.options.model, "effort": self.options.effort,
@@ -111,4 +109,4 @@ class ClaudeCodeAgent:
         )
 
     def run(self, ctx: AttemptContext) -> Session:
-        return run_cli_attempt(ctx, self.name, "anthropic", self.launch)
+        return run_cli_attempt(ctx, self.name, provider_for(self.options, fixed=self.provider), self.launch)

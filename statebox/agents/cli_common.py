@@ -17,17 +17,20 @@ workspace's `answer.txt` when the agent wrote one, else the CLI's final message.
 from __future__ import annotations
 
 import json
-import shutil
+import shlex
 import string
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from statebox.agents.base import AgentOptions, AttemptContext
+from statebox.agents.frames_accounting import with_frame_account
+from statebox.attempt import AgentOptions, AttemptContext, GatewaySession, Provider, open_gateway
 from statebox.audits.formats import EventDraft, clip
+from statebox.capped_log import read_tail
 from statebox.errors import UserError
 from statebox.recorder import SessionRecorder
+from statebox.sandbox.images import PACKAGE_ROOT, ensure_image
+from statebox.sandbox.spec import ContainerResult, ContainerSpec
 from statebox.schema import EventKind, Session
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
@@ -68,8 +71,6 @@ class CliLaunch:
 
 def extra_cli_args(options: AgentOptions) -> list[str]:
     """`extra.cli_args`: a list, or one string split like a shell would (from `--extra cli_args=...`)."""
-    import shlex
-
     value = options.extra.get("cli_args") or []
     return shlex.split(value) if isinstance(value, str) else [str(a) for a in value]
 
@@ -141,8 +142,6 @@ class LiveStream:
 
 def agents_image(ctx: AttemptContext) -> str:
     """The agents image tag (built on demand), with a fix-it message when the CLIs are missing."""
-    from statebox.sandbox.images import PACKAGE_ROOT, ensure_image
-
     for name in ("claude", "codex"):
         if not (PACKAGE_ROOT / ".cache/agent-clis/image" / name).exists():
             raise UserError(f"the {name} CLI is not installed for the agents image; run `bash scripts/setup/40-agent-clis.sh`")
@@ -158,49 +157,39 @@ def require_parts(ctx: AttemptContext, agent: str) -> None:
         raise UserError(f"the {agent} agent needs a prepared workspace")
 
 
-def run_cli_attempt(ctx: AttemptContext, agent: str, provider: str,
-                    launch_for: Callable[[AttemptContext, Any, str], CliLaunch]) -> Session:
-    """Run one CLI attempt end to end; `launch_for(ctx, lease, prompt)` says how to start the CLI."""
-    from statebox.sandbox.docker import ContainerSpec
-    from statebox.sandbox.gateway import socket_mount
-
+def run_cli_attempt(ctx: AttemptContext, agent: str, provider: Provider,
+                    launch_for: Callable[[AttemptContext, GatewaySession, str], CliLaunch]) -> Session:
+    """Run one CLI attempt end to end; `launch_for(ctx, gateway, prompt)` says how to start the CLI."""
     require_parts(ctx, agent)
     assert ctx.engine is not None and ctx.gateway is not None and ctx.workspace is not None
-    ctx.gateway.check_ready(provider)  # no key and no base URL: one clear line before any container
     attempt_dir = Path(ctx.attempt_dir)
-    attempt_dir.mkdir(parents=True, exist_ok=True)
-    image = agents_image(ctx)
-    recorder = SessionRecorder(attempt_dir, started_at=ctx.started_at, limits=ctx.policy.recording)
-    prompt = render_prompt(ctx)
-    socket_dir = Path(tempfile.mkdtemp(prefix="sbx-gw-"))  # short: unix socket paths cap at 108 bytes
-    lease = ctx.gateway.lease(ctx.attempt.attempt_id, socket_dir, attempt_dir / GATEWAY_LOG, ctx.policy.budgets,
-                              limits=ctx.policy.gateway)
-    try:
-        launch = launch_for(ctx, lease, prompt)
-        for stale in (launch.raw_log, STDERR_LOG):  # a retried attempt starts its raw logs afresh
-            (attempt_dir / stale).unlink(missing_ok=True)
-        recorder.add(EventKind.message, prompt, source="prompt", data={"role": "user", "agent": agent, **launch.meta})
-        spec = ContainerSpec(
-            image=image,
-            command=launch.command,
-            workspace=ctx.workspace,
-            policy=ctx.policy,
-            env=launch.env,
-            mounts=[socket_mount(lease)],
-            run_id=ctx.attempt.run_id,
-            attempt_id=ctx.attempt.attempt_id,
-        )
-        stream = LiveStream(recorder, launch.normaliser, launch.raw_log)
-        result = ctx.engine.run(spec, attempt_dir / launch.raw_log, attempt_dir / STDERR_LOG, on_stdout_line=stream)
-    except BaseException:
-        recorder.close()
-        raise
-    finally:
-        lease.close()
-        shutil.rmtree(socket_dir, ignore_errors=True)
+    with open_gateway(ctx, provider, f"the {agent} agent") as gw:  # no key, no base URL: one line, no container
+        image = agents_image(ctx)
+        recorder = SessionRecorder(attempt_dir, started_at=ctx.started_at, limits=ctx.policy.recording)
+        prompt = render_prompt(ctx)
+        try:
+            launch = launch_for(ctx, gw, prompt)
+            for stale in (launch.raw_log, STDERR_LOG):  # a retried attempt starts its raw logs afresh
+                (attempt_dir / stale).unlink(missing_ok=True)
+            recorder.add(EventKind.message, prompt, source="prompt", data={"role": "user", "agent": agent, **launch.meta})
+            spec = ContainerSpec(
+                image=image,
+                command=launch.command,
+                workspace=ctx.workspace,
+                policy=ctx.policy,
+                env=launch.env,
+                mounts=[gw.mount()],
+                run_id=ctx.attempt.run_id,
+                attempt_id=ctx.attempt.attempt_id,
+            )
+            stream = LiveStream(recorder, launch.normaliser, launch.raw_log)
+            result = ctx.engine.run(spec, attempt_dir / launch.raw_log, attempt_dir / STDERR_LOG, on_stdout_line=stream)
+        except BaseException:
+            recorder.close()
+            raise
     try:
         recorder.note_capped_logs([launch.raw_log, STDERR_LOG])  # one cap_reached event per capped raw log
-        return conclude(ctx, agent, recorder, launch, result, lease)
+        return conclude(ctx, agent, recorder, launch, result, gw)
     finally:
         recorder.close()
 
@@ -220,13 +209,11 @@ def read_answer_file(ctx: AttemptContext, recorder: SessionRecorder) -> str | No
 
 def stderr_tail(attempt_dir: Path) -> str:
     """The end of stderr.log (read from its end: the file may be as large as its cap), cap marker left out."""
-    from statebox.capped_log import read_tail
-
     return read_tail(attempt_dir / STDERR_LOG, STDERR_TAIL_CHARS).strip()
 
 
 def conclude(ctx: AttemptContext, agent: str, recorder: SessionRecorder, launch: CliLaunch,
-             result: Any, lease: Any) -> Session:
+             result: ContainerResult, gw: GatewaySession) -> Session:
     """Status, reason and response from the container result, the lease and the parsed stream."""
     attempt_dir = Path(ctx.attempt_dir)
     norm = launch.normaliser
@@ -234,8 +221,8 @@ def conclude(ctx: AttemptContext, agent: str, recorder: SessionRecorder, launch:
     status, reason = "ok", ""
     if result.status in ("timeout", "oom"):
         status, reason = result.status, result.reason
-    elif lease.exceeded:
-        status, reason = "error", f"model budget exceeded: {lease.exceeded}"
+    elif gw.exceeded:
+        status, reason = "error", f"model budget exceeded: {gw.exceeded}"
     elif result.status != "ok" or result.exit_code not in (0, None):
         why = norm.failure or _last_line(errors_tail) or result.reason
         status, reason = "error", f"{launch.cli} exited with code {result.exit_code}: {why}"
@@ -249,7 +236,8 @@ def conclude(ctx: AttemptContext, agent: str, recorder: SessionRecorder, launch:
     response = answer if answer is not None else (norm.final_answer or "")
     if answer is not None:
         recorder.add(EventKind.final_answer, clip(answer), source=ANSWER_FILE, data={"from": ANSWER_FILE})
-    recorder.usage = lease.usage.model_copy()
+    usage = gw.usage
+    recorder.usage = usage.model_copy()
     raw_logs = [name for name in ("events.jsonl", launch.raw_log, STDERR_LOG, GATEWAY_LOG) if (attempt_dir / name).exists()]
     session = recorder.session(
         ctx.attempt.attempt_id,
@@ -258,9 +246,9 @@ def conclude(ctx: AttemptContext, agent: str, recorder: SessionRecorder, launch:
         reason=reason,
         response=response,
         raw_logs=raw_logs,
-        usage=lease.usage,
+        usage=usage,
         meta={"exit_code": result.exit_code, "container_status": result.status, "container_s": result.duration_s,
-              "model_requests": lease.requests_logged,
+              "model_requests": gw.lease.requests_logged,
               "response_from": ANSWER_FILE if answer is not None else "final_message", **launch.meta},
     )
     return _with_frames(session, attempt_dir)
@@ -272,8 +260,6 @@ def _with_frames(session: Session, attempt_dir: Path) -> Session:
     The CLI decodes frames inside the sandbox by itself, so what it decoded and what its
     model saw are recovered after the fact; a bug there must not cost the attempt.
     """
-    from statebox.agents.frames_accounting import with_frame_account
-
     try:
         return with_frame_account(session, attempt_dir)
     except Exception as exc:  # noqa: BLE001

@@ -26,10 +26,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from statebox.agents.base import AgentOptions, AttemptContext
+from statebox.attempt import AgentOptions, AttemptContext, GatewaySession, provider_for
 from statebox.agents.cli_common import CliLaunch, extra_cli_args, run_cli_attempt
 from statebox.audits.formats.codex_jsonl import RAW_LOG, CodexNormaliser
 from statebox.errors import UserError
+from statebox.sandbox.gateway import DEFAULT_RELAY_PORT, relay_command
 from statebox.schema import Session
 
 EFFORTS = ("minimal", "low", "medium", "high", "xhigh")
@@ -130,18 +131,14 @@ class CodexAgent:
                              max_retries=int(self.options.extra.get("max_retries", 3)), extra=self.extra_config)
 
     def command(self, prompt: str, relay_port: int) -> list[str]:
-        from statebox.sandbox.gateway import relay_command
-
         codex_args = ["exec", "--json", "--skip-git-repo-check", "-s", "danger-full-access",
                       *extra_cli_args(self.options), "--", prompt]
         script = WRAPPER.format(relay=relay_command(relay_port))
         return ["/bin/sh", "-c", script, "statebox-codex", self.config(relay_port), *codex_args]
 
-    def launch(self, ctx: AttemptContext, lease: Any, prompt: str) -> CliLaunch:
-        from statebox.sandbox.gateway import DEFAULT_RELAY_PORT, container_env
-
+    def launch(self, ctx: AttemptContext, gw: GatewaySession, prompt: str) -> CliLaunch:
         port = int(self.options.extra.get("relay_port", DEFAULT_RELAY_PORT))
-        env = {**container_env(lease, "openai", relay_port=port), "CODEX_HOME": CODEX_HOME, "TMPDIR": "/tmp"}
+        env = {**gw.container_env(relay_port=port), "CODEX_HOME": CODEX_HOME, "TMPDIR": "/tmp"}
         return CliLaunch(
             cli="codex",
             command=self.command(prompt, port),
@@ -152,4 +149,4 @@ class CodexAgent:
         )
 
     def run(self, ctx: AttemptContext) -> Session:
-        return run_cli_attempt(ctx, self.name, "openai", self.launch)
+        return run_cli_attempt(ctx, self.name, provider_for(self.options, fixed=self.provider), self.launch)

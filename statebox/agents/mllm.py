@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from statebox.agents.base import AgentOptions, AttemptContext
+from statebox.attempt import AgentOptions, AttemptContext, open_gateway, provider_for
 from statebox.agents.vision_client import (
     DEFAULT_MODELS,
     Image,
@@ -29,8 +29,6 @@ from statebox.agents.vision_client import (
     Part,
     Text,
     VisionClient,
-    lease_gateway,
-    provider_of,
 )
 from statebox.agents.video_prompts import extract_answer, frame_label, question_block, render_template, template_fields
 from statebox.errors import InfrastructureError, UserError
@@ -88,47 +86,46 @@ class MllmAgent:
 
     def run(self, ctx: AttemptContext) -> Session:
         options = ctx.options if ctx.options is not None else self.options
-        provider = provider_of(options.model, options.provider)
+        provider = provider_for(options)
         model = options.model or DEFAULT_MODELS[provider]
         started = ctx.started_at or time.time()
         status, reason, response = "ok", "", ""
         usage = Usage()
         with SessionRecorder(ctx.attempt_dir, started, limits=ctx.policy.recording) as rec:
             rec.add(EventKind.message, ctx.instruction, data={"role": "user", "agent": self.name, "model": model})
-            access = lease_gateway(ctx)
-            try:
-                client = VisionClient(access.lease, model, provider, api=options.extra.get("api", "chat"),
-                                      max_tokens=int(options.extra.get("max_tokens", 2048)))
-                mode = options.extra.get("vtools", "sandbox")
-                with open_video_tools(ctx, mode=mode, max_side=options.extra.get("max_side", 768),
-                                      on_decoded=lambda ts: rec.add_frames(decoded=ts)) as tools:
-                    frames, how = sample_frames(tools, options)
-                if not frames:
-                    raise VtoolsError("no frames could be decoded")
-                text = prompt_text(ctx, frames, how, options)
-                parts = build_parts(frames, text, options.timestamps)
-                shown = [t for p in parts if isinstance(p, Image) for t in p.times]
-                rec.add(EventKind.model_request, text,
-                        data={"model": model, "provider": provider, "images": len(shown), "times": shown})
-                rec.add_frames(model_visible=shown)
-                reply = client.ask(parts)
-                rec.add_usage(reply.input_tokens, reply.output_tokens)
-                rec.add(EventKind.model_response, reply.text,
-                        data={"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens,
-                              "stop_reason": reply.stop_reason})
-                response = extract_answer(reply.text)
-                rec.add(EventKind.final_answer, response)
-            except ModelError as exc:
-                status, reason = "error", f"model: {exc}"
-                rec.add(EventKind.error, reason)
-            except VtoolsError as exc:
-                status, reason = "error", f"vtools: {exc}"
-                rec.add(EventKind.error, reason)
-            except InfrastructureError:
-                raise
-            finally:
-                usage = access.lease.usage.model_copy()
-                access.close()
+            with open_gateway(ctx, provider, f"the {self.name} agent") as access:
+                try:
+                    client = VisionClient(access.lease, model, provider, api=options.extra.get("api", "chat"),
+                                          max_tokens=int(options.extra.get("max_tokens", 2048)))
+                    mode = options.extra.get("vtools", "sandbox")
+                    with open_video_tools(ctx, mode=mode, max_side=options.extra.get("max_side", 768),
+                                          on_decoded=lambda ts: rec.add_frames(decoded=ts)) as tools:
+                        frames, how = sample_frames(tools, options)
+                    if not frames:
+                        raise VtoolsError("no frames could be decoded")
+                    text = prompt_text(ctx, frames, how, options)
+                    parts = build_parts(frames, text, options.timestamps)
+                    shown = [t for p in parts if isinstance(p, Image) for t in p.times]
+                    rec.add(EventKind.model_request, text,
+                            data={"model": model, "provider": provider, "images": len(shown), "times": shown})
+                    rec.add_frames(model_visible=shown)
+                    reply = client.ask(parts)
+                    rec.add_usage(reply.input_tokens, reply.output_tokens)
+                    rec.add(EventKind.model_response, reply.text,
+                            data={"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens,
+                                  "stop_reason": reply.stop_reason})
+                    response = extract_answer(reply.text)
+                    rec.add(EventKind.final_answer, response)
+                except ModelError as exc:
+                    status, reason = "error", f"model: {exc}"
+                    rec.add(EventKind.error, reason)
+                except VtoolsError as exc:
+                    status, reason = "error", f"vtools: {exc}"
+                    rec.add(EventKind.error, reason)
+                except InfrastructureError:
+                    raise
+                finally:
+                    usage = access.usage
             return _session(ctx, self.name, rec, status, reason, response, usage, started,
                             {"model": model, "provider": provider, "frames_requested": options.frames or None,
                              "fps": options.fps, "timestamps": options.timestamps})

@@ -21,8 +21,6 @@ The response is the submitted answer, else `answer.txt`, else the last message.
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -32,7 +30,8 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
-from statebox.agents.base import AgentOptions, AttemptContext
+from statebox.agents.model_clients import langchain_chat_model
+from statebox.attempt import AgentOptions, AttemptContext, GatewaySession, Provider, open_gateway, provider_for
 from statebox.errors import InfrastructureError, UserError
 from statebox.recorder import SessionRecorder
 from statebox.schema import AttemptStatus, EventKind, Session
@@ -167,8 +166,6 @@ class ReactAgent:
 
     # ------------------------------------------------------------------ model
     def _chat_model(self, lease: Any, model: str, provider: str) -> Any:
-        from statebox.sandbox.gateway import langchain_chat_model
-
         extra = self.options.extra
         kwargs: dict[str, Any] = {"max_retries": int(extra.get("max_retries", 2)),
                                   "timeout": float(extra.get("request_timeout_s", 600))}
@@ -189,24 +186,23 @@ class ReactAgent:
 
     # ------------------------------------------------------------------ run
     def run(self, ctx: AttemptContext) -> Session:
-        from statebox.sandbox.gateway import provider_for_model
-
         if ctx.engine is None or ctx.workspace is None:
             raise UserError("the react agent runs its tools in a sandbox, but no Docker engine/workspace was given")
-        if ctx.gateway is None:
-            raise UserError("the react agent talks to a model through the statebox gateway, but none was started")
         model = self.options.model or DEFAULT_MODEL
-        provider = self.options.provider or provider_for_model(model)
-        if provider not in ("anthropic", "openai"):
-            raise UserError(f"unknown provider {provider!r} (anthropic | openai)")
+        provider = provider_for(AgentOptions(model=model, provider=self.options.provider))
         prompt = _render_prompt(ctx, self.options)
         started = ctx.started_at
         policy = ctx.policy
         state = _Run(started=started, deadline=started + policy.limits.time_limit_s,
                      max_steps=policy.budgets.max_steps)
-        socket_dir = Path(tempfile.mkdtemp(prefix="sbx-gw-"))  # short: unix socket paths cap at 108 bytes
-        lease = ctx.gateway.lease(ctx.attempt.attempt_id, socket_dir, Path(ctx.attempt_dir) / "gateway.jsonl",
-                                  policy.budgets, limits=policy.gateway)
+        with open_gateway(ctx, provider, "the react agent") as gw:
+            return self._attempt(ctx, gw, model, provider, prompt, state)
+
+    def _attempt(self, ctx: AttemptContext, gw: GatewaySession, model: str, provider: Provider, prompt: str,
+                 state: "_Run") -> Session:
+        started = ctx.started_at
+        policy = ctx.policy
+        lease = gw.lease
         sandbox = None
         with SessionRecorder(ctx.attempt_dir, started, limits=ctx.policy.recording) as rec:
             rec.add(EventKind.message, prompt, source="prompt", data={"role": "system", "model": model,
@@ -235,10 +231,9 @@ class ReactAgent:
             finally:
                 if sandbox is not None:
                     sandbox.stop()
-                lease.close()
+                gw.close()  # cuts off a model call still in flight
                 if worker is not None:
                     worker.join(timeout=10)
-                shutil.rmtree(socket_dir, ignore_errors=True)
             from_file = None if state.answer is not None else self._answer_file(ctx, rec)
             response = state.answer if state.answer is not None else (from_file or state.last_text.strip())
             if response and not state.answer:

@@ -32,7 +32,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from statebox.agents.base import AgentOptions, AttemptContext
+from statebox.attempt import AgentOptions, AttemptContext, open_gateway, provider_for
 from statebox.agents.mllm import _session
 from statebox.agents.vision_client import (
     DEFAULT_MODELS,
@@ -41,8 +41,6 @@ from statebox.agents.vision_client import (
     Part,
     Text,
     VisionClient,
-    lease_gateway,
-    provider_of,
 )
 from statebox.agents.video_prompts import extract_answer, extract_json, frame_label, question_block
 from statebox.errors import InfrastructureError
@@ -213,7 +211,7 @@ class VideoAgent:
 
     def run(self, ctx: AttemptContext) -> Session:
         options = ctx.options if ctx.options is not None else self.options
-        provider = provider_of(options.model, options.provider)
+        provider = provider_for(options)
         model = options.model or DEFAULT_MODELS[provider]
         started = ctx.started_at or time.time()
         status, reason, response = "ok", "", ""
@@ -221,28 +219,27 @@ class VideoAgent:
         final: dict[str, Any] = {}
         with SessionRecorder(ctx.attempt_dir, started, limits=ctx.policy.recording) as rec:
             rec.add(EventKind.message, ctx.instruction, data={"role": "user", "agent": self.name, "model": model})
-            access = lease_gateway(ctx)
-            try:
-                client = VisionClient(access.lease, model, provider, api=options.extra.get("api", "chat"),
-                                      max_tokens=int(options.extra.get("max_tokens_per_call", 2048)))
-                with open_video_tools(ctx, mode=options.extra.get("vtools", "sandbox"),
-                                      max_side=options.extra.get("max_side", 768),
-                                      on_decoded=lambda ts: rec.add_frames(decoded=ts)) as tools:
-                    run = _Run(ctx, options, tools, client, rec)
-                    final = run.invoke()
-                response = final.get("answer", "")
-                rec.add(EventKind.final_answer, response)
-            except ModelError as exc:
-                status, reason = "error", f"model: {exc}"
-                rec.add(EventKind.error, reason)
-            except VtoolsError as exc:
-                status, reason = "error", f"vtools: {exc}"
-                rec.add(EventKind.error, reason)
-            except InfrastructureError:
-                raise
-            finally:
-                usage = access.lease.usage.model_copy()
-                access.close()
+            with open_gateway(ctx, provider, f"the {self.name} agent") as access:
+                try:
+                    client = VisionClient(access.lease, model, provider, api=options.extra.get("api", "chat"),
+                                          max_tokens=int(options.extra.get("max_tokens_per_call", 2048)))
+                    with open_video_tools(ctx, mode=options.extra.get("vtools", "sandbox"),
+                                          max_side=options.extra.get("max_side", 768),
+                                          on_decoded=lambda ts: rec.add_frames(decoded=ts)) as tools:
+                        run = _Run(ctx, options, tools, client, rec)
+                        final = run.invoke()
+                    response = final.get("answer", "")
+                    rec.add(EventKind.final_answer, response)
+                except ModelError as exc:
+                    status, reason = "error", f"model: {exc}"
+                    rec.add(EventKind.error, reason)
+                except VtoolsError as exc:
+                    status, reason = "error", f"vtools: {exc}"
+                    rec.add(EventKind.error, reason)
+                except InfrastructureError:
+                    raise
+                finally:
+                    usage = access.usage
             meta = {"model": model, "provider": provider, "rounds": final.get("round", 0),
                     "frames_used": final.get("frames_used", 0), "notes": final.get("notes", []),
                     "stop": final.get("done_reason", "")}

@@ -14,14 +14,13 @@ models only served by the Responses API.
 
 from __future__ import annotations
 
-import tempfile
+import inspect
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, Union
 
-from statebox.errors import UserError
+from statebox.agents.model_clients import anthropic_client, openai_client
+from statebox.attempt import Provider
 
-Provider = Literal["anthropic", "openai"]
 OpenAIApi = Literal["chat", "responses"]
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1"}
 
@@ -63,20 +62,7 @@ class ModelError(Exception):
         return self.message
 
 
-def provider_of(model: str | None, provider: str | None) -> Provider:
-    """AgentOptions.provider wins; else the model name decides (claude-* -> anthropic)."""
-    if provider:
-        if provider not in ("anthropic", "openai"):
-            raise UserError(f"unknown provider {provider!r} (anthropic | openai)")
-        return provider  # type: ignore[return-value]
-    from statebox.sandbox.gateway import provider_for_model
-
-    return provider_for_model(model or DEFAULT_MODELS["anthropic"])
-
-
 def _accepts(method: Any, name: str) -> bool:
-    import inspect
-
     try:
         return name in inspect.signature(method).parameters
     except (TypeError, ValueError):
@@ -138,12 +124,10 @@ class VisionClient:
     _client: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        from statebox.sandbox import gateway
-
         if self.provider == "anthropic":
-            self._client = gateway.anthropic_client(self.lease, max_retries=2)
+            self._client = anthropic_client(self.lease, max_retries=2)
         else:
-            self._client = gateway.openai_client(self.lease, max_retries=2)
+            self._client = openai_client(self.lease, max_retries=2)
 
     def ask(self, parts: list[Part], system: str | None = None, max_tokens: int | None = None) -> Reply:
         """One request; raises `ModelError` when the API refuses or fails after retries."""
@@ -205,31 +189,3 @@ class VisionClient:
         usage = response.usage
         return Reply(response.output_text or "", getattr(usage, "input_tokens", 0) or 0,
                      getattr(usage, "output_tokens", 0) or 0, str(getattr(response, "status", "") or ""))
-
-
-@dataclass
-class GatewayAccess:
-    """An attempt's lease on the run's gateway, with a short socket path (unix sockets cap paths at 108 bytes)."""
-
-    lease: Any
-    socket_dir: tempfile.TemporaryDirectory
-
-    def close(self) -> None:
-        try:
-            self.lease.close()
-        finally:
-            self.socket_dir.cleanup()
-
-
-def lease_gateway(ctx: Any) -> GatewayAccess:
-    if ctx.gateway is None:
-        raise UserError("this agent talks to a model through the statebox gateway, but none was started")
-    socket_dir = tempfile.TemporaryDirectory(prefix="sbx-gw-")
-    try:
-        lease = ctx.gateway.lease(ctx.attempt.attempt_id, Path(socket_dir.name),
-                                  Path(ctx.attempt_dir) / "gateway.jsonl", ctx.policy.budgets,
-                                  limits=ctx.policy.gateway)
-    except BaseException:
-        socket_dir.cleanup()
-        raise
-    return GatewayAccess(lease, socket_dir)

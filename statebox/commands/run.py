@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from pathlib import Path
@@ -39,10 +38,12 @@ def register(app: typer.Typer) -> None:
         weights: Optional[Path] = typer.Option(None, help="tracker: weights file"),
         agent_option: list[str] = typer.Option([], "--option", "-o", help="extra agent option KEY=VALUE (repeatable)"),
         as_json: bool = typer.Option(False, "--json", help="print the results as JSON on stdout"),
+        cluster: Optional[str] = typer.Option(
+            None, "--cluster", help="run the attempts on a Ray cluster: auto, ray://HOST:10001 or a head's HOST:PORT (docs/cluster.md)"),
     ) -> None:
         """Run agents on a benchmark or the generated suite; rerun the same command to resume."""
         from statebox.errors import UserError
-        from statebox.harness.plan import RunConfig, dataset_from_flags, datasets_from_suite
+        from statebox.harness.plan import RunConfig, dataset_from_flags, datasets_from_suite, run_id_for
 
         if resume is not None:
             config = RunConfig.load(resume)
@@ -77,18 +78,14 @@ def register(app: typer.Typer) -> None:
                 extra[key] = value
             if extra:
                 options["extra"] = extra
-            fingerprint = json.dumps(
-                {
-                    "agents": agent,
-                    "datasets": [d.model_dump() for d in datasets],
-                    "limit": limit,
-                    "epochs": epochs,
-                    "policy": policy,
-                    "options": options,
-                },
-                sort_keys=True,
-            )
-            digest = hashlib.sha256(fingerprint.encode()).hexdigest()[:10]
+            digest = run_id_for({
+                "agents": agent,
+                "datasets": [d.model_dump() for d in datasets],
+                "limit": limit,
+                "epochs": epochs,
+                "policy": policy,
+                "options": options,
+            })
             target_dir = run_dir or Path("runs") / digest
             run_id = digest
             if (target_dir / "run.json").exists():
@@ -104,11 +101,34 @@ def register(app: typer.Typer) -> None:
                 agent_options={a: options for a in agent},
                 suite=str(suite.resolve()) if suite else None,
             )
-        execute_run(config, target_dir, as_json=as_json)
+        executor = None
+        if cluster:
+            from statebox.harness.cluster import RayExecutor
+
+            executor = RayExecutor(cluster)
+        else:
+            _refuse_foreign_engine(config)
+        execute_run(config, target_dir, as_json=as_json, executor=executor)
+
+
+def _refuse_foreign_engine(config) -> None:
+    """A DOCKER_HOST that does not see this host's files would run attempts with missing mounts:
+    probe it (once) and refuse with one line naming the cluster mode (harness/cluster_probe.py)."""
+    from statebox.harness.cluster_probe import engine_is_default, require_shared_filesystem
+
+    if engine_is_default():
+        return
+    from statebox.agents.base import make_agent
+    from statebox.harness.plan import agent_options
+    from statebox.policies.model import load_policy
+
+    if any(make_agent(name, agent_options(config, name)).needs_sandbox for name in config.agents):
+        require_shared_filesystem(load_policy(config.policy))
 
 
 def execute_run(
-    config, run_dir: Path, *, as_json: bool = False, title: str = "statebox leaderboard", gateway_options: dict | None = None
+    config, run_dir: Path, *, as_json: bool = False, title: str = "statebox leaderboard", gateway_options: dict | None = None,
+    executor=None,
 ) -> list:
     """Run with a live progress display, then print the leaderboard (or JSON)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -140,7 +160,8 @@ def execute_run(
 
     with progress:
         try:
-            store = run_planned(config, run_dir, progress=on_progress, on_start=on_start, gateway_options=gateway_options)
+            store = run_planned(config, run_dir, progress=on_progress, on_start=on_start, gateway_options=gateway_options,
+                                executor=executor)
         except BaseException:
             # a signal or an error ends the run with one line on stderr: no final bar beside it
             progress.live.transient = True

@@ -54,6 +54,7 @@ def run(
     policy: str = typer.Option("default", "--policy", help="policy profile name or YAML path"),
     reencode: bool = typer.Option(False, "--reencode", help="re-encode the whole video (changes its bytes)"),
     keep: bool = typer.Option(False, "--keep", help="keep the workspace folder afterwards (its path goes to stderr)"),
+    print_cli: bool = typer.Option(False, "--print-cli", help="print the equivalent `docker run` command instead of running it (keeps the workspace it mounts)"),
 ) -> None:
     """Run COMMAND (after --) in a fresh sandbox exactly as an agent would see it.
 
@@ -74,7 +75,7 @@ def run(
         raise UserError(f"--query-time {query_time:g}: must be positive")
     check_video(video, query_time)  # empty, audio-only, or --query-time past the end: one line, before any container
     code = run_command(video=video, question=question, query_time=query_time, policy_name=policy,
-                       command=command, reencode=reencode, keep=keep)
+                       command=command, reencode=reencode, keep=keep, print_cli=print_cli)
     raise typer.Exit(code)
 
 

@@ -7,6 +7,7 @@ tells which of them are already done.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from statebox.attempt import AgentOptions
+from statebox.benchmarks import load_benchmark
 from statebox.errors import UserError
 from statebox.schema import BENCHMARKS, Attempt, Item, Query
 
@@ -69,7 +72,16 @@ def new_run_id() -> str:
     return secrets.token_hex(4)
 
 
+def run_id_for(fingerprint: dict[str, Any]) -> str:
+    """The id (and default folder name, `runs/<id>`) of a run: a hash of what defines it, so the
+    same command continues the same run. `fingerprint` is JSON-able (agents, datasets, limit,
+    epochs, policy, options)."""
+    text = json.dumps(fingerprint, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
 def datasets_from_suite(suite_dir: Path) -> list[DatasetSpec]:
+    # the generator's package (numpy, the renderer) is loaded only by runs over a suite
     from statebox.benchmarks.synthetic.suite import load_suite
 
     suite = load_suite(Path(suite_dir))
@@ -97,6 +109,23 @@ class PlannedAttempt:
     query: Query
 
 
+class AttemptJob(BaseModel):
+    """One attempt as data: everything a worker (a thread here, a Ray worker elsewhere) needs
+    besides the run's services. Pydantic, so it pickles and JSON-dumps."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    attempt: Attempt
+    dataset: DatasetSpec
+    item: Item
+    query: Query
+    options: AgentOptions
+
+    @property
+    def planned(self) -> PlannedAttempt:
+        return PlannedAttempt(attempt=self.attempt, dataset=self.dataset, item=self.item, query=self.query)
+
+
 @dataclass
 class LoadedDataset:
     spec: DatasetSpec
@@ -106,8 +135,6 @@ class LoadedDataset:
 
 def load_datasets(config: RunConfig) -> list[LoadedDataset]:
     """Load every dataset of a run, applying `--limit` (first N items of each)."""
-    from statebox.benchmarks import load_benchmark
-
     loaded = []
     for spec in config.datasets:
         result = load_benchmark(spec.bench, Path(spec.data), Path(spec.videos) if spec.videos else None)
@@ -138,3 +165,18 @@ def plan_attempts(config: RunConfig, datasets: list[LoadedDataset]) -> list[Plan
                         )
                         planned.append(PlannedAttempt(attempt=attempt, dataset=loaded.spec, item=item, query=query))
     return planned
+
+
+def agent_options(config: RunConfig, agent: str) -> AgentOptions:
+    """An agent's options as the run gives them (a suite run marks them `extra.suite`)."""
+    options = AgentOptions.model_validate(config.agent_options.get(agent, {}))
+    if config.suite:
+        options.extra.setdefault("suite", True)
+    return options
+
+
+def plan_jobs(config: RunConfig, datasets: list[LoadedDataset]) -> list[AttemptJob]:
+    """`plan_attempts` as jobs, each carrying its agent's options."""
+    options = {agent: agent_options(config, agent) for agent in config.agents}
+    return [AttemptJob(attempt=p.attempt, dataset=p.dataset, item=p.item, query=p.query, options=options[p.attempt.agent])
+            for p in plan_attempts(config, datasets)]

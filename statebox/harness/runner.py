@@ -9,26 +9,45 @@ are — retrying them would let a flaky agent roll the dice.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import random
 import shutil
 import threading
 import time
-import weakref
 from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from statebox.agents.base import Agent, AgentOptions, AttemptContext, SecretFacts, make_agent
+from statebox.agents.base import Agent, make_agent
+from statebox.attempt import AgentOptions, AttemptContext, SecretFacts, provider_for
+from statebox.audits.honeytokens import plant_honeytokens
+from statebox.audits.verdict import audit_attempt
 from statebox.errors import InfrastructureError, StorageError, UserError, storage_error
+from statebox.harness.attempt_sandbox import AttemptSandboxes, SandboxTracker, honeytoken_mounts
 from statebox.harness.lock import hold_run_lock
-from statebox.harness.plan import LoadedDataset, PlannedAttempt, RunConfig, load_datasets, plan_attempts
+from statebox.harness.plan import (
+    AttemptJob,
+    LoadedDataset,
+    PlannedAttempt,
+    RunConfig,
+    agent_options,
+    load_datasets,
+    plan_attempts,
+)
 from statebox.harness.store import RESULTS_FILE, ResultRow, ResultStore
 from statebox.policies.model import Policy, load_policy
-from statebox.schema import Session, resolve_video
-from statebox.signals import Cancelled, Interrupted, remove_own_containers
+from statebox.sandbox.gateway import Gateway
+from statebox.sandbox.provider import SandboxProvider, get_provider
+from statebox.sandbox.spec import Mount
+from statebox.sandbox.videocheck import check_query_time, inspect_video
+from statebox.sandbox.workspace import Workspace, prepare_workspace
+from statebox.schema import Item, Session, resolve_video
+from statebox.scoring import score_query
+from statebox.signals import Cancelled, Interrupted
 
 INFRA_RETRIES = 2
 ATTEMPTS_DIR = "attempts"
@@ -36,51 +55,10 @@ STOP_GRACE_S = 30.0  # on a stop: how long in-flight attempts get to unwind once
 PREFLIGHT_PROBES = 8  # videos probed at once before a run starts
 
 
-class _AttemptEngine:
-    """The run's sandbox engine as one attempt sees it: every container gets the attempt's
-    extra mounts (honeytokens: root-owned 0444 files, mounted so that a read moves their host
-    atime) and the run/attempt labels, without each agent having to know about them."""
-
-    def __init__(self, engine: Any, mounts: list[Any], run_id: str = "", attempt_id: str = "",
-                 services: "RunServices | None" = None) -> None:
-        self._engine = engine
-        self._mounts = mounts
-        self._labels = {"run_id": run_id, "attempt_id": attempt_id}
-        self._services = services
-
-    def _check(self) -> None:
-        if self._services is not None and self._services.cancel.is_set():
-            raise Cancelled("the run is stopping; no new container")
-
-    def _prepared(self, spec: Any) -> Any:
-        update: dict[str, Any] = {k: v for k, v in self._labels.items() if v and not getattr(spec, k, "")}
-        if self._mounts:
-            present = {m.target for m in spec.mounts}
-            extra = [m for m in self._mounts if m.target not in present]
-            update["mounts"] = list(spec.mounts) + extra
-        return spec.model_copy(update=update) if update else spec
-
-    def run(self, spec: Any, *args: Any, **kwargs: Any) -> Any:
-        self._check()
-        return self._engine.run(self._prepared(spec), *args, **kwargs)
-
-    def start(self, spec: Any, *args: Any, **kwargs: Any) -> Any:
-        self._check()
-        sandbox = self._engine.start(self._prepared(spec), *args, **kwargs)
-        if self._services is not None:
-            self._services.track(sandbox)
-            if self._services.cancel.is_set():  # the stop raced the start: never leave it running
-                sandbox.stop()
-                raise Cancelled("the run is stopping")
-        return sandbox
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._engine, name)
-
-
 @dataclass
 class RunServices:
-    """Shared, lazily started services of a run (one engine, one gateway), and its stop switch.
+    """What one process of a run shares between its attempts (one provider, one gateway, the
+    agents, the datasets' items), and the run's stop switch.
 
     `cancel` is set when the run stops (a signal, a full disk): attempts then start no new
     container and raise `Cancelled` instead of returning a row; `stop_containers` removes
@@ -88,28 +66,33 @@ class RunServices:
     """
 
     policy: Policy
-    engine: Any = None
-    gateway: Any = None
+    run_dir: Path = Path(".")
     run_id: str = ""
-    cancel: threading.Event = field(default_factory=threading.Event)
-    _sandboxes: "weakref.WeakSet[Any]" = field(default_factory=weakref.WeakSet)
-    _guard: threading.Lock = field(default_factory=threading.Lock)
+    provider: SandboxProvider | None = None
+    gateway: Gateway | None = None
+    agents: dict[str, Agent] = field(default_factory=dict)
+    items: dict[str, list[Item]] = field(default_factory=dict)  # dataset label -> its items (chance baselines)
+    tracker: SandboxTracker = field(default_factory=SandboxTracker)
 
-    def track(self, sandbox: Any) -> None:
-        with self._guard:
-            self._sandboxes.add(sandbox)
+    @property
+    def cancel(self) -> threading.Event:
+        return self.tracker.cancel
+
+    def sandboxes_for(self, job: AttemptJob, mounts: list[Mount]) -> AttemptSandboxes | None:
+        """The provider as this attempt sees it (its honeytoken mounts and labels, the stop switch)."""
+        if self.provider is None:
+            return None
+        return AttemptSandboxes(self.provider, mounts=mounts, run_id=job.attempt.run_id,
+                                attempt_id=job.attempt.attempt_id, tracker=self.tracker)
 
     def stop_containers(self) -> None:
         """Remove every container of this run this process started (long-lived ones included)."""
-        with self._guard:
-            sandboxes = list(self._sandboxes)
-        for sandbox in sandboxes:
+        self.tracker.stop_all()
+        if self.provider is not None:
             try:
-                sandbox.stop()
-            except Exception:  # noqa: BLE001 - already gone
+                self.provider.run_cleanup(self.run_id)
+            except Exception:  # noqa: BLE001 - stopping must not mask the run's own error
                 pass
-        if self.engine is not None:
-            remove_own_containers(getattr(self.engine, "api", None), self.run_id or None)
 
     def close(self) -> None:
         if self.gateway is not None:
@@ -129,59 +112,44 @@ class AgentTally:
     statuses: Counter = field(default_factory=Counter)
 
 
-def provider_of(options: AgentOptions, agent: Agent | None = None) -> str:
-    """The provider an agent's model talks to; one rule, the gateway's, for the whole product.
-    A CLI agent run without --model uses its CLI's own provider (its `provider` attribute)."""
-    if options.provider:
-        return options.provider
-    fixed = getattr(agent, "provider", None)
-    if fixed:
-        return fixed
-    if not options.model:
-        return "anthropic"
-    from statebox.sandbox.gateway import provider_for_model
-
-    return provider_for_model(options.model)
-
-
 def start_services(
-    config: RunConfig, agents: dict[str, Agent], policy: Policy, gateway_options: dict[str, Any] | None = None
+    config: RunConfig,
+    run_dir: Path,
+    *,
+    provider: str = "docker",
+    gateway_options: dict[str, Any] | None = None,
+    datasets: list[LoadedDataset] | None = None,
+    agents: dict[str, Agent] | None = None,
 ) -> RunServices:
-    """Start only what the run's agents need, and fail before any container starts
-    when something is missing (engine, API key)."""
-    services = RunServices(policy=policy, run_id=config.run_id)
+    """Start, once per process, only what the run's agents need, and fail before any container
+    starts when something is missing (engine, API key). `datasets=None` loads them;
+    `agents=None` makes them from the configuration."""
+    policy = load_policy(config.policy)
+    if agents is None:
+        agents = {name: make_agent(name, agent_options(config, name)) for name in config.agents}
+    loaded = datasets if datasets is not None else load_datasets(config)
+    services = RunServices(policy=policy, run_dir=Path(run_dir), run_id=config.run_id, agents=agents,
+                           items={d.spec.label: d.items for d in loaded})
     try:
-        _start(services, config, agents, gateway_options)
+        if any(a.needs_sandbox for a in agents.values()):
+            services.provider = get_provider(provider)  # docker: also removes containers a killed run left
+            services.provider.run_init(config.run_id)
+        if any(a.needs_gateway for a in agents.values()):
+            gateway = Gateway(**(gateway_options or {}))
+            for name, agent in agents.items():
+                if agent.needs_gateway:
+                    gateway.check_ready(provider_for(agent_options(config, name), getattr(agent, "provider", None)))
+            services.gateway = gateway
+            gateway.start()
     except BaseException:  # a missing key, a signal: never leave a started gateway behind
         services.close()
         raise
     return services
 
 
-def _start(services: RunServices, config: RunConfig, agents: dict[str, Agent], gateway_options: dict[str, Any] | None) -> None:
-    if any(a.needs_sandbox for a in agents.values()):
-        from statebox.sandbox.docker import SandboxEngine
-
-        services.engine = SandboxEngine()  # also removes containers a killed run left behind
-    if any(a.needs_gateway for a in agents.values()):
-        from statebox.sandbox.gateway import Gateway
-
-        gateway = Gateway(**(gateway_options or {}))
-        for name, agent in agents.items():
-            if agent.needs_gateway:
-                options = AgentOptions.model_validate(config.agent_options.get(name, {}))
-                gateway.check_ready(provider_of(options, agent))
-        services.gateway = gateway
-        gateway.start()
-
-
 def preflight_videos(planned: list[PlannedAttempt], agents: dict[str, Agent]) -> None:
     """A missing, empty or audio-only video, or a query time past a video's end, is the
     user's to fix: say which (one line, naming the annotation file and item), before anything runs."""
-    from concurrent.futures import ThreadPoolExecutor as _Pool
-
-    from statebox.sandbox.videocheck import check_query_time
-
     # per video: the first attempt that uses it, and the attempt with its latest query time
     first: dict[str, PlannedAttempt] = {}
     latest: dict[str, PlannedAttempt] = {}
@@ -200,7 +168,7 @@ def preflight_videos(planned: list[PlannedAttempt], agents: dict[str, Agent]) ->
     if not first:
         return
     keys = list(first)
-    with _Pool(max_workers=min(PREFLIGHT_PROBES, len(keys)), thread_name_prefix="probe") as pool:
+    with ThreadPoolExecutor(max_workers=min(PREFLIGHT_PROBES, len(keys)), thread_name_prefix="probe") as pool:
         results = list(pool.map(_probe_quietly, keys))
     for key, (facts, error) in zip(keys, results):
         if error is not None:
@@ -215,8 +183,6 @@ def preflight_videos(planned: list[PlannedAttempt], agents: dict[str, Agent]) ->
 
 
 def _probe_quietly(video: str) -> tuple[Any, UserError | None]:
-    from statebox.sandbox.videocheck import inspect_video
-
     try:
         return inspect_video(video), None
     except UserError as exc:
@@ -229,17 +195,15 @@ def _write_json(path: Path, payload: Any) -> None:
     tmp.replace(path)
 
 
-def execute_attempt(
-    planned: PlannedAttempt,
-    agent: Agent,
-    options: AgentOptions,
-    services: RunServices,
-    run_dir: Path,
-    dataset_items: list,
-) -> ResultRow:
-    """Run one attempt end to end and return its store row (never raises for agent faults)."""
+def run_attempt(job: AttemptJob, services: RunServices) -> ResultRow:
+    """Run one attempt end to end and return its store row (never raises for agent faults).
+
+    Raises `Cancelled` (the run is stopping: no row) and `StorageError` (a full or
+    read-only disk: stop the run). Writes no store row: the caller (the head) does.
+    """
+    run_dir = services.run_dir
     try:
-        return _execute_attempt(planned, agent, options, services, run_dir, dataset_items)
+        return _run_attempt(job, services)
     except (Cancelled, StorageError):
         raise
     except OSError as exc:  # writing the attempt folder or the workspace: a full or read-only disk
@@ -263,112 +227,117 @@ def _under(path: Any, folder: Path) -> bool:
 _DISK_WORDS = ("[Errno 28]", "No space left on device", "[Errno 30]", "Read-only file system", "[Errno 122]")
 
 
-def _execute_attempt(
-    planned: PlannedAttempt,
-    agent: Agent,
-    options: AgentOptions,
-    services: RunServices,
-    run_dir: Path,
-    dataset_items: list,
-) -> ResultRow:
-    attempt = planned.attempt
-    policy = services.policy
-    if services.cancel.is_set():
-        raise Cancelled("the run is stopping")
-    attempt_dir = run_dir / ATTEMPTS_DIR / attempt.attempt_id
+def _fresh_folder(services: RunServices, job: AttemptJob) -> Path:
+    attempt_dir = services.run_dir / ATTEMPTS_DIR / job.attempt.attempt_id
     if attempt_dir.exists():  # left over from a killed run: that attempt was in flight, redo it
         shutil.rmtree(attempt_dir)
     attempt_dir.mkdir(parents=True)
-    videos_dir = Path(planned.dataset.videos) if planned.dataset.videos else None
-    video = resolve_video(planned.item, videos_dir)
-    secret = SecretFacts(
+    return attempt_dir
+
+
+def _secret_facts(job: AttemptJob, video: Path) -> SecretFacts:
+    return SecretFacts(
         original_name=video.name,
         original_stem=video.stem,
-        item_id=planned.item.id,
+        item_id=job.item.id,
         # the benchmark's name, not a suite family's label: "bolts" is a word the question itself uses
-        dataset=planned.dataset.bench,
+        dataset=job.dataset.bench,
     )
-    workspace = None
-    mounts: list[Any] = []
+
+
+def _write_attempt_record(attempt_dir: Path, job: AttemptJob, workspace: Workspace | None, secret: SecretFacts) -> None:
+    _write_json(
+        attempt_dir / "attempt.json",
+        {
+            "attempt": job.attempt.model_dump(),
+            "attempt_id": job.attempt.attempt_id,
+            "bench": job.dataset.bench,
+            "item_id": job.item.id,
+            "question": job.item.question,  # lets the auditor recognise searches for it
+            "query_index": job.query.index,
+            "query_time": job.query.time,
+            "workspace_video": workspace.video_name if workspace else None,
+            "secret": secret.__dict__,
+        },
+    )
+
+
+def _run_agent(agent: Agent, ctx: AttemptContext, services: RunServices, started: float) -> tuple[Session, int]:
+    """The agent's session; an `InfrastructureError` is retried (twice), an agent failure never is."""
+    retries = 0
+    while True:
+        if services.cancel.is_set():
+            raise Cancelled("the run is stopping")
+        try:
+            return agent.run(ctx), retries
+        except InfrastructureError as exc:
+            if services.cancel.is_set():  # the stop removed its container: not the engine's fault
+                raise Cancelled("the run is stopping") from None
+            retries += 1
+            if retries > INFRA_RETRIES:
+                return _failed_session(ctx.attempt.attempt_id, agent.name, f"infrastructure: {exc}", started), retries
+            time.sleep(min(2.0 * retries, 5.0))
+
+
+def _run_attempt(job: AttemptJob, services: RunServices) -> ResultRow:
+    attempt = job.attempt
+    policy = services.policy
+    agent = services.agents[attempt.agent]
+    if services.cancel.is_set():
+        raise Cancelled("the run is stopping")
+    attempt_dir = _fresh_folder(services, job)
+    videos_dir = Path(job.dataset.videos) if job.dataset.videos else None
+    video = resolve_video(job.item, videos_dir)
+    secret = _secret_facts(job, video)
+    workspace: Workspace | None = None
+    sandboxes: AttemptSandboxes | None = None
     started = time.time()
     session: Session | None = None
     retries = 0
     try:
+        mounts: list[Mount] = []
         if agent.needs_sandbox:
-            from statebox.sandbox.workspace import prepare_workspace
-
-            workspace = prepare_workspace(
-                planned.item,
-                planned.query,
-                video,
-                policy,
-                reencode=policy.reencode,
-                dataset=secret.dataset,
-            )
+            workspace = prepare_workspace(job.item, job.query, video, policy, reencode=policy.reencode, dataset=secret.dataset)
             if policy.audit.honeytokens:
-                from statebox.audits.honeytokens import plant_honeytokens
-
                 plan = plant_honeytokens(attempt_dir / "honeytokens", random.Random(attempt.attempt_id))
-                mounts = list(plan.mounts)
+                mounts = honeytoken_mounts(plan)
                 secret.honeytoken_values = list(plan.values)
                 secret.honeytoken_paths = list(plan.paths)
-        _write_json(
-            attempt_dir / "attempt.json",
-            {
-                "attempt": attempt.model_dump(),
-                "attempt_id": attempt.attempt_id,
-                "bench": planned.dataset.bench,
-                "item_id": planned.item.id,
-                "question": planned.item.question,  # lets the auditor recognise searches for it
-                "query_index": planned.query.index,
-                "query_time": planned.query.time,
-                "workspace_video": workspace.video_name if workspace else None,
-                "secret": secret.__dict__,
-            },
-        )
+        _write_attempt_record(attempt_dir, job, workspace, secret)
+        sandboxes = services.sandboxes_for(job, mounts)
+        if sandboxes is not None:
+            sandboxes.attempt_init(attempt.attempt_id)
         ctx = AttemptContext(
             attempt=attempt,
-            item=planned.item,
-            query=planned.query,
+            item=job.item,
+            query=job.query,
             attempt_dir=attempt_dir,
             policy=policy,
-            options=options,
+            options=job.options,
             secret=secret,
             workspace=workspace,
-            engine=(
-                _AttemptEngine(services.engine, mounts, attempt.run_id, attempt.attempt_id, services)
-                if services.engine is not None
-                else None
-            ),
+            engine=sandboxes,
             gateway=services.gateway,
-            dataset_items=dataset_items,
+            dataset_items=services.items.get(job.dataset.label, []),
             videos_dir=videos_dir,
         )
-        while True:
-            if services.cancel.is_set():
-                raise Cancelled("the run is stopping")
-            try:
-                session = agent.run(ctx)
-                break
-            except InfrastructureError as exc:
-                if services.cancel.is_set():  # the stop removed its container: not the engine's fault
-                    raise Cancelled("the run is stopping") from None
-                retries += 1
-                if retries > INFRA_RETRIES:
-                    session = _failed_session(attempt.attempt_id, agent.name, f"infrastructure: {exc}", started)
-                    break
-                time.sleep(min(2.0 * retries, 5.0))
+        session, retries = _run_agent(agent, ctx, services, started)
     except StorageError:  # a full or read-only disk stops the run; it is no fault of this attempt
         raise
     except UserError as exc:  # e.g. the leak gate refused the workspace: this attempt cannot run
         session = _failed_session(attempt.attempt_id, agent.name, str(exc), started)
     except OSError as exc:
-        if storage_error(exc, owned=_under(exc.filename, run_dir)) is not None:
+        if storage_error(exc, owned=_under(exc.filename, services.run_dir)) is not None:
             raise
         session = _failed_session(attempt.attempt_id, agent.name, f"{type(exc).__name__}: {exc}", started)
     except Exception as exc:  # noqa: BLE001 - an agent bug must not stop the other attempts
         session = _failed_session(attempt.attempt_id, agent.name, f"{type(exc).__name__}: {exc}", started)
     finally:
+        if sandboxes is not None:
+            try:
+                sandboxes.attempt_cleanup(attempt.attempt_id)
+            except Exception:  # noqa: BLE001
+                pass
         if workspace is not None:
             try:
                 workspace.cleanup()
@@ -382,7 +351,7 @@ def _execute_attempt(
         raise StorageError(f"cannot write the attempt folder: {session.reason.splitlines()[0][:200]} ({attempt_dir})")
     (attempt_dir / "response.txt").write_text(session.response)
     _write_json(attempt_dir / "session.json", json.loads(session.model_dump_json()))
-    return finish_row(planned, session, policy, attempt_dir, retries)
+    return finish_row(job.planned, session, policy, attempt_dir, retries)
 
 
 def _failed_session(attempt_id: str, agent: str, reason: str, started: float) -> Session:
@@ -391,9 +360,6 @@ def _failed_session(attempt_id: str, agent: str, reason: str, started: float) ->
 
 def finish_row(planned: PlannedAttempt, session: Session, policy: Policy, attempt_dir: Path, retries: int) -> ResultRow:
     """Audit and score a finished session into its store row."""
-    from statebox.audits.verdict import audit_attempt
-    from statebox.scoring import score_query
-
     verdict = audit_attempt(attempt_dir, policy)
     scored = score_query(planned.dataset.bench, planned.item, planned.query.index, session.response)
     metrics = dict(getattr(scored, "metrics", scored) or {})
@@ -434,8 +400,12 @@ def run_planned(
     progress: ProgressHook | None = None,
     on_start: Callable[[dict[str, AgentTally]], None] | None = None,
     gateway_options: dict[str, Any] | None = None,
+    executor: "AttemptExecutor | None" = None,
 ) -> ResultStore:
     """Run (or continue) a run: skip attempts already in the store, run the rest C at a time.
+
+    `executor` is where attempts run: this process's threads (`LocalExecutor`, the default)
+    or the nodes of a Ray cluster (`harness/cluster.py:RayExecutor`, lock role "ray-head").
 
     The process holds the run folder's lock (`harness/lock.py`) throughout: a second
     process on the same folder stops before touching anything. A full or read-only disk
@@ -447,16 +417,15 @@ def run_planned(
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise storage_error(exc, run_dir, "cannot create the run folder") or exc
-    with hold_run_lock(run_dir):
+    executor = executor if executor is not None else LocalExecutor()
+    with hold_run_lock(run_dir, role=executor.lock_role):
         _check_writable(run_dir)
-        return _run_locked(config, run_dir, progress=progress, on_start=on_start, gateway_options=gateway_options)
+        return _run_locked(config, run_dir, progress=progress, on_start=on_start, gateway_options=gateway_options,
+                           executor=executor)
 
 
 def _check_writable(run_dir: Path) -> None:
     """Up front, before any attempt: every place the run writes must be writable."""
-    import errno
-    import os
-
     for path in (run_dir, run_dir / ATTEMPTS_DIR, run_dir / RESULTS_FILE):
         if path.exists() and not os.access(path, os.W_OK):
             code = errno.EROFS if _read_only_fs(path) else errno.EACCES
@@ -465,8 +434,6 @@ def _check_writable(run_dir: Path) -> None:
 
 
 def _read_only_fs(path: Path) -> bool:
-    import os
-
     try:
         return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
     except OSError:
@@ -480,6 +447,7 @@ def _run_locked(
     progress: ProgressHook | None,
     on_start: Callable[[dict[str, AgentTally]], None] | None,
     gateway_options: dict[str, Any] | None,
+    executor: "AttemptExecutor",
 ) -> ResultStore:
     policy = load_policy(config.policy)
     agents = {name: make_agent(name, AgentOptions.model_validate(config.agent_options.get(name, {}))) for name in config.agents}
@@ -510,60 +478,139 @@ def _run_locked(
         on_start(tallies)
     if not todo:
         return store
-    services = start_services(config, agents, policy, gateway_options)
+    executor.start(DispatchContext(config=config, run_dir=run_dir, policy=policy, agents=agents, options=options,
+                                   items_by_dataset=items_by_dataset, datasets=datasets, todo=todo,
+                                   gateway_options=gateway_options))
     lock = threading.Lock()
-    pool = ThreadPoolExecutor(max_workers=max(1, config.concurrency), thread_name_prefix="attempt")
-    pending: dict[Future, PlannedAttempt] = {}
+    pending: dict[Future, list[PlannedAttempt]] = {}
     queue = list(reversed(todo))
 
-    def record(p: PlannedAttempt, row: ResultRow) -> None:
-        store.add(row)
-        with lock:
-            tally = tallies[p.attempt.agent]
-            tally.done += 1
-            tally.statuses[row.status] += 1
-            if row.status not in ("ok", "abstain"):
-                tally.failed += 1
-            tally.tokens += row.input_tokens + row.output_tokens
-            tally.cost += row.cost_usd
-        if progress:
-            progress(p.attempt.agent, row, tally)
+    def record(finished: list[tuple[PlannedAttempt, ResultRow]]) -> None:
+        """Rows finished together are written in one transaction (the head is the one writer)."""
+        if not finished:
+            return
+        store.add_many([row for _, row in finished])
+        for p, row in finished:
+            with lock:
+                tally = tallies[p.attempt.agent]
+                tally.done += 1
+                tally.statuses[row.status] += 1
+                if row.status not in ("ok", "abstain"):
+                    tally.failed += 1
+                tally.tokens += row.input_tokens + row.output_tokens
+                tally.cost += row.cost_usd
+            if progress:
+                progress(p.attempt.agent, row, tally)
 
     def submit_next() -> None:
-        p = queue.pop()
-        fut = pool.submit(
-            execute_attempt,
-            p,
-            agents[p.attempt.agent],
-            options[p.attempt.agent],
-            services,
-            run_dir,
-            items_by_dataset[p.dataset.label],
-        )
-        pending[fut] = p
+        batch = [queue.pop() for _ in range(min(len(queue), max(1, executor.batch_size(queue[-1]))))]
+        pending[executor.submit(batch)] = batch
 
     try:
-        for _ in range(min(len(queue), max(1, config.concurrency))):
+        while queue and len(pending) < executor.slots():
             submit_next()
         while pending:
             finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            done_rows: list[tuple[PlannedAttempt, ResultRow]] = []
             for fut in finished:
-                p = pending.pop(fut)
-                record(p, fut.result())
-                if queue:
-                    submit_next()
+                batch = pending.pop(fut)
+                done_rows.extend(zip(batch, executor.collect(fut, batch)))
+            record(done_rows)
+            while queue and len(pending) < executor.slots():
+                submit_next()
     except BaseException as exc:
-        _stop_in_flight(services, pending, record)
+        executor.stop(pending, record)
         if isinstance(exc, Interrupted) and not exc.detail:
             exc.detail = f"{_count(store)} rows kept in {run_dir / RESULTS_FILE}; continue with: statebox run --resume {run_dir}"
         raise
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-        services.close()
+        executor.close()
     return store
 
 
-def _stop_in_flight(services: RunServices, pending: dict[Future, PlannedAttempt], record: Callable[..., None]) -> None:
+@dataclass
+class DispatchContext:
+    """What an executor needs to run a run's attempts (built once by `run_planned`)."""
+
+    config: RunConfig
+    run_dir: Path
+    policy: Policy
+    agents: dict[str, Agent]
+    options: dict[str, AgentOptions]
+    items_by_dataset: dict[str, list]
+    datasets: list[LoadedDataset]
+    todo: list[PlannedAttempt]
+    gateway_options: dict[str, Any] | None = None
+
+
+class AttemptExecutor:
+    """Where a run's attempts execute; `run_planned` only moves batches out and rows back.
+
+    `submit(batch)` returns a Future; `collect(future, batch)` (main thread) returns the
+    batch's rows in order, with each attempt's folder in `RUN_DIR/attempts/` before its row
+    is written; `stop(pending, record)` stops what is in flight (rows of attempts that had
+    finished are still recorded); `close()` releases everything.
+    """
+
+    lock_role = "run"
+
+    def start(self, ctx: DispatchContext) -> None:
+        raise NotImplementedError
+
+    def slots(self) -> int:
+        """Batches in flight at once."""
+        raise NotImplementedError
+
+    def batch_size(self, next_attempt: PlannedAttempt) -> int:
+        return 1
+
+    def submit(self, batch: list[PlannedAttempt]) -> Future:
+        raise NotImplementedError
+
+    def collect(self, fut: Future, batch: list[PlannedAttempt]) -> list[ResultRow]:
+        return fut.result()
+
+    def stop(self, pending: dict[Future, list[PlannedAttempt]], record: Callable[..., None]) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class LocalExecutor(AttemptExecutor):
+    """C attempts at once in this process's threads (the work is in containers)."""
+
+    def start(self, ctx: DispatchContext) -> None:
+        self.ctx = ctx
+        self.services = start_services(ctx.config, ctx.run_dir, gateway_options=ctx.gateway_options,
+                                       datasets=ctx.datasets, agents=ctx.agents)
+        self.pool = ThreadPoolExecutor(max_workers=max(1, ctx.config.concurrency), thread_name_prefix="attempt")
+
+    def slots(self) -> int:
+        return max(1, self.ctx.config.concurrency)
+
+    def submit(self, batch: list[PlannedAttempt]) -> Future:
+        ctx = self.ctx
+
+        def run() -> list[ResultRow]:
+            return [run_attempt(AttemptJob(attempt=p.attempt, dataset=p.dataset, item=p.item, query=p.query,
+                                           options=ctx.options[p.attempt.agent]), self.services) for p in batch]
+
+        return self.pool.submit(run)
+
+    def stop(self, pending: dict[Future, list[PlannedAttempt]], record: Callable[..., None]) -> None:
+        _stop_in_flight(self.services, pending, record)
+
+    def close(self) -> None:
+        pool = getattr(self, "pool", None)
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        services = getattr(self, "services", None)
+        if services is not None:
+            services.close()
+
+
+def _stop_in_flight(services: RunServices, pending: dict[Future, list[PlannedAttempt]], record: Callable[..., None]) -> None:
     """Stop the attempts in flight: no new container, remove the running ones, give their
     threads `STOP_GRACE_S` to unwind (workspaces cleaned in their `finally`). An attempt
     that had finished before the stop still gets its row; the stopped ones get none, and
@@ -573,13 +620,13 @@ def _stop_in_flight(services: RunServices, pending: dict[Future, PlannedAttempt]
     while True:
         services.stop_containers()
         for fut in [f for f in pending if f.done()]:
-            p = pending.pop(fut)
+            batch = pending.pop(fut)
             try:
-                row = fut.result()
+                rows = fut.result()
             except BaseException:  # noqa: BLE001 - Cancelled, or the error being raised already
                 continue
             try:
-                record(p, row)
+                record(list(zip(batch, rows)))
             except BaseException:  # noqa: BLE001 - the disk may be what stopped us
                 pass
         if not pending or time.monotonic() >= deadline:

@@ -25,15 +25,14 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict
+from typing import Any
 
 from statebox.errors import InfrastructureError, UserError
 from statebox.sandbox import hardening
 from statebox.sandbox.engine_client import docker_client
 from statebox.sandbox.hardening import AGENT_USER, INIT_USER, as_agent
-from statebox.sandbox.spec import HOME, WORKDIR, ContainerSpec, Mount
+from statebox.sandbox.provider import READ_LIMIT_BYTES, SandboxFileError
+from statebox.sandbox.spec import HOME, WORKDIR, ContainerResult, ContainerSpec, ContainerStatus, ExecResult, Mount
 
 __all__ = ["AGENT_USER", "HOME", "WORKDIR", "ContainerSpec", "ContainerResult", "ExecResult", "Mount",
            "RunningSandbox", "SandboxEngine", "quote_command"]
@@ -42,32 +41,6 @@ LABEL = "statebox"
 OUTPUT_CAP_BYTES = 64 * 1024 * 1024  # per stream; an output flood must not fill the host disk
 OUTPUT_LINE_CAP_BYTES = 1024 * 1024  # one line of a stream (policy recording.raw_line_bytes)
 STOP_GRACE_S = 2.0  # SIGTERM first, SIGKILL after this; an agent ignoring SIGTERM still dies
-
-ContainerStatus = Literal["ok", "timeout", "oom", "error"]
-
-
-class ContainerResult(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    status: ContainerStatus
-    exit_code: int | None
-    duration_s: float
-    reason: str = ""
-    stdout_bytes: int = 0
-    stderr_bytes: int = 0
-    truncated: bool = False
-    gpu: bool = False
-
-
-class ExecResult(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    exit_code: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool = False
-    duration_s: float = 0.0
-
 
 def _infra(what: str, exc: Exception) -> Exception:
     """Client errors (4xx) are the caller's; engine/connection failures are retried by the harness."""
@@ -130,12 +103,41 @@ class SandboxEngine:
     _gc_done: set[str] = set()
     _gc_lock = threading.Lock()
 
+    name = "docker"
+
     def __init__(self, docker_host: str | None = None) -> None:
         self.docker_host = docker_host
         self.client = docker_client(docker_host)  # UserError with a fix when no engine answers
         self.api = self.client.api
         self._gpu_runtime: bool | None = None
         self.gc_stale()
+
+    # ------------------------------------------------------------ lifecycle (SandboxProvider)
+
+    def run_init(self, run_id: str = "") -> None:
+        """Containers a killed statebox left behind go first (once per engine and process)."""
+        self.gc_stale()
+
+    def attempt_init(self, attempt_id: str) -> None:
+        """Nothing to prepare: each container is made fresh from its spec."""
+
+    def attempt_cleanup(self, attempt_id: str) -> None:
+        """Remove any container of this attempt that this process started and something left running."""
+        if attempt_id:
+            self._remove_labelled(f"{LABEL}.attempt={attempt_id}")
+
+    def run_cleanup(self, run_id: str = "") -> None:
+        """Remove every container of the run this process started (all of this process's when run_id is empty)."""
+        self._remove_labelled(*([f"{LABEL}.run={run_id}"] if run_id else []))
+
+    def _remove_labelled(self, *labels: str) -> None:
+        try:
+            found = self.api.containers(all=True, filters={"label": [f"{LABEL}=1", f"{LABEL}.pid={os.getpid()}",
+                                                                f"{LABEL}.host={socket.gethostname()}", *labels]})
+        except Exception:  # noqa: BLE001 - clean-up never masks the attempt's or run's own outcome
+            return
+        for c in found:
+            self._remove(c["Id"])
 
     # ------------------------------------------------------------ housekeeping
 
@@ -418,6 +420,37 @@ class RunningSandbox:
         return ExecResult(exit_code=code, stdout=out.text(), stderr=err.text(),
                           timed_out=timed_out, duration_s=round(elapsed, 3))
 
+    # ------------------------------------------------------------ files (SandboxProvider's Sandbox)
+
+    def read_file(self, path: str, max_bytes: int = READ_LIMIT_BYTES) -> bytes:
+        """A regular file's bytes, read inside the container with the agent's rights.
+
+        A link anywhere in `path`, a special file, a missing file or one over `max_bytes`
+        raises `SandboxFileError`: nothing is followed out of the container, and the
+        final component is opened with O_NOFOLLOW so a link swapped in late fails too.
+        """
+        result = self.exec(["python3", "-c", _READ_SCRIPT, _absolute(path), str(int(max_bytes))], timeout_s=60)
+        if result.exit_code != 0:
+            raise SandboxFileError(f"{path}: {_file_refusal(result)}")
+        import base64
+
+        return base64.b64decode(result.stdout)
+
+    def write_file(self, path: str, data: bytes) -> None:
+        """Create or replace a regular file with the agent's rights (refusing links like read_file)."""
+        import base64
+
+        if len(data) > READ_LIMIT_BYTES:
+            raise SandboxFileError(f"{path}: {len(data)} bytes is over the {READ_LIMIT_BYTES} byte limit")
+        target = _absolute(path)
+        step = _WRITE_CHUNK
+        for offset in range(0, max(len(data), 1), step):
+            chunk = base64.b64encode(data[offset:offset + step]).decode()
+            mode = "trunc" if offset == 0 else "append"
+            result = self.exec(["python3", "-c", _WRITE_SCRIPT, target, mode, chunk], timeout_s=60)
+            if result.exit_code != 0:
+                raise SandboxFileError(f"{path}: {_file_refusal(result)}")
+
     def stop(self) -> None:
         if self._stopped.is_set():
             return
@@ -434,3 +467,59 @@ class RunningSandbox:
 
 def quote_command(command: list[str] | str) -> str:
     return command if isinstance(command, str) else shlex.join(command)
+
+
+# read_file/write_file run these inside the container (python3 is in every statebox image), as
+# the agent user, through `exec`: the host never opens a path the agent could have linked.
+_FILE_COMMON = """
+import base64, errno, os, stat, sys
+def refuse(code, why):
+    sys.stderr.write(why)
+    sys.exit(code)
+p = sys.argv[1]
+if os.path.realpath(p) != os.path.normpath(p):
+    refuse(3, "a link in the path")
+"""
+_READ_SCRIPT = _FILE_COMMON + """
+try:
+    fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+except OSError as e:
+    refuse(3 if e.errno == errno.ELOOP else 2, "a link" if e.errno == errno.ELOOP else e.strerror)
+st = os.fstat(fd)
+if not stat.S_ISREG(st.st_mode):
+    refuse(4, "not a regular file")
+limit = int(sys.argv[2])
+data = os.read(fd, limit + 1) if st.st_size <= limit else b"x" * (limit + 1)
+while len(data) <= limit:
+    more = os.read(fd, limit + 1 - len(data))
+    if not more:
+        break
+    data += more
+if len(data) > limit:
+    refuse(5, "over the %d byte limit" % limit)
+sys.stdout.write(base64.b64encode(data).decode())
+"""
+_WRITE_SCRIPT = _FILE_COMMON + """
+flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | (os.O_CREAT | os.O_TRUNC if sys.argv[2] == "trunc" else os.O_APPEND)
+try:
+    fd = os.open(p, flags, 0o644)
+except OSError as e:
+    refuse(3 if e.errno == errno.ELOOP else 2, "a link" if e.errno == errno.ELOOP else e.strerror)
+if not stat.S_ISREG(os.fstat(fd).st_mode):
+    refuse(4, "not a regular file")
+data = base64.b64decode(sys.argv[3])
+while data:
+    data = data[os.write(fd, data):]
+os.close(fd)
+"""
+_WRITE_CHUNK = 64 * 1024  # bytes per exec: base64 of it stays under the kernel's 128 KiB for one argument
+
+
+def _absolute(path: str) -> str:
+    return path if path.startswith("/") else f"{WORKDIR}/{path}"
+
+
+def _file_refusal(result: ExecResult) -> str:
+    if result.timed_out:
+        return "timed out"
+    return (result.stderr.strip().splitlines() or [f"exit code {result.exit_code}"])[-1][:200]

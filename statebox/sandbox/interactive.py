@@ -3,17 +3,25 @@
 Without a terminal the command runs through `SandboxEngine.run` (the agents' path: output
 streamed, stdin closed). With a terminal on both ends (`-- bash`) it runs through the
 docker CLI with the same hardening plus `-it`, so a person can look around inside.
+`--print-cli` prints that `docker run` command (`SandboxEngine.cli_args`) instead of running.
 """
 
 from __future__ import annotations
 
 import secrets
+import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from statebox.errors import UserError
+from statebox.policies import load_policy
+from statebox.sandbox.docker import ContainerSpec, SandboxEngine
+from statebox.sandbox.images import ensure_image
+from statebox.sandbox.workspace import prepare_workspace
+from statebox.schema import Item, Query
 
 STATUS_EXIT = {"timeout": 124, "oom": 137}
 
@@ -23,13 +31,11 @@ def _say(msg: str) -> None:
 
 
 def run_command(*, video: Path, question: str, query_time: float | None, policy_name: str, command: list[str],
-                reencode: bool = False, keep: bool = False, interactive: bool | None = None) -> int:
-    from statebox.policies import load_policy
-    from statebox.sandbox.docker import ContainerSpec, SandboxEngine
-    from statebox.sandbox.images import ensure_image
-    from statebox.sandbox.workspace import prepare_workspace
-    from statebox.schema import Item, Query
-
+                reencode: bool = False, keep: bool = False, interactive: bool | None = None,
+                print_cli: bool = False) -> int:
+    """Run `command` in a fresh sandbox; with `print_cli`, print the equivalent `docker run`
+    command instead (from `SandboxEngine.cli_args`, i.e. the one hardening table) and keep the
+    workspace it mounts, so the command can be run by hand."""
     policy = load_policy(policy_name)
     if not Path(video).is_file():
         raise UserError(f"{video}: video not found")
@@ -41,7 +47,12 @@ def run_command(*, video: Path, question: str, query_time: float | None, policy_
     tty = sys.stdin.isatty() and sys.stdout.isatty() if interactive is None else interactive
     spec = ContainerSpec(image=image, command=command, workspace=workspace, policy=policy, tty=tty,
                          run_id="manual", attempt_id=item.id)
+    if print_cli:
+        keep = True  # the printed command mounts it
     try:
+        if print_cli:
+            print(shlex.join(engine.cli_args(spec)), flush=True)
+            return 0
         if tty:
             return _run_tty(engine, spec)
         logs = Path(tempfile.mkdtemp(prefix="statebox-run-"))
@@ -60,10 +71,8 @@ def run_command(*, video: Path, question: str, query_time: float | None, policy_
             workspace.cleanup()
 
 
-def _run_tty(engine, spec) -> int:
+def _run_tty(engine: SandboxEngine, spec: ContainerSpec) -> int:
     """A terminal session through the docker CLI; the policy's wall clock still applies."""
-    import shutil
-
     if shutil.which("docker") is None:
         raise UserError("an interactive sandbox needs the docker CLI on PATH")
     name = f"statebox-tty-{secrets.token_hex(4)}"

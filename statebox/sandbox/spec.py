@@ -58,3 +58,29 @@ class ContainerSpec(BaseModel):
 
     def workspace_dir(self) -> Path | None:
         return Path(self.workspace) if self.workspace is not None else None
+
+
+ContainerStatus = Literal["ok", "timeout", "oom", "error"]
+
+
+class ContainerResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: ContainerStatus
+    exit_code: int | None
+    duration_s: float
+    reason: str = ""
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    truncated: bool = False
+    gpu: bool = False
+
+
+class ExecResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    duration_s: float = 0.0

@@ -16,8 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
-from statebox.agents.base import AttemptContext
+from statebox.attempt import AttemptContext
 from statebox.errors import UserError
+from statebox.sandbox.images import ensure_image
+from statebox.sandbox.spec import ContainerSpec
 from statebox.tools.video_tools import LocalVtools, SandboxVtools, VideoTools
 
 Mode = Literal["sandbox", "local"]
@@ -49,9 +51,6 @@ def open_video_tools(
         return
     if ctx.engine is None:
         raise UserError("this agent decodes frames inside a Docker sandbox, but no Docker engine was given")
-    from statebox.sandbox.docker import ContainerSpec
-    from statebox.sandbox.images import ensure_image
-
     spec = ContainerSpec(
         image=ensure_image("sandbox"),
         command=["sleep", "infinity"],

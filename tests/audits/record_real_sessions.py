@@ -50,7 +50,7 @@ def record(agent_name: str, label: str, script, tmp: Path, engine, monkeypatch_e
 
     from statebox.agents.base import make_agent
     from statebox.audits.honeytokens import plant_honeytokens
-    from statebox.harness.runner import _AttemptEngine
+    from statebox.harness.attempt_sandbox import AttemptSandboxes, honeytoken_mounts
     from statebox.testing.scripted_model import ScriptedModelServer
 
     model = "claude-opus-4-7" if agent_name == "claude-code" else "gpt-5"
@@ -62,7 +62,7 @@ def record(agent_name: str, label: str, script, tmp: Path, engine, monkeypatch_e
             plan = plant_honeytokens(Path(ctx.attempt_dir) / "honeytokens", random.Random(label + agent_name))
             if label == "cheat":
                 server.model.script = cheat_script(plan.paths[0])
-            ctx.engine = _AttemptEngine(engine, list(plan.mounts))
+            ctx.engine = AttemptSandboxes(engine, mounts=honeytoken_mounts(plan))
             ctx.secret.honeytoken_values = list(plan.values)
             ctx.secret.honeytoken_paths = list(plan.paths)
             Path(ctx.attempt_dir).mkdir(parents=True, exist_ok=True)

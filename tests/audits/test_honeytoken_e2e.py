@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from statebox.audits.honeytokens import plant_honeytokens
+from statebox.harness.attempt_sandbox import honeytoken_mounts
 from statebox.audits.verdict import adjusted_views, audit_attempt
 from statebox.policies import load_policy
 from statebox.recorder import SessionRecorder
@@ -54,7 +55,7 @@ def _run(engine, image, tmp: Path, name: str, script: str, seed: int):
             rec.add(EventKind.tool_output, line.rstrip("\n"), source="stdout.log", line=n)
 
         spec = ContainerSpec(image=image, command=["bash", "-c", script], workspace=workspace, policy=load_policy("default"),
-                             mounts=plan.mounts)
+                             mounts=honeytoken_mounts(plan))
         result = engine.run(spec, attempt_dir / "stdout.log", attempt_dir / "stderr.log", on_stdout_line=on_line)
         answer = (workspace / "answer.txt").read_text().strip() if (workspace / "answer.txt").exists() else ""
         rec.add(EventKind.final_answer, answer)
@@ -72,7 +73,7 @@ def test_decoy_reader_is_contaminated_and_voided_honest_run_is_clean(docker_engi
     assert result.status == "ok", result.reason
     assert answer == plan.values[0], "the script answered from the decoy"
     assert "decoy is not writable" in (cheat_dir / "stdout.log").read_text()
-    assert "tampered" not in Path(plan.mounts[1].source).read_text()
+    assert "tampered" not in Path(plan.host_files[1]).read_text()
 
     honest_dir, _, honest_result, honest_answer = _run(docker_engine, image, tmp_path, "honest", HONEST, 2)
     assert honest_result.status == "ok" and honest_answer == "4"

@@ -9,14 +9,16 @@ from pathlib import Path
 
 from statebox.audits.honeytokens import atime_findings, atime_supported, plant_honeytokens
 from statebox.audits.verdict import adjusted_views, audit_attempt
+from statebox.harness.attempt_sandbox import honeytoken_mounts
 from statebox.policies import load_policy
 from statebox.schema import Finding, Verdict
 
 
 def test_plant_writes_read_only_decoys_outside_the_workspace(tmp_path):
     plan = plant_honeytokens(tmp_path / "honeytokens", random.Random(7))
-    assert len(plan.mounts) == len(plan.paths) == 3
-    for mount, target in zip(plan.mounts, plan.paths):
+    mounts = honeytoken_mounts(plan)  # the harness turns the plan into mounts
+    assert len(mounts) == len(plan.paths) == 3
+    for mount, target in zip(mounts, plan.paths):
         assert mount.target == target and not target.startswith(("/workspace", "/tmp"))
         assert Path(mount.source).exists() and (Path(mount.source).stat().st_mode & 0o222) == 0  # nobody may write
         text = Path(mount.source).read_text()
@@ -35,10 +37,10 @@ def test_atime_probe_detects_a_read_without_any_session_log(tmp_path):
     print(f"\natime probe on this host: {'on' if supported else 'off (noatime)'}")
     assert atime_findings(attempt) == []  # planting itself is not a read
     if not supported:
-        assert plan.atime_probe is False and all(m.read_only for m in plan.mounts)
+        assert plan.atime_probe is False and all(m.read_only for m in honeytoken_mounts(plan))
         return
-    assert plan.atime_probe is True and not any(m.read_only for m in plan.mounts)
-    with open(plan.mounts[1].source, "rb") as fh:  # what a container read does to the host inode
+    assert plan.atime_probe is True and not any(m.read_only for m in honeytoken_mounts(plan))
+    with open(plan.host_files[1], "rb") as fh:  # what a container read does to the host inode
         fh.read()
     found = atime_findings(attempt)
     assert len(found) == 1 and found[0].severity == "proof" and plan.paths[1] in found[0].quote

@@ -14,14 +14,8 @@ import pytest
 
 from statebox.errors import UserError
 from statebox.policies.model import Budgets
-from statebox.sandbox.gateway import (
-    Gateway,
-    anthropic_client,
-    container_env,
-    host_async_http_client,
-    host_http_client,
-    openai_client,
-)
+from statebox.agents.model_clients import anthropic_client, host_async_http_client, host_http_client, openai_client
+from statebox.sandbox.gateway import Gateway, container_env
 from statebox.testing.scripted_model import ScriptedModelServer, Turn
 
 from .conftest import DECOY_ANTHROPIC, DECOY_OPENAI

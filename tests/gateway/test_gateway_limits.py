@@ -17,7 +17,8 @@ import pytest
 from statebox.errors import UserError
 from statebox.policies import load_policy
 from statebox.policies.model import Budgets, GatewayLimits
-from statebox.sandbox.gateway import Gateway, anthropic_client, host_http_client, openai_client
+from statebox.agents.model_clients import anthropic_client, host_http_client, openai_client
+from statebox.sandbox.gateway import Gateway
 
 from .conftest import DECOY_ANTHROPIC
 

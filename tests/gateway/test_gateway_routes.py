@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from statebox.sandbox.gateway_routes import ENDPOINTS, RouteError, UpstreamBase, parse_target, route
+from statebox.sandbox.gateway.routes import ENDPOINTS, RouteError, UpstreamBase, parse_target, route
 
 ANTHROPIC = {"x-api-key": "t", "anthropic-version": "2023-06-01"}
 OPENAI = {"authorization": "Bearer t"}

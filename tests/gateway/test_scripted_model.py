@@ -11,7 +11,8 @@ import anthropic
 import httpx
 import openai
 
-from statebox.sandbox.gateway import Gateway, anthropic_client
+from statebox.agents.model_clients import anthropic_client
+from statebox.sandbox.gateway import Gateway
 from statebox.testing.scripted_model import ScriptedModelServer, Turn, load_script
 
 BASH = [{"name": "Bash", "description": "sh", "input_schema": {"type": "object",

@@ -108,6 +108,19 @@ def _planned(tmp_path: Path):
     spec = DatasetSpec(label="vstat", bench="vstat", data=str(tmp_path / "d.json"))
     return PlannedAttempt(attempt=Attempt(run_id="r", agent="flaky", item_id=item.id), dataset=spec, item=item, query=item.queries[0])
 
+def _run_job(services, agent, run_dir, tmp_path):
+    """One attempt through the seam (`run_attempt`), with `agent` as the run's only agent."""
+    from statebox.attempt import AgentOptions
+    from statebox.harness import runner
+    from statebox.harness.plan import AttemptJob
+
+    p = _planned(tmp_path)
+    services.agents = {p.attempt.agent: agent}
+    services.run_dir = Path(run_dir)
+    job = AttemptJob(attempt=p.attempt, dataset=p.dataset, item=p.item, query=p.query, options=AgentOptions())
+    return runner.run_attempt(job, services)
+
+
 
 def test_infrastructure_failures_are_retried_agent_failures_are_not(tmp_path, monkeypatch):
     from statebox.agents.base import AgentOptions
@@ -117,16 +130,16 @@ def test_infrastructure_failures_are_retried_agent_failures_are_not(tmp_path, mo
     monkeypatch.setattr(runner.time, "sleep", lambda s: None)
     services = runner.RunServices(policy=load_policy("default"))
     flaky = _FlakyEngineAgent(InfrastructureError("engine hiccup"), fail_times=2)
-    row = runner.execute_attempt(_planned(tmp_path), flaky, AgentOptions(), services, tmp_path / "run", [])
+    row = _run_job(services, flaky, tmp_path / "run", tmp_path)
     assert (flaky.calls, row.status, row.retries, row.metrics["score"]) == (3, "ok", 2, 1.0)
 
     broken = _FlakyEngineAgent(RuntimeError("agent bug"), fail_times=1)
-    row = runner.execute_attempt(_planned(tmp_path), broken, AgentOptions(), services, tmp_path / "run2", [])
+    row = _run_job(services, broken, tmp_path / "run2", tmp_path)
     assert (broken.calls, row.status, row.retries) == (1, "error", 0)
     assert "agent bug" in row.reason
 
     hopeless = _FlakyEngineAgent(InfrastructureError("engine gone"), fail_times=99)
-    row = runner.execute_attempt(_planned(tmp_path), hopeless, AgentOptions(), services, tmp_path / "run3", [])
+    row = _run_job(services, hopeless, tmp_path / "run3", tmp_path)
     assert hopeless.calls == runner.INFRA_RETRIES + 1 and row.status == "error" and "infrastructure" in row.reason
 
 

@@ -35,10 +35,28 @@ class _FakeSandbox:
 
 
 class _FakeEngine:
+    """A SandboxProvider whose run cleanup sweeps like the Docker one (by pid and run labels)."""
+
+    name = "fake"
+
     def __init__(self) -> None:
         self.api = _FakeApi()
         self.started: list[_FakeSandbox] = []
         self.ran = 0
+
+    def run_init(self, run_id=""):
+        pass
+
+    def attempt_init(self, attempt_id):
+        pass
+
+    def attempt_cleanup(self, attempt_id):
+        pass
+
+    def run_cleanup(self, run_id=""):
+        from statebox.signals import remove_own_containers
+
+        remove_own_containers(self.api, run_id or None)
 
     def run(self, spec, *args, **kwargs):
         self.ran += 1
@@ -63,15 +81,15 @@ def _services(engine=None):
     from statebox.harness.runner import RunServices
     from statebox.policies.model import load_policy
 
-    return RunServices(policy=load_policy("default"), engine=engine, run_id="run-x")
+    return RunServices(policy=load_policy("default"), provider=engine, run_id="run-x")
 
 
 def test_attempt_engine_refuses_new_containers_once_the_run_stops_and_the_sweep_removes_them():
-    from statebox.harness.runner import _AttemptEngine
+    from statebox.harness.attempt_sandbox import AttemptSandboxes
 
     engine = _FakeEngine()
     services = _services(engine)
-    wrapped = _AttemptEngine(engine, [], "run-x", "a1", services)
+    wrapped = AttemptSandboxes(engine, run_id="run-x", attempt_id="a1", tracker=services.tracker)
     assert wrapped.run(_Spec(), None, None) == "result"
     sandbox = wrapped.start(_Spec())
     services.cancel.set()
@@ -107,6 +125,19 @@ def _planned(tmp_path: Path):
     spec = DatasetSpec(label="vstat", bench="vstat", data=str(tmp_path / "d.json"))
     return PlannedAttempt(attempt=Attempt(run_id="r", agent="fake", item_id=item.id), dataset=spec, item=item, query=item.queries[0])
 
+def _run_job(services, agent, run_dir, tmp_path):
+    """One attempt through the seam (`run_attempt`), with `agent` as the run's only agent."""
+    from statebox.attempt import AgentOptions
+    from statebox.harness import runner
+    from statebox.harness.plan import AttemptJob
+
+    p = _planned(tmp_path)
+    services.agents = {p.attempt.agent: agent}
+    services.run_dir = Path(run_dir)
+    job = AttemptJob(attempt=p.attempt, dataset=p.dataset, item=p.item, query=p.query, options=AgentOptions())
+    return runner.run_attempt(job, services)
+
+
 
 def _session(ctx, status="ok", reason="", response="3"):
     from statebox.schema import Session
@@ -125,10 +156,10 @@ def test_an_attempt_stopped_mid_way_is_never_a_row(tmp_path):
         return _session(ctx, status="error", reason="exit code 137")
 
     with pytest.raises(Cancelled):
-        runner.execute_attempt(_planned(tmp_path), _Agent(stopped_while_running), AgentOptions(), services, tmp_path / "run", [])
+        _run_job(services, _Agent(stopped_while_running), tmp_path / "run", tmp_path)
     assert not (tmp_path / "run" / "attempts" / _planned(tmp_path).attempt.attempt_id / "session.json").exists()
     with pytest.raises(Cancelled):  # and nothing new starts once stopped
-        runner.execute_attempt(_planned(tmp_path), _Agent(_session), AgentOptions(), services, tmp_path / "run2", [])
+        _run_job(services, _Agent(_session), tmp_path / "run2", tmp_path)
     assert not (tmp_path / "run2").exists()
 
 
@@ -143,18 +174,18 @@ def test_a_full_disk_stops_the_run_instead_of_becoming_a_failed_row(tmp_path):
         raise OSError(errno.ENOSPC, "No space left on device", str(ctx.attempt_dir / "events.jsonl"))
 
     with pytest.raises(StorageError, match="no space left on device"):
-        runner.execute_attempt(_planned(tmp_path), _Agent(disk_full), AgentOptions(), services, run_dir, [])
+        _run_job(services, _Agent(disk_full), run_dir, tmp_path)
 
     def caught_it_itself(ctx):
         return _session(ctx, status="error", reason="OSError: [Errno 28] No space left on device")
 
     with pytest.raises(StorageError):
-        runner.execute_attempt(_planned(tmp_path), _Agent(caught_it_itself), AgentOptions(), services, run_dir, [])
+        _run_job(services, _Agent(caught_it_itself), run_dir, tmp_path)
 
     def agent_permission_problem(ctx):  # not statebox's folder: the agent's own failure, a row
         raise PermissionError(errno.EACCES, "Permission denied", "/somewhere/else")
 
-    row = runner.execute_attempt(_planned(tmp_path), _Agent(agent_permission_problem), AgentOptions(), services, run_dir, [])
+    row = _run_job(services, _Agent(agent_permission_problem), run_dir, tmp_path)
     assert row.status == "error" and "Permission denied" in row.reason
 
 

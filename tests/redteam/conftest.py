@@ -110,8 +110,10 @@ def host_ip() -> str:
 @pytest.fixture(scope="session")
 def redteam(docker_engine, tmp_path_factory):
     """Run every attacker once; yields a context with outcomes and the host-side evidence."""
+    from statebox.harness.attempt_sandbox import AttemptSandboxes
     from statebox.policies import load_policy
-    from statebox.sandbox.docker import ContainerSpec, Mount
+    from statebox.sandbox.provider import get_provider
+    from statebox.sandbox.spec import ContainerSpec, Mount
     from statebox.sandbox.images import ensure_image
     from statebox.sandbox.workspace import prepare_workspace
     from statebox.schema import Item, Query
@@ -141,6 +143,8 @@ def redteam(docker_engine, tmp_path_factory):
     fill = {"port": str(listener.port), "host_ip": host_ip(), "canary": str(canary), "query_time": str(QUERY_TIME),
             "needles": base64.b64encode(json.dumps([n[::-1] for n in needles]).encode()).decode()}
     base_policy = load_policy("default")
+    provider = get_provider("docker")  # the attacks go through the SandboxProvider protocol, as agents' containers do
+    provider.run_init("redteam")
 
     def run_one(attack: Attack) -> Outcome:
         limits = base_policy.limits.model_copy(update={"time_limit_s": 60, **attack.limits})
@@ -154,8 +158,14 @@ def redteam(docker_engine, tmp_path_factory):
                              run_id="redteam", attempt_id=attempt_id)
         out, err = logs / f"{attack.name}.out", logs / f"{attack.name}.err"
         started = time.monotonic()
-        result = docker_engine.run(spec, out, err)
+        sandboxes = AttemptSandboxes(provider, run_id="redteam", attempt_id=attempt_id)  # what an attempt is handed
+        sandboxes.attempt_init(attempt_id)
+        try:
+            result = sandboxes.run(spec, out, err)
+        finally:
+            sandboxes.attempt_cleanup(attempt_id)
         wall = time.monotonic() - started
+        # the evidence is the engine's own listing, not the provider's word
         left = len(docker_engine.api.containers(all=True, filters={"label": f"statebox.attempt={attempt_id}"}))
         return Outcome(attack=attack, status=result.status, exit_code=result.exit_code, duration_s=result.duration_s,
                        reason=result.reason, stdout=out.read_text(errors="replace"), stderr=err.read_text(errors="replace"),
@@ -170,6 +180,7 @@ def redteam(docker_engine, tmp_path_factory):
     ctx = {"outcomes": OUTCOMES, "needles": needles, "listener": listener, "video": video, "video_hash": video_hash,
            "canary": canary, "ro_dir": ro_dir, "image": image, "total_s": total, "logs": logs}
     yield ctx
+    provider.run_cleanup("redteam")
     listener.close()
     for outcome in OUTCOMES.values():
         outcome.workspace.cleanup()

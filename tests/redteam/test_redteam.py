@@ -128,11 +128,12 @@ def test_detached_processes_do_not_outlive_the_attempt(redteam, docker_engine):
 def test_detached_processes_in_an_exec_sandbox_die_with_it(redteam, docker_engine, limited_dir):
     """The long-lived sandbox (react, tools): a daemon started by one exec dies with stop()."""
     from statebox.policies import load_policy
-    from statebox.sandbox.docker import ContainerSpec
+    from statebox.sandbox.provider import get_provider
+    from statebox.sandbox.spec import ContainerSpec
 
     spec = ContainerSpec(image=redteam["image"], command=["sleep", "infinity"], workspace=limited_dir(8),
                          policy=load_policy("default"), run_id="redteam", attempt_id="rt-exec-detach")
-    box = docker_engine.start(spec)
+    box = get_provider("docker").start(spec)
     try:
         box.exec("setsid sleep 1000 < /dev/null > /dev/null 2>&1 & nohup sleep 999 > /dev/null 2>&1 &", timeout_s=20)
         seen = box.exec("for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done | grep -c '^sleep 99[09]'",
@@ -180,11 +181,12 @@ def test_read_only_mount_still_intact(redteam):
 def test_harness_keeps_working_after_the_attacks(redteam, docker_engine, tmp_path, limited_dir):
     """After fork bombs, OOMs, floods and killed inits, a plain attempt still runs and nothing is left over."""
     from statebox.policies import load_policy
-    from statebox.sandbox.docker import ContainerSpec
+    from statebox.sandbox.provider import get_provider
+    from statebox.sandbox.spec import ContainerSpec
 
     spec = ContainerSpec(image=redteam["image"], command=["python3", "-c", "print(6*7)"], workspace=limited_dir(8),
                          policy=load_policy("default"), run_id="redteam", attempt_id="rt-after")
-    result = docker_engine.run(spec, tmp_path / "o", tmp_path / "e")
+    result = get_provider("docker").run(spec, tmp_path / "o", tmp_path / "e")
     assert result.status == "ok" and (tmp_path / "o").read_text().strip() == "42"
     left = docker_engine.api.containers(all=True, filters={"label": "statebox.run=redteam"})
     assert left == []

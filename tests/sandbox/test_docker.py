@@ -194,3 +194,31 @@ def test_cli_args_match_the_sdk_run(docker_engine, sandbox_image, agent_dir):
     out = subprocess.run(docker_engine.cli_args(spec), capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[0] == "1000" and "0000000000000000" in out.stdout and "ro" in out.stdout
+
+
+def test_print_cli_shows_the_hardened_docker_run_and_it_runs(docker_engine, sandbox_image, source_video):
+    """`statebox sandbox run --print-cli` prints `SandboxEngine.cli_args` (the one hardening
+    table) for the prepared workspace instead of running; that command, run by hand, is the sandbox."""
+    import shlex
+
+    from statebox.policies import load_policy
+    from statebox.sandbox import hardening
+
+    out = subprocess.run([str(Path(sys.executable).parent / "statebox"), "sandbox", "run", "--video", str(source_video),
+                          "--question", "how many?", "--print-cli", "--", "bash", "-c", "id -u; cat instruction.txt"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    argv = shlex.split(out.stdout.strip().splitlines()[-1])
+    assert argv[:3] == ["docker", "run", "--rm"]
+    spec = ContainerSpec(image=sandbox_image, command=["true"], policy=load_policy("default"))
+    flags = hardening.cli_flags(spec, gpu=False)
+    assert " ".join(flags) in " ".join(argv)  # every hardening flag, in the table's order
+    workspace = Path(next(a for a in argv if a.endswith(":/workspace:rw")).split(":")[0])
+    try:
+        ran = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        assert ran.returncode == 0, ran.stderr
+        assert ran.stdout.splitlines()[0] == "1000" and "how many?" in ran.stdout
+    finally:
+        from statebox.sandbox.limited_fs import reap_stale
+
+        reap_stale(workspace.parent)  # the kept workspace's owner (the CLI process) is gone: unmounted

@@ -12,7 +12,7 @@ from statebox.agents.frames_accounting import (
     model_visible_from_bodies,
     request_images,
 )
-from statebox.sandbox.gateway_log import summarise_images
+from statebox.sandbox.gateway.log import summarise_images
 from statebox.schema import Event, EventKind
 
 

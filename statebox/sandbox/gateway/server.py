@@ -1,4 +1,4 @@
-"""The host-side model gateway: the only road from an attempt to a model.
+"""The gateway's server: the only road from an attempt to a model (see the package docstring).
 
 Isolation rule 2: a sandbox has no network and never holds the real API key.
 Each attempt gets its own unix socket (bind-mounted into its container at
@@ -10,12 +10,12 @@ request/response pair, redacted, to the attempt's `gateway.jsonl`.
 
 Everything on the socket is hostile until proven otherwise (issue 12):
 
-- Routing is strict (`gateway_routes`): a request target must be a clean
+- Routing is strict (`routes.py`): a request target must be a clean
   origin-form path found in an explicit endpoint table; the upstream URL is built
   from the provider's fixed scheme, host and port (parsed once, at start) plus
   the table's path. The real key therefore only ever goes to that one upstream,
   and budgets and the model allow-list are decided on the endpoint actually called.
-- Reading is bounded (`gateway_http`): the head is read and judged (rate,
+- Reading is bounded (`http.py`): the head is read and judged (rate,
   route, token, declared size) before any body byte; bodies stop at the
   policy's cap; slow clients time out; each lease has a cap on concurrent
   connections and on requests per second (`GatewayLimits` in the policy).
@@ -27,8 +27,8 @@ Everything on the socket is hostile until proven otherwise (issue 12):
 One `Gateway` serves a whole run from a background thread running an asyncio
 loop; `lease()` opens an attempt's socket, `GatewayLease.close()` shuts it.
 Host-side agents (react, video-agent, mllm) reach the same socket through an
-httpx unix-socket transport (`host_http_client`), so every model request of
-every agent kind is logged in one place.
+httpx unix-socket transport (`statebox/agents/model_clients.py`), so every model
+request of every agent kind is logged in one place.
 """
 
 from __future__ import annotations
@@ -43,18 +43,24 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import h11
 import httpx
 
-from statebox.capped_log import CappedFile
 from statebox.errors import UserError
 from statebox.policies.model import Budgets, GatewayLimits
-from statebox.sandbox import gateway_budget as budget
-from statebox.sandbox.gateway_http import (
+from statebox.sandbox.gateway.accounting import (
+    GatewayLease,
+    _bearer,
+    _budget_status,
+    account,
+    exceeded_before,
+    model_allowed,
+)
+from statebox.sandbox.gateway.http import (
     BodyIncomplete,
     BodyTooLarge,
     BoundedReader,
@@ -64,18 +70,10 @@ from statebox.sandbox.gateway_http import (
     has_body,
     write_raw_error,
 )
-from statebox.sandbox.gateway_log import (
-    StreamAssembler,
-    redact_headers,
-    redact_text,
-    summarise_images,
-    usage_of,
-)
-from statebox.sandbox.gateway_routes import Provider, Route, RouteError, UpstreamBase, guess_provider, route
-from statebox.schema import Usage
+from statebox.sandbox.gateway.log import StreamAssembler, redact_headers, summarise_images
+from statebox.sandbox.gateway.routes import Provider, Route, RouteError, UpstreamBase, guess_provider, route
+from statebox.sandbox.spec import Mount
 
-if TYPE_CHECKING:  # pragma: no cover
-    from statebox.sandbox.docker import Mount
 
 CONTAINER_SOCKET_DIR = "/run/statebox"
 CONTAINER_SOCKET = f"{CONTAINER_SOCKET_DIR}/gateway.sock"
@@ -97,11 +95,6 @@ _RESPONSE_DROP = {"content-length", "connection", "keep-alive", "transfer-encodi
 _TARGET_SHOWN = 200  # characters of a refused target kept in the log
 
 
-def provider_for_model(model: str) -> Provider:
-    """Which provider serves a model name (claude-* -> anthropic, everything else -> openai)."""
-    return "anthropic" if model.lower().startswith(("claude", "anthropic")) else "openai"
-
-
 def error_body(provider: Provider, status: int, kind: str, message: str) -> dict[str, Any]:
     """An error in the provider's own shape, so clients report it as they would the real API's."""
     if provider == "anthropic":
@@ -120,109 +113,6 @@ class Upstream:
 
     base_url: str
     api_key: str | None
-
-
-@dataclass
-class GatewayLease:
-    """One attempt's door to the gateway. `exceeded` says why model access was cut off (None: it was not)."""
-
-    attempt_id: str
-    socket_dir: Path
-    socket_path: Path
-    token: str
-    log_path: Path
-    budgets: Budgets
-    usage: Usage = field(default_factory=Usage)
-    exceeded: str | None = None
-    requests_logged: int = 0
-    host_socket_path: Path | None = None  # what host-side clients connect to (a short link when the path is long)
-    limits: GatewayLimits = field(default_factory=GatewayLimits)
-    refused: dict[str, int] = field(default_factory=dict)  # refusals by reason kind (all of them, logged or folded)
-    _gateway: "Gateway | None" = field(default=None, repr=False)
-    _server: Any = field(default=None, repr=False)
-    _log_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _log: CappedFile | None = field(default=None, repr=False)
-    _connections: set = field(default_factory=set, repr=False)
-    _bucket: list = field(default_factory=list, repr=False)  # [tokens, monotonic time of the last refill]
-    _folded: dict = field(default_factory=dict, repr=False)  # kind -> [last line's time, refusals folded since]
-    _secrets: list = field(default_factory=list, repr=False)
-
-    def close(self) -> None:
-        """Stop accepting connections, remove the socket, close the log (idempotent)."""
-        with self._log_lock:
-            if self._log is not None:
-                self._log.close()
-                self._log = None
-        if self._gateway is not None and self._server is not None:
-            self._gateway._close_server(self._server)
-            self._server = None
-        self._flush_folded()
-        for path in {self.socket_path, self.host_socket_path or self.socket_path}:
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
-
-    def __enter__(self) -> "GatewayLease":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def write_log(self, record: dict[str, Any], secrets_: list[str]) -> None:
-        """Append one record under the lease's log cap (`limits.max_log_mb`).
-
-        At the cap the log ends with one marker line and the lease's model access is cut
-        (`exceeded`): the auditor must be able to read every request that reached a model,
-        so no request is served once it could not be logged.
-        """
-        line = redact_text(json.dumps(record, ensure_ascii=False, default=str), secrets_)
-        with self._log_lock:
-            if self._log is None:
-                self.log_path.parent.mkdir(parents=True, exist_ok=True)
-                self._log = CappedFile(self.log_path, int(self.limits.max_log_mb * 1024 * 1024))
-            if not self._log.write((line + "\n").encode()):
-                if not self.exceeded:
-                    self.exceeded = (f"gateway.jsonl reached its cap of {self.limits.max_log_mb:g} MB; "
-                                     "model access cut (raise gateway.max_log_mb in the policy)")
-                return
-            self.requests_logged += 1
-
-    # -- flood control (called on the gateway's loop thread only) --
-    def take_request_slot(self) -> bool:
-        """Token bucket: `max_requests_per_s` sustained, bursts of one second's worth."""
-        rate = self.limits.max_requests_per_s
-        burst = max(1.0, rate)
-        now = time.monotonic()
-        if not self._bucket:
-            self._bucket[:] = [burst, now]
-        tokens = min(burst, self._bucket[0] + (now - self._bucket[1]) * rate)
-        self._bucket[:] = [tokens, now]
-        if tokens < 1.0:
-            return False
-        self._bucket[0] = tokens - 1.0
-        return True
-
-    def log_refusal(self, kind: str, record: dict[str, Any], fold: bool = False) -> None:
-        """Log a refusal; `fold` ones (floods) at most once a second per kind, with a count of those folded."""
-        self.refused[kind] = self.refused.get(kind, 0) + 1
-        if fold:
-            now = time.monotonic()
-            last, folded = self._folded.get(kind, (-1e9, 0))
-            if now - last < 1.0:
-                self._folded[kind] = (last, folded + 1)
-                return
-            self._folded[kind] = (now, 0)
-            if folded:
-                record["folded_before"] = folded
-        self.write_log(record, self._secrets)
-
-    def _flush_folded(self) -> None:
-        for kind, (_, folded) in list(self._folded.items()):
-            if folded:
-                self.write_log({"time": round(time.time(), 3), "attempt_id": self.attempt_id, "refused_kind": kind,
-                                "folded_before": folded, "refused": f"{folded} more {kind} refusals"}, self._secrets)
-            self._folded[kind] = (-1e9, 0)
 
 
 class Gateway:
@@ -570,20 +460,20 @@ class Gateway:
             if lease.exceeded:
                 await self._refuse(lease, send, record, provider, *_budget_status(provider), lease.exceeded, body)
                 return
-            if not budget.model_allowed(model, lease.budgets):
+            if not model_allowed(model, lease.budgets):
                 lease.exceeded = (f"model {model!r} is not allowed by the policy "
                                   f"(allowed: {', '.join(lease.budgets.models)})")
                 await self._refuse(lease, send, record, provider, 403,
                                    "permission_error" if provider == "anthropic" else "model_not_allowed",
                                    lease.exceeded, body)
                 return
-            why = budget.exceeded_before(lease.usage, lease.budgets)
+            why = exceeded_before(lease.usage, lease.budgets)
             if why:
                 lease.exceeded = why
                 await self._refuse(lease, send, record, provider, *_budget_status(provider), why, body)
                 return
             lease.usage.requests += 1
-        elif model and not budget.model_allowed(model, lease.budgets):
+        elif model and not model_allowed(model, lease.budgets):
             # Counting tokens is free, but a model outside the allow-list is still not the agent's to name.
             await self._refuse(lease, send, record, provider, 403,
                                "permission_error" if provider == "anthropic" else "model_not_allowed",
@@ -680,22 +570,9 @@ class Gateway:
                 reply = raw.decode("utf-8", "replace")[:10000]
         record["response"] = summarise_images(reply)
         if api is not None and status < 400:
-            self._account(lease, api, model, reply, record)
+            account(lease, api, model, reply, record, self.prices)
         record["duration_s"] = round(time.time() - started, 3)
         lease.write_log(record, lease._secrets)
-
-    def _account(self, lease: GatewayLease, api: str, model: str, reply: Any, record: dict[str, Any]) -> None:
-        inp, out = usage_of(api, reply)
-        price_in, price_out = budget.price_of(model, self.prices)
-        cost = (inp * price_in + out * price_out) / 1_000_000
-        lease.usage.input_tokens += inp
-        lease.usage.output_tokens += out
-        lease.usage.cost_usd += cost
-        record["usage"] = {"input_tokens": inp, "output_tokens": out, "cost_usd": round(cost, 6)}
-        why = budget.exceeded_after(lease.usage, lease.budgets)
-        if why and not lease.exceeded:
-            lease.exceeded = why
-            record["exceeded"] = why
 
     async def _refuse(self, lease: GatewayLease, send: Sender, record: dict[str, Any], provider: Provider,
                       status: int, kind: str, message: str, body: bytes) -> None:
@@ -753,22 +630,11 @@ def _bind_unix(path: Path) -> socket.socket:
     return sock
 
 
-def _bearer(value: str | None) -> str | None:
-    if value and value.lower().startswith("bearer "):
-        return value[7:].strip()
-    return None
-
-
 def _forwarded_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """The client's headers the upstream may see: no hop-by-hop, proxy, forwarding or credential header."""
     named = {t.strip().lower() for t in headers.get("connection", "").split(",") if t.strip()}
     return {k: v for k, v in headers.items()
             if k not in _DROP_HEADERS and k not in named and not k.startswith(_DROP_PREFIXES)}
-
-
-def _budget_status(provider: Provider) -> tuple[int, str]:
-    """Anthropic answers a spent balance with 400 invalid_request_error; OpenAI with 429 insufficient_quota."""
-    return (400, "invalid_request_error") if provider == "anthropic" else (429, "insufficient_quota")
 
 
 async def _try_send(send: Sender, status: int, payload: Any) -> None:
@@ -824,82 +690,9 @@ def relay_command(relay_port: int = DEFAULT_RELAY_PORT) -> str:
     return f"statebox-relay --port {relay_port} --socket {CONTAINER_SOCKET} --background"
 
 
-def socket_mount(lease: GatewayLease) -> "Mount":
+def socket_mount(lease: GatewayLease) -> Mount:
     """The bind mount that puts the lease's socket at `/run/statebox/gateway.sock` in a container."""
-    from statebox.sandbox.docker import Mount
-
     return Mount(source=lease.socket_dir, target=CONTAINER_SOCKET_DIR, read_only=True)
-
-
-def _sdk_http_lib(sdk: str = "anthropic") -> Any:
-    """The httpx flavour an SDK was built on: `httpx2` for anthropic>=2 / openai>=3, else `httpx`.
-
-    The SDKs refuse a client from the other library, so the unix-socket transport must
-    be built from the one they import.
-    """
-    import importlib
-
-    base = importlib.import_module(f"{sdk}._base_client")
-    return getattr(base, "httpx2", None) or getattr(base, "httpx")
-
-
-def host_http_client(lease: GatewayLease, timeout_s: float = 600.0, sdk: str = "anthropic") -> Any:
-    """A sync HTTP client (of the SDK's httpx flavour) whose every request goes to the lease's socket."""
-    lib = _sdk_http_lib(sdk)
-    return lib.Client(transport=lib.HTTPTransport(uds=str(lease.host_socket_path or lease.socket_path)), timeout=timeout_s)
-
-
-def host_async_http_client(lease: GatewayLease, timeout_s: float = 600.0, sdk: str = "anthropic") -> Any:
-    lib = _sdk_http_lib(sdk)
-    return lib.AsyncClient(transport=lib.AsyncHTTPTransport(uds=str(lease.host_socket_path or lease.socket_path)), timeout=timeout_s)
-
-
-def anthropic_client(lease: GatewayLease, **kwargs: Any):
-    """`anthropic.Anthropic` through the gateway (base URL http://localhost, key = the lease token)."""
-    import anthropic
-
-    return anthropic.Anthropic(base_url="http://localhost", api_key=lease.token,
-                               http_client=host_http_client(lease, sdk="anthropic"), **kwargs)
-
-
-def async_anthropic_client(lease: GatewayLease, **kwargs: Any):
-    import anthropic
-
-    return anthropic.AsyncAnthropic(base_url="http://localhost", api_key=lease.token,
-                                    http_client=host_async_http_client(lease, sdk="anthropic"), **kwargs)
-
-
-def openai_client(lease: GatewayLease, **kwargs: Any):
-    """`openai.OpenAI` through the gateway (base URL http://localhost/v1, key = the lease token)."""
-    import openai
-
-    return openai.OpenAI(base_url="http://localhost/v1", api_key=lease.token,
-                         http_client=host_http_client(lease, sdk="openai"), **kwargs)
-
-
-def async_openai_client(lease: GatewayLease, **kwargs: Any):
-    import openai
-
-    return openai.AsyncOpenAI(base_url="http://localhost/v1", api_key=lease.token,
-                              http_client=host_async_http_client(lease, sdk="openai"), **kwargs)
-
-
-def langchain_chat_model(lease: GatewayLease, model: str, provider: Provider | None = None, **kwargs: Any):
-    """A langchain chat model (ChatAnthropic / ChatOpenAI) whose requests all go through the lease."""
-    provider = provider or provider_for_model(model)
-    if provider == "anthropic":
-        from langchain_anthropic import ChatAnthropic
-
-        llm = ChatAnthropic(model=model, base_url="http://localhost", api_key=lease.token, **kwargs)
-        # ChatAnthropic builds its SDK clients lazily (cached properties): hand it ours instead.
-        llm.__dict__["_client"] = anthropic_client(lease, max_retries=llm.max_retries)
-        llm.__dict__["_async_client"] = async_anthropic_client(lease, max_retries=llm.max_retries)
-        return llm
-    from langchain_openai import ChatOpenAI
-
-    return ChatOpenAI(model=model, base_url="http://localhost/v1", api_key=lease.token,
-                      http_client=host_http_client(lease, sdk="openai"),
-                      http_async_client=host_async_http_client(lease, sdk="openai"), **kwargs)
 
 
 def socket_is_connectable_by_others(path: Path) -> bool:

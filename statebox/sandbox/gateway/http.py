@@ -16,7 +16,7 @@ forever. The gateway's reader therefore:
 
 `Sender` writes one response, whole or streamed. Nothing here knows about
 providers, tokens or budgets (that is gateway.py), nor about paths
-(gateway_routes.py).
+(routes.py).
 """
 
 from __future__ import annotations
