@@ -1,4 +1,4 @@
-"""`statebox bench make|info|validate`: the built-in generated suite."""
+"""`statebox bench make|info|validate|variants`: the built-in generated suite."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import typer
 
-bench_app = typer.Typer(help="The built-in generated suite: make it, summarise it, validate it.", no_args_is_help=True)
+bench_app = typer.Typer(help="The built-in generated suite: make it, summarise it, validate it, derive variants.",
+                        no_args_is_help=True)
 
 
 def _split_tasks(tasks: list[str] | None) -> list[str] | None:
@@ -132,6 +133,22 @@ def validate(
         console.print("[green]all probes pass[/]" if not failed else f"[bold red]{len(failed)} probe(s) failed[/]")
     if not report.ok:
         raise typer.Exit(code=2)
+
+
+@bench_app.command("variants")
+def variants(
+    suite: Path = typer.Argument(..., help="A suite folder (holding suite.json)."),
+    kind: str = typer.Option(..., "--kind", help="transcript | stretch | duration | failure"),
+    out: Path = typer.Option(..., "--out", help="Folder for the variant suite (created; must be empty or a suite)."),
+    factor: int = typer.Option(2, "--factor", min=1, help="stretch: how many times slower."),
+) -> None:
+    """Write a suite of diagnostic variants of the same items (run it with `statebox run --suite DIR`)."""
+    from statebox.benchmarks.synthetic.variants import make_variants
+
+    start = time.perf_counter()
+    path = make_variants(suite, kind, out, factor=factor)
+    _console().print(f"wrote {path} ({kind}) in {time.perf_counter() - start:.1f} s")
+    _print_info(path.parent)
 
 
 def register(app: typer.Typer) -> None:

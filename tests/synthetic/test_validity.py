@@ -27,9 +27,14 @@ def test_suite_json_contract(tiny_suite: Path) -> None:
     raw = json.loads((tiny_suite / "suite.json").read_text())
     assert raw["seed"] == 0 and raw["size"] == "tiny"
     families = {d["family"]: d for d in raw["datasets"]}
-    assert set(families) == {"cube_count", "shell_game", "block_count", "bolts", "streaming_count", "morse_light"}
+    assert set(families) == {"cube_count", "shell_game", "block_count", "bolts", "streaming_count", "morse_light",
+                             "streaming_window", "line_crossing", "swing", "lamp_episodes", "cup_drops", "ec_bolts",
+                             "ec_beeps", "eoc_objects"}
     assert families["cube_count"]["bench"] == "cpbench" and families["streaming_count"]["bench"] == "vcbench"
-    assert all(families[f]["bench"] == "vstat" for f in ("shell_game", "block_count", "bolts", "morse_light"))
+    assert all(families[f]["bench"] == "vstat" for f in ("shell_game", "block_count", "bolts", "morse_light", "cup_drops"))
+    assert all(families[f]["bench"] == "vcbench" for f in ("streaming_window", "line_crossing", "swing", "lamp_episodes"))
+    assert families["ec_bolts"]["bench"] == families["ec_beeps"]["bench"] == "ecbench"
+    assert families["eoc_objects"]["bench"] == "eocbench"
     for d in raw["datasets"]:
         assert not Path(d["data"]).is_absolute() and (tiny_suite / d["data"]).is_file()
         assert (tiny_suite / d["videos"]).is_dir()

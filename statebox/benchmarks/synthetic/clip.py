@@ -22,6 +22,9 @@ from statebox.benchmarks.synthetic.video import write_mp4
 
 WIDTH, HEIGHT, FPS = 480, 320, 10
 
+CAPTURE_IDS = False  # tests set this to keep every frame's id buffer (truth-vs-id-buffer checks)
+CAPTURED: list["RenderedClip"] = []  # with CAPTURE_IDS, every clip rendered in this process
+
 SceneFn = Callable[[int, float], tuple[Camera, list[SceneObject]]]
 
 
@@ -41,6 +44,7 @@ class RenderedClip:
     height: int
     frames: list[np.ndarray] = field(default_factory=list)
     seen: list[dict[int, Seen]] = field(default_factory=list)  # per frame: object id -> what the frame shows
+    ids: list[np.ndarray] = field(default_factory=list)  # per frame: the id buffer (only when CAPTURE_IDS)
 
     @property
     def n_frames(self) -> int:
@@ -61,6 +65,10 @@ def render_clip(renderer: Renderer, n_frames: int, fps: int, scene_at: SceneFn) 
         frame, stats = renderer.render(camera, objects, i)
         clip.frames.append(frame)
         clip.seen.append({o.oid: Seen(o.cls, stats[o.oid], dict(o.state)) for o in objects if o.cls is not None})
+        if CAPTURE_IDS:
+            clip.ids.append(renderer.last_ids.copy())
+    if CAPTURE_IDS:
+        CAPTURED.append(clip)
     return clip
 
 
@@ -82,10 +90,15 @@ def track_rows(clip: RenderedClip) -> list[dict[str, Any]]:
 
 
 def save_clip(family_dir: Path, family: str, stem: str, clip: RenderedClip, events: list[dict[str, Any]],
-              params: dict[str, Any], answers: dict[str, Any]) -> str:
-    """Write videos/<stem>.mp4 and gt/<stem>.{tracks.jsonl,events.jsonl,meta.json}; returns the video's relative path."""
+              params: dict[str, Any], answers: dict[str, Any], audio: np.ndarray | None = None,
+              audio_rate: int = 16000, frames: list[np.ndarray] | None = None) -> str:
+    """Write videos/<stem>.mp4 and gt/<stem>.{tracks.jsonl,events.jsonl,meta.json}; returns the video's relative path.
+
+    `frames` replaces the clip's frames in the video only (an overlay such as EOC-Bench's box
+    prompt on the last frame); the ground truth always describes the rendered scene."""
     video_rel = f"{stem}.mp4"
-    write_mp4(family_dir / "videos" / video_rel, clip.frames, clip.fps)
+    write_mp4(family_dir / "videos" / video_rel, frames if frames is not None else clip.frames, clip.fps,
+              audio=audio, audio_rate=audio_rate)
     gt.write_jsonl(gt.tracks_path(family_dir, stem), track_rows(clip))
     gt.write_jsonl(gt.events_path(family_dir, stem), sorted(events, key=lambda e: (e["frame"], e["kind"], e["ids"])))
     meta = gt.VideoMeta(stem=stem, family=family, video=video_rel, fps=clip.fps, n_frames=clip.n_frames,

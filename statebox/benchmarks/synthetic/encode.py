@@ -4,7 +4,8 @@ Why a separate process: the same frames encoded inside a busy host process (afte
 OpenCV, the renderer, a test runner...) came out as one of two different byte
 streams, the floating-point state of the process seemingly leaking into libx264's
 decisions. A fresh interpreter that imports only PyAV and numpy gives the same bytes
-every time. Usage: python -m statebox.benchmarks.synthetic.encode OUT FPS WIDTH HEIGHT
+every time. Usage: python -m statebox.benchmarks.synthetic.encode OUT FPS WIDTH HEIGHT [AUDIO.s16 RATE]
+(an optional mono 16-bit PCM file becomes an AAC track: the audio-cue families' beeps).
 """
 
 from __future__ import annotations
@@ -29,7 +30,24 @@ def _frame(i420: np.ndarray, w: int, h: int) -> av.VideoFrame:
     return frame
 
 
-def encode(out: str, fps: int, w: int, h: int, source) -> int:
+def _mux_audio(container, stream, pcm: np.ndarray, rate: int) -> None:
+    samples = pcm.astype(np.float32) / 32768.0
+    frame_size = stream.codec_context.frame_size or 1024
+    for k, start in enumerate(range(0, len(samples), frame_size)):
+        chunk = np.zeros(frame_size, np.float32)
+        part = samples[start:start + frame_size]
+        chunk[: len(part)] = part
+        frame = av.AudioFrame.from_ndarray(chunk[None, :], format="fltp", layout="mono")
+        frame.sample_rate = rate
+        frame.pts = start
+        frame.time_base = Fraction(1, rate)
+        for packet in stream.encode(frame):
+            container.mux(packet)
+    for packet in stream.encode():
+        container.mux(packet)
+
+
+def encode(out: str, fps: int, w: int, h: int, source, audio: np.ndarray | None = None, rate: int = 16000) -> int:
     size = w * h * 3 // 2
     count = 0
     with av.open(out, "w", format="mp4", options={"fflags": "+bitexact"}) as container:
@@ -39,6 +57,10 @@ def encode(out: str, fps: int, w: int, h: int, source) -> int:
         stream.pix_fmt = "yuv420p"
         stream.width, stream.height = w, h
         stream.codec_context.flags |= av.codec.context.Flags.bitexact
+        astream = None
+        if audio is not None:
+            astream = container.add_stream("aac", rate=rate, layout="mono")
+            astream.codec_context.flags |= av.codec.context.Flags.bitexact
         while True:
             raw = source.read(size)
             if not raw:
@@ -53,9 +75,13 @@ def encode(out: str, fps: int, w: int, h: int, source) -> int:
             count += 1
         for packet in stream.encode():
             container.mux(packet)
+        if astream is not None:
+            _mux_audio(container, astream, audio, rate)
     return count
 
 
 if __name__ == "__main__":
     out, fps, w, h = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    print(encode(out, fps, w, h, sys.stdin.buffer))
+    pcm = np.fromfile(sys.argv[5], dtype=np.int16) if len(sys.argv) > 5 else None
+    rate = int(sys.argv[6]) if len(sys.argv) > 6 else 16000
+    print(encode(out, fps, w, h, sys.stdin.buffer, pcm, rate))

@@ -186,6 +186,7 @@ class Renderer:
             frame = np.clip(noisy, 0, 255).astype(np.uint8)
 
         stats = {obj.oid: self._stats(ids, obj.oid, hulls.get(obj.oid, [])) for obj in objects}
+        self.last_ids = ids  # the object-id buffer of this frame (checks and masks read it)
         return frame, stats
 
     @staticmethod

@@ -84,6 +84,8 @@ def _video_job(args: tuple[str, str, int, int, int]) -> tuple[str, int, VideoRec
 
 def annotation_text(module: ModuleType, records: list[VideoRecord]) -> str:
     rows = [row for record in records for row in record.rows]
+    if hasattr(module, "annotation_text"):
+        return module.annotation_text(rows)
     if module.BENCH == "vstat":
         return dumps({"data": {module.NAME: rows}}) + "\n"
     return "".join(dumps(row) + "\n" for row in rows)

@@ -11,6 +11,14 @@ A generator bug shows up here as a failed probe, not as a silently wrong benchma
 - streaming_count: each query's count is re-derived from track rows and events
   strictly before the query time;
 - no two videos of a family share a layout;
+- every family: the single-frame shortcut (the oracle given only the last frame before
+  the question, and only what one frame shows: visible objects and their visible state)
+  must score below the oracle where the family is meant to need memory (`MEMORY`);
+  the oracle on a 1 fps sample of the truth is reported (which families a 1 fps reader
+  cannot solve); a contact sheet (`<family>/contact_sheet.png`, frames of every video)
+  is written for a human look;
+- ec_beeps: the beeps are found in the decoded audio track at the truth's times, and a
+  video-only reading (every flash) never gives the answer;
 - chance baselines (random, frequency) are reported beside the oracle for scale.
 """
 
@@ -30,7 +38,16 @@ from statebox.benchmarks.synthetic.suite import Suite, load_suite
 from statebox.schema import Item, resolve_video
 from statebox.scoring import score_predictions
 
-HEADLINE = {"vstat": ("score",), "vcbench": ("gpa", "moc", "uda"), "cpbench": ("accuracy", "control_accuracy")}
+HEADLINE = {"vstat": ("score",), "vcbench": ("gpa", "moc", "uda"), "cpbench": ("accuracy", "control_accuracy"),
+            "ecbench": ("counting_accuracy", "span_miou"), "eocbench": ("accuracy",)}
+# State one frame shows (a lamp is lit, a bolt's angle, a ball's side of the line); the rest
+# (what a cup hides, which cup has the ball, whether something is moving) needs memory.
+VISIBLE_STATE = {"morse_light": {"on"}, "lamp_episodes": {"on"}, "ec_beeps": {"on"}, "bolts": {"angle"},
+                 "ec_bolts": {"angle"}, "line_crossing": {"side"}, "swing": {"pose"}, "eoc_objects": {"mat"},
+                 "block_count": {"on_stack"}, "streaming_count": {"colour"}, "streaming_window": {"colour"}}
+# Families whose questions need memory: the single-frame shortcut must score below the oracle.
+MEMORY = ("cube_count", "shell_game", "block_count", "bolts", "streaming_count", "morse_light", "streaming_window",
+          "line_crossing", "swing", "lamp_episodes", "cup_drops", "ec_bolts", "ec_beeps", "eoc_objects")
 
 
 class Probe(BaseModel):
@@ -134,13 +151,13 @@ def _streaming_probe(family_dir: Path, items: list[Item]) -> Probe:
                  value=f"{n - len(bad)} of {n}" + (f" (bad: {bad[0]})" if bad else ""), expected=f"{n} of {n}", ok=not bad)
 
 
-def validate_suite(dir: Path | Suite) -> ValidationReport:
+def validate_suite(dir: Path | Suite, contact_sheets: bool = True) -> ValidationReport:
     suite = dir if isinstance(dir, Suite) else load_suite(Path(dir))
     probes: list[Probe] = []
     for ref in suite.datasets:
         family_dir = suite.family_dir(ref.family)
         loaded = load_benchmark(ref.bench, ref.data, ref.videos)
-        missing = [w for w in loaded.warnings if "no video" in w or "does not exist" in w]
+        missing = [w for w in loaded.warnings if ("no video" in w and "video_url" not in w) or "does not exist" in w]
         probes.append(Probe(dataset=ref.family, name=f"loads as {ref.bench}", value=f"{len(loaded.items)} items",
                             expected="> 0 items, no missing video", ok=bool(loaded.items) and not missing))
         if not loaded.items:
@@ -161,4 +178,115 @@ def validate_suite(dir: Path | Suite) -> ValidationReport:
             probes.extend(_cube_probes(family_dir, ref.bench, loaded.items))
         if ref.family == "streaming_count":
             probes.append(_streaming_probe(family_dir, loaded.items))
+        probes.extend(_shortcut_probes(ref.family, ref.bench, family_dir, loaded.items, keys))
+        if oracle.family_of(ref.family) == "ec_beeps":
+            probes.extend(_audio_probes(ref.family, family_dir, ref.videos, loaded.items))
+        if contact_sheets:
+            probes.append(_contact_sheet(ref.family, family_dir, ref.videos, loaded.items))
     return ValidationReport(suite=str(suite.root), probes=probes)
+
+
+# ---- shortcut probes -------------------------------------------------------------------------
+def last_frame_before(rows: list[gt.TrackRow], time: float | None) -> int:
+    frames = [r.frame for r in rows if time is None or r.time < time]
+    return max(frames) if frames else 0
+
+
+def single_frame_rows(family: str, rows: list[gt.TrackRow], frame: int) -> list[gt.TrackRow]:
+    """What one frame shows: objects at least half visible in it, with only their visible state."""
+    keep = VISIBLE_STATE.get(oracle.family_of(family), set())
+    return [r.model_copy(update={"state": {k: v for k, v in r.state.items() if k in keep}})
+            for r in rows if r.frame == frame and r.visible >= oracle.VISIBLE]
+
+
+def _safe(fn) -> str:
+    try:
+        return str(fn())
+    except Exception:  # noqa: BLE001 - a shortcut that cannot answer gives an empty (wrong) response
+        return ""
+
+
+def shortcut_predictions(kind: str, family: str, family_dir: Path, items: list[Item]) -> list[dict]:
+    """`single-frame` or `1fps` predictions for every query (see the module docstring)."""
+    out = []
+    for item in items:
+        stem = Path(item.video).stem
+        rows = oracle.tracks_for(family_dir, item)
+        meta = gt.read_meta(family_dir, stem)
+        events = gt.read_events(family_dir, stem)
+        for q in item.queries:
+            if kind == "single-frame":
+                view = single_frame_rows(family, rows, last_frame_before(rows, q.time))
+                ev = [e for e in events if e.kind == "beep" and e.frame == last_frame_before(rows, q.time)]
+            else:
+                view = [r for r in rows if r.frame % meta.fps == 0]
+                ev = events
+            out.append({"id": item.id, "query_index": q.index,
+                        "response": _safe(lambda: oracle.answer_from_rows(family, view, item, q.index, meta.fps, ev))})
+    return out
+
+
+def _shortcut_probes(family: str, bench: str, family_dir: Path, items: list[Item], keys: tuple[str, ...]) -> list[Probe]:
+    probes = []
+    first = keys[0] if keys else HEADLINE[bench][0]
+    for kind in ("single-frame", "1fps"):
+        preds = shortcut_predictions(kind, family, family_dir, items)
+        report = score_predictions(bench, items, preds, n_boot=0, chance=False)
+        value = report.metrics.get(first)
+        value = float(value) if isinstance(value, (int, float)) else 0.0
+        if kind == "single-frame" and oracle.family_of(family) in MEMORY:
+            probes.append(Probe(dataset=family, name="single-frame shortcut (needs memory)",
+                                value=f"{first}={value:.3f}", expected=f"{first} < 1.000", ok=value < 1.0))
+        else:
+            probes.append(Probe(dataset=family, name=f"{kind} reader ({'last frame only' if kind == 'single-frame' else 'truth at 1 fps'})",
+                                value=f"{first}={value:.3f}", expected="reported", ok=True, info=True))
+    return probes
+
+
+def _audio_probes(family: str, family_dir: Path, videos: Path, items: list[Item]) -> list[Probe]:
+    import numpy as np
+
+    from statebox.benchmarks.synthetic.video import read_audio
+
+    bad, video_only_right = [], 0
+    for stem in sorted({Path(i.video).stem for i in items}):
+        meta = gt.read_meta(family_dir, stem)
+        truth = [e.time for e in gt.read_events(family_dir, stem) if e.kind == "beep"]
+        samples, rate = read_audio(videos / meta.video)
+        found: list[float] = []
+        if rate:
+            win = rate // 100
+            energy = np.sqrt(np.mean(samples[: len(samples) // win * win].reshape(-1, win) ** 2, axis=1))
+            loud = energy > 0.05
+            found = [i / 100 for i in range(len(loud)) if loud[i] and (i == 0 or not loud[i - 1])]
+        # AAC adds a priming delay of a few ms: allow 60 ms
+        if len(found) != len(truth) or any(abs(a - b) > 0.06 for a, b in zip(found, truth)):
+            bad.append(f"{stem}: beeps at {found[:4]}, truth {truth[:4]}")
+        video_only_right += meta.answers.get("flashes") == meta.answers.get("count")
+    return [Probe(dataset=family, name="beeps in the audio track at the truth's times", value=bad[0] if bad else "all",
+                  expected="all", ok=not bad),
+            Probe(dataset=family, name="video-only reading (every flash) gives the answer", value=str(video_only_right),
+                  expected="0", ok=video_only_right == 0)]
+
+
+def _contact_sheet(family: str, family_dir: Path, videos: Path, items: list[Item], per_video: int = 4,
+                   max_videos: int = 8) -> Probe:
+    import cv2
+    import numpy as np
+
+    from statebox.benchmarks.synthetic.video import read_frames
+
+    rows = []
+    for stem in sorted({Path(i.video).stem for i in items})[:max_videos]:
+        meta = gt.read_meta(family_dir, stem)
+        picks = {round(k * (meta.n_frames - 1) / (per_video - 1)) for k in range(per_video)}
+        thumbs = [cv2.resize(frame, (160, 107)) for i, (_, frame) in enumerate(read_frames(videos / meta.video))
+                  if i in picks]
+        while len(thumbs) < per_video:
+            thumbs.append(np.zeros((107, 160, 3), np.uint8))
+        rows.append(np.hstack(thumbs[:per_video]))
+    path = family_dir / "contact_sheet.png"
+    if rows:
+        cv2.imwrite(str(path), np.vstack(rows))
+    return Probe(dataset=family, name="contact sheet", value=str(path.relative_to(family_dir.parent)) if rows else "none",
+                 expected="written", ok=bool(rows), info=True)

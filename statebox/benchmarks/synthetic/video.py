@@ -41,8 +41,11 @@ def bgr_to_i420(frame: np.ndarray) -> np.ndarray:
     return out
 
 
-def write_mp4(path: Path, frames: Iterable[np.ndarray], fps: int) -> int:
-    """Encode BGR frames to `path` (H.264, yuv420p, no metadata) in a fresh encoder process; returns the frame count."""
+def write_mp4(path: Path, frames: Iterable[np.ndarray], fps: int, audio: np.ndarray | None = None,
+              audio_rate: int = 16000) -> int:
+    """Encode BGR frames to `path` (H.264, yuv420p, no metadata) in a fresh encoder process; returns the frame count.
+
+    `audio` (mono int16 samples at `audio_rate`) adds an AAC track."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".part.mp4")
@@ -51,8 +54,17 @@ def write_mp4(path: Path, frames: Iterable[np.ndarray], fps: int) -> int:
         raise ValueError("no frames to encode")
     h, w = frames[0].shape[:2]
     payload = b"".join(bgr_to_i420(f).tobytes() for f in frames)
-    proc = subprocess.run([sys.executable, "-m", "statebox.benchmarks.synthetic.encode", str(tmp), str(fps), str(w), str(h)],
-                          input=payload, capture_output=True, env=_clean_env())
+    args = [sys.executable, "-m", "statebox.benchmarks.synthetic.encode", str(tmp), str(fps), str(w), str(h)]
+    pcm = None
+    if audio is not None:
+        pcm = path.with_suffix(".part.s16")
+        np.asarray(audio, dtype=np.int16).tofile(pcm)
+        args += [str(pcm), str(audio_rate)]
+    try:
+        proc = subprocess.run(args, input=payload, capture_output=True, env=_clean_env())
+    finally:
+        if pcm is not None:
+            pcm.unlink(missing_ok=True)
     if proc.returncode != 0:
         raise RuntimeError(f"encoding {path.name} failed: {proc.stderr.decode(errors='replace').strip()[-500:]}")
     tmp.replace(path)
@@ -62,6 +74,16 @@ def write_mp4(path: Path, frames: Iterable[np.ndarray], fps: int) -> int:
 def _clean_env() -> dict[str, str]:
     keep = ("PATH", "HOME", "PYTHONPATH", "LANG", "LC_ALL", "SYSTEMROOT", "TMPDIR")
     return {k: v for k, v in os.environ.items() if k in keep}
+
+
+def read_audio(path: Path) -> tuple[np.ndarray, int]:
+    """The first audio track as mono float32 samples and its sample rate ((empty, 0) when there is none)."""
+    with av.open(str(path)) as container:
+        if not container.streams.audio:
+            return np.zeros(0, np.float32), 0
+        stream = container.streams.audio[0]
+        chunks = [f.to_ndarray().reshape(-1).astype(np.float32) for f in container.decode(stream)]
+        return (np.concatenate(chunks) if chunks else np.zeros(0, np.float32)), int(stream.rate)
 
 
 def read_frames(path: Path, format: str = "bgr24") -> Iterator[tuple[float, np.ndarray]]:

@@ -1,0 +1,178 @@
+"""eoc_objects: EOC-Bench-format object-referenced questions about past, present and future states.
+
+Four coloured mats in a row; three objects (a cube, a cup, a ball) stand on three of
+them. Objects slide, one at a time, along an arc to the free mat. The video is cut
+while the last move is under way; the moving object is marked on the last frame by a
+red box (EOC-Bench's default visual prompt, drawn into the video), and the row also
+carries `box`, `point` and `mask` (COCO RLE) for it, as the released schema does.
+Five rows per video, all about `<object 0>`:
+- Past, Location Retrospection (single-choice): which mat was it on at the start?
+- Past, Object State Retrospection (multi-choice): on which mats has it rested?
+- Past, Absolute Time Perception (open-ended, seconds, MSTA): how many seconds ago did
+  it start moving?
+- Present, Immediate State Recognition (single-choice): what is it doing now (still,
+  sliding left, sliding right)?
+- Future, Trajectory and Motion Prediction (single-choice): which mat will it reach?
+Ground-truth state: `mat` (the mat an object rests on, null while moving) and
+`moving` (`left`, `right` or null).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from statebox.benchmarks.synthetic.clip import FPS, HEIGHT, WIDTH, event, render_clip, save_clip
+from statebox.benchmarks.synthetic.families.common import VideoRecord, ease, layout_signature, lerp, rng_for
+from statebox.benchmarks.synthetic.geometry import Sphere, aim, box_mesh, frustum_mesh
+from statebox.benchmarks.synthetic.render import Renderer, SceneObject
+
+NAME = "eoc_objects"
+BENCH = "eocbench"
+CLASSES = ("cube", "cup", "ball")
+ANNOTATION = "eocbench.jsonl"
+COST = 2
+SIZES = {"tiny": 1, "small": 6, "full": 40}
+
+GROUND = (128, 128, 124)
+MATS = ("red", "blue", "green", "yellow")
+MAT_BGR = {"red": (50, 50, 190), "blue": (170, 90, 40), "green": (60, 150, 60), "yellow": (40, 190, 210)}
+MAT_X = (-2.1, -0.7, 0.7, 2.1)
+OBJ_COLOUR = {"cube": (190, 118, 52), "cup": (48, 52, 182), "ball": (40, 205, 240)}
+MOVE_S = 1.6
+LETTERS = "abcd"
+PROMPT_RED = (0, 0, 255)
+
+
+def n_videos(size: str) -> int:
+    return SIZES[size]
+
+
+class Plan:
+    def __init__(self, rng) -> None:
+        kinds = list(CLASSES)
+        mats = [int(m) for m in rng.permutation(4)[:3]]
+        self.start = {k: m for k, m in zip(kinds, mats)}
+        where = dict(self.start)
+        self.moves: list[tuple[str, int, int, float]] = []  # kind, from mat, to mat, start time
+        t = float(rng.uniform(0.6, 1.2))
+        for _ in range(int(rng.integers(3, 6))):
+            free = ({0, 1, 2, 3} - set(where.values())).pop()
+            kind = str(rng.choice(kinds))
+            t = round(t * FPS) / FPS  # moves start on a frame
+            self.moves.append((kind, where[kind], free, t))
+            where[kind] = free
+            t += MOVE_S + float(rng.uniform(0.4, 1.0))
+        self.marked = self.moves[-1][0]
+        # the cut: part-way through the last move
+        self.cut_frame = int(round((self.moves[-1][3] + float(rng.uniform(0.35, 0.65)) * MOVE_S) * FPS))
+
+    def poses(self, t: float) -> dict[str, tuple[float, float, int | None, str | None]]:
+        """kind -> (x, y, mat or None, moving direction or None)."""
+        pose = {k: (MAT_X[m], 0.0, m, None) for k, m in self.start.items()}
+        for kind, a, b, start in self.moves:
+            if t < start:
+                break
+            s = (t - start) / MOVE_S
+            if s >= 1.0:
+                pose[kind] = (MAT_X[b], 0.0, b, None)
+            else:
+                e = ease(s)
+                pose[kind] = (lerp(MAT_X[a], MAT_X[b], e), 0.9 * math.sin(math.pi * e), None,
+                              "right" if b > a else "left")
+        return pose
+
+    def scene(self, t: float) -> list[SceneObject]:
+        objects = [SceneObject(100 + i, None, [box_mesh((x, 0.0), 0.0, (1.0, 0.9, 0.01), 0.0, MAT_BGR[m], 0.05)],
+                               layer=-1, cast_shadow=False) for i, (m, x) in enumerate(zip(MATS, MAT_X))]
+        for oid, (kind, (x, y, mat, moving)) in enumerate(self.poses(t).items(), 1):
+            if kind == "cube":
+                part = box_mesh((x, y), 0.0, (0.5, 0.5, 0.5), 0.3, OBJ_COLOUR[kind], 0.25)
+            elif kind == "cup":
+                part = frustum_mesh((x, y), 0.0, 0.3, 0.24, 0.55, OBJ_COLOUR[kind], 24, gloss=0.3)
+            else:
+                part = Sphere((x, y, 0.27), 0.27, OBJ_COLOUR[kind])
+            objects.append(SceneObject(oid, kind, [part],
+                                       state={"mat": MATS[mat] if mat is not None else None, "moving": moving}))
+        return objects
+
+
+def rle(mask: np.ndarray) -> dict:
+    """COCO compressed RLE (column-major run lengths, LEB128-like string), as pycocotools writes it."""
+    flat = mask.astype(np.uint8).flatten(order="F")
+    counts, prev, run = [], 0, 0
+    for v in flat:
+        if v != prev:
+            counts.append(run)
+            run, prev = 0, v
+        run += 1
+    counts.append(run)
+    chars = []
+    for i, c in enumerate(counts):
+        x = int(c) - (int(counts[i - 2]) if i > 2 else 0)
+        more = True
+        while more:
+            ch = x & 0x1F
+            x >>= 5
+            more = (x != -1) if (ch & 0x10) else (x != 0)
+            if more:
+                ch |= 0x20
+            chars.append(chr(ch + 48))
+    return {"counts": "".join(chars), "size": [int(mask.shape[0]), int(mask.shape[1])]}
+
+
+def make_video(family_dir: Path, seed: int, index: int, n: int) -> VideoRecord:
+    rng = rng_for(seed, NAME, index)
+    plan = Plan(rng)
+    renderer = Renderer(WIDTH, HEIGHT, GROUND, noise_sigma=1.5, seed=int(rng.integers(1 << 31)))
+    cam = aim((0.0, -5.2, 3.4), (0.0, 0.4, 0.2), 62.0, WIDTH, HEIGHT)
+    n_frames = plan.cut_frame + 1
+    clip = render_clip(renderer, n_frames, FPS, lambda i, t: (cam, plan.scene(t)))
+    ids = renderer.last_ids
+    oid = list(CLASSES).index(plan.marked) + 1
+    last = clip.seen[-1][oid]
+    box = [int(v) for v in last.stats.box]
+    mask = ids == oid
+    ys, xs = np.nonzero(mask)
+    point = [int(round(float(xs.mean()))), int(round(float(ys.mean())))]
+    frames = [f.copy() for f in clip.frames]
+    cv2.rectangle(frames[-1], (box[0], box[1]), (box[2] - 1, box[3] - 1), PROMPT_RED, 2)
+    kind, a, b, start = plan.moves[-1]
+    rested = sorted({plan.start[plan.marked]} | {to for k, _, to, _ in plan.moves[:-1] if k == plan.marked})
+    video_time = round(n_frames / FPS, 1)
+    ago = round((plan.cut_frame - round(start * FPS)) / FPS, 1)
+    moving = "sliding to the right" if b > a else "sliding to the left"
+    events = [event(FPS, int(round(s * FPS)), "move", [list(CLASSES).index(k) + 1], frm=MATS[x], to=MATS[y])
+              for k, x, y, s in plan.moves]
+    stem = f"{NAME}_{index:04d}"
+    params = {"start": {k: MATS[m] for k, m in plan.start.items()},
+              "moves": [[k, MATS[x], MATS[y], round(s, 2)] for k, x, y, s in plan.moves], "marked": plan.marked}
+    video = save_clip(family_dir, NAME, stem, clip, events, params,
+                      {"start_mat": MATS[plan.start[plan.marked]], "rested": [MATS[m] for m in rested],
+                       "ago_s": ago, "moving": moving, "target": MATS[b]}, frames=frames)
+    mat_choices = {LETTERS[i]: f"the {m} mat" for i, m in enumerate(MATS)}
+    base = {"video_path": video, "video_source": "synthetic", "frame_number": n_frames - 1, "video_time": video_time,
+            "fps": float(FPS), "box": [box], "point": [point], "mask": [rle(mask)]}
+    state_choices = {"a": "standing still on a mat", "b": "sliding to the left", "c": "sliding to the right",
+                     "d": "being lifted up"}
+    rows = [
+        dict(base, idx=f"{stem}_q0", question="Where was <object 0> at the start of the video?", choices=mat_choices,
+             answer=[LETTERS[plan.start[plan.marked]]], choice_type="single-choice",
+             video_type="Location Retrospection"),
+        dict(base, idx=f"{stem}_q1", question="On which mats has <object 0> rested during the video?",
+             choices=mat_choices, answer=[LETTERS[m] for m in rested], choice_type="multi-choice",
+             video_type="Object State Retrospection"),
+        dict(base, idx=f"{stem}_q2", question="How many seconds ago did <object 0> start moving?", choices={},
+             answer=[f"{ago}s"], choice_type="open-ended", video_type="Absolute Time Perception"),
+        dict(base, idx=f"{stem}_q3", question="What is <object 0> doing at this moment?", choices=state_choices,
+             answer=["c" if b > a else "b"], choice_type="single-choice", video_type="Immediate State Recognition"),
+        dict(base, idx=f"{stem}_q4", question="If it keeps going, which mat will <object 0> come to rest on?",
+             choices=mat_choices, answer=[LETTERS[b]], choice_type="single-choice",
+             video_type="Trajectory and Motion Prediction"),
+    ]
+    sig = [plan.cut_frame] + [v for k, m in plan.start.items() for v in (CLASSES.index(k), m)] + \
+          [v for k, x, y, s in plan.moves for v in (CLASSES.index(k), x, y, s)]
+    return VideoRecord(stem, rows, layout_signature(sig))
