@@ -166,8 +166,8 @@ def glance_html(summary: RunSummary) -> str:
         + heatmap_svg(scores, datasets) + "</figure>"
         + "<figure><figcaption>Against the best chance/prior baseline <small class=sub>(" + ci_note + ")</small></figcaption>"
         + baseline_svg(scores, datasets) + "</figure>"
-        + "<figure><figcaption>Cost against score</figcaption>" + cost_svg(scores) + "</figure>"
-        + "<figure><figcaption>Audit</figcaption>" + audit_svg(scores) + "</figure>"
+        + "<div class='stack'><figure><figcaption>Cost against score</figcaption>" + cost_svg(scores) + "</figure>"
+        + "<figure><figcaption>Audit</figcaption>" + audit_svg(scores) + "</figure></div>"
         + "</div>"
     )
 

@@ -491,6 +491,9 @@ img{max-width:100%;border:1px solid #dde3ea;background:#fff}
 #glance{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}
 #glance figure{margin:0;background:#fff;border:1px solid #dde3ea;border-radius:8px;padding:10px 12px}
 #glance figcaption{font-weight:600;margin-bottom:6px}
+#glance figure:not(.wide){max-width:560px}
+#glance .stack{display:flex;flex-direction:column;gap:16px}
+#glance .stack figure{max-width:680px}
 .headline{font-size:17px;margin:10px 0 14px;padding:10px 14px;background:#fff;border-left:4px solid #0969da;border-radius:4px}
 svg.chart{max-width:100%;height:auto;display:block}
 #filters{display:flex;flex-wrap:wrap;gap:10px;align-items:center;background:#fff;border:1px solid #dde3ea;border-radius:6px;padding:8px 10px;font-size:13px;position:sticky;top:0;z-index:2}
