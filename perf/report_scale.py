@@ -196,6 +196,7 @@ def measure(kind: str, run_dir: Path) -> dict:
         raise SystemExit(f"{kind} failed: {err[-2000:]}")
     result = json.loads(out.strip().splitlines()[-1])
     result["peak_mb"] = usage.ru_maxrss / 1024
+    result["cpu"] = usage.ru_utime + usage.ru_stime  # steadier than wall time on a shared machine
     result["wall"] = wall
     return result
 
@@ -241,6 +242,9 @@ def main(argv: list[str]) -> None:
                   f"{report['seconds'] / floor['seconds']:>6.1f}x {report['seconds'] / store['seconds']:>6.1f}x | "
                   f"{bare['seconds']:>11.2f} {bare['peak_mb']:>5.0f} {bare['seconds'] / floor['seconds']:>6.1f}x | "
                   f"{score['seconds']:>11.2f} {score['peak_mb']:>5.0f}", flush=True)
+            print(f"{'':>9} cpu s: floor {floor['cpu']:.2f}, store {store['cpu']:.2f}, report {report['cpu']:.2f} "
+                  f"({report['cpu'] / floor['cpu']:.1f}x floor), rows-only {bare['cpu']:.2f} ({bare['cpu'] / floor['cpu']:.1f}x floor), "
+                  f"score_run {score['cpu']:.2f}", flush=True)
     finally:
         if keep is None:
             shutil.rmtree(base, ignore_errors=True)
