@@ -439,6 +439,21 @@ def make_duration(suite_dir: Path, out: Path, fractions: tuple[float, ...] = FRA
     return _finish(suite.root, out, datasets, "duration", {"fractions": list(fractions)})
 
 
+def _subset(suite_dir: Path, tasks: list[str], where: Path) -> Path:
+    """A suite.json naming only `tasks`, pointing at the original folders (nothing is copied)."""
+    suite = load_suite(suite_dir)
+    raw = json.loads((suite.root / SUITE_FILE).read_text())
+    raw["datasets"] = [dict(d, data=str(suite.root / d["data"]), videos=str(suite.root / d["videos"]))
+                       for d in raw["datasets"] if oracle.family_of(d["family"]) in tasks]
+    where.mkdir(parents=True, exist_ok=True)
+    for d in raw["datasets"]:
+        link = where / d["family"]
+        if not link.exists():
+            link.symlink_to(suite.root / d["family"], target_is_directory=True)
+    (where / SUITE_FILE).write_text(gt.dumps(raw) + "\n")
+    return where
+
+
 # ---- failure modes ---------------------------------------------------------------------------
 STEPS = ("event", "entity", "update", "final")
 ORDINAL = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
@@ -539,9 +554,12 @@ def attribute(items: list[Item], correct: dict[str, bool]) -> dict[str, str]:
     return out
 
 
-def make_variants(suite_dir: Path, kind: str, out: Path, factor: int = 2) -> Path:
+def make_variants(suite_dir: Path, kind: str, out: Path, factor: int = 2, tasks: list[str] | None = None) -> Path:
+    """Write the `kind` variants of `suite_dir` (only the families in `tasks`, when given) into `out`."""
     if kind not in KINDS:
         raise UserError(f"unknown variant kind {kind!r} (choose one of {', '.join(KINDS)})")
+    if tasks:
+        suite_dir = _subset(suite_dir, tasks, Path(out).resolve().parent / (Path(out).name + ".source"))
     if kind == "transcript":
         return make_transcript(suite_dir, out)
     if kind == "stretch":

@@ -16,6 +16,12 @@ Rules (regular expressions over the lower-cased question):
   entries         "how many times has/did a X enter (the view)"     -> tracks of X that began after the start
   unique_total    "how many X are (present|there) in the scene"     -> distinct track ids of X (a pan sees each once)
   final_count     "how many X are (there|visible|left) at the end"  -> tracks of X in the last frames
+  rotation_count  "how many times was a bolt turned (counter-)clockwise" (EC-Bench rows) -> as above
+Explicit abstentions (a named program, status `abstain`, never the no-rule "none") for
+question types no track program can answer: text-only transcripts, failure-mode probes,
+VCBench windows ("in the past N seconds"), line crossings, periodic cycles, flashing
+episodes, cup contents (VSTAT Set/Dict/attribution), audio cues (the tracker has no
+sound) and EOC-Bench object prompts (`<object N>`).
 Time "now" is the last frame: streaming queries get a video cut at the query time.
 """
 
@@ -479,6 +485,14 @@ def _rotation(match: re.Match, log: TrackLog) -> ProgramResult:
     return rotation_count(log, cls, "tighten" if match.group(1) == "tightening" else "loosen")
 
 
+def _rotation_ec(match: re.Match, log: TrackLog) -> ProgramResult:
+    try:
+        cls = resolve_class("bolt", log)
+    except NoClass as exc:
+        return abstain("rotation_count", str(exc))
+    return rotation_count(log, cls, "loosen" if match.group(1).startswith("counter") else "tighten")
+
+
 def _with_class(program: Callable[[TrackLog, str], ProgramResult], name: str) -> Handler:
     def handler(match: re.Match, question: str, choices: list[str], log: TrackLog) -> ProgramResult:
         try:
@@ -500,7 +514,34 @@ class Rule:
         return {f: (match.group(1) if noun == "{1}" else noun) for f, noun in self.features.items()}
 
 
-RULES: list[Rule] = [
+def _explicit_abstain(name: str, why: str) -> Handler:
+    return lambda m, q, c, log: abstain(name, why)
+
+
+ABSTAIN_RULES: list[Rule] = [
+    Rule("text_only", re.compile(r"^text account of the video"),
+         _explicit_abstain("text_only", "a text-only (transcript) question: there is no video to track")),
+    Rule("failure_probe", re.compile(r"how many times (?:is a bolt turned|does a ball go into)|counting bolts from the left"
+                                     r"|which cup is involved|right after the \w+ turn"),
+         _explicit_abstain("failure_probe", "a failure-mode probe: no tracking program for it")),
+    Rule("window_count", re.compile(r"in the past \d+(?:\.\d+)? seconds"),
+         _explicit_abstain("window_count", "a windowed count (VCBench O1-Delta/O2-Gain): no windowed program yet")),
+    Rule("line_crossings", re.compile(r"crossed the .*line"),
+         _explicit_abstain("line_crossings", "line crossings: the line is not a detector class")),
+    Rule("cycle_count", re.compile(r"complete cycles"),
+         _explicit_abstain("cycle_count", "periodic cycles (E2-Periodic): no cycle program")),
+    Rule("episode_count", re.compile(r"flashing episodes"),
+         _explicit_abstain("episode_count", "activity episodes (E2-Episode): no episode program")),
+    Rule("cup_contents", re.compile(r"which cups? (?:hold|did the)|balls are in each cup|which cups held"),
+         _explicit_abstain("cup_contents", "what hidden cups hold (VSTAT Set/Dict): no containment program")),
+    Rule("audio_cue", re.compile(r"beep"), _explicit_abstain("audio_cue", "the tracker reads no audio")),
+    Rule("object_prompt", re.compile(r"<object \d+>"),
+         _explicit_abstain("object_prompt", "an EOC-Bench visual prompt: no prompt-grounded program")),
+]
+
+RULES: list[Rule] = ABSTAIN_RULES + [
+    Rule("rotation_count", re.compile(r"how many times was a bolt turned (counter-clockwise|clockwise)"),
+         lambda m, q, c, log: _rotation_ec(m, log), features={"mark_xy": "bolt"}),
     Rule("shell_game", re.compile(r"which cup (?:hides|is hiding|has|covers) the ball"),
          lambda m, q, c, log: shell_game(log, c)),
     Rule("rotation_count", re.compile(r"how many (tightening|loosening) actions"),

@@ -1,0 +1,99 @@
+"""`statebox bench variants`: transcript (text-only), stretch, duration, failure-mode probes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from statebox.benchmarks import load_benchmark
+from statebox.benchmarks.synthetic import groundtruth as gt
+from statebox.benchmarks.synthetic import oracle, variants
+from statebox.benchmarks.synthetic.suite import load_suite
+from statebox.scoring import score_predictions
+
+HEADLINE = {"vstat": "score", "vcbench": "gpa", "cpbench": "accuracy", "ecbench": "counting_accuracy",
+            "eocbench": "accuracy"}
+
+
+def _score(ref, preds, items) -> float:
+    return score_predictions(ref.bench, items, preds, n_boot=0, chance=False).metrics[HEADLINE[ref.bench]]
+
+
+def test_transcript_oracle_from_text_alone_scores_100(tiny_suite: Path, tmp_path: Path) -> None:
+    tasks = ["cube_count", "shell_game", "bolts", "morse_light", "streaming_count", "streaming_window",
+             "line_crossing", "swing", "lamp_episodes", "cup_drops", "ec_bolts", "ec_beeps", "eoc_objects"]
+    out = tmp_path / "text"
+    variants.make_variants(tiny_suite, "transcript", out, tasks=tasks)
+    suite = load_suite(out)
+    assert {oracle.family_of(r.family) for r in suite.datasets} == set(tasks)
+    for ref in suite.datasets:
+        items = load_benchmark(ref.bench, ref.data, ref.videos).items
+        assert all(i.question.startswith(variants.HEAD) for i in items)
+        preds = [{"id": i.id, "query_index": q.index, "response": variants.transcript_answer(ref.family, i, q.index),
+                  "clips": variants.transcript_clips(ref.family, i)} for i in items for q in i.queries]
+        report = score_predictions(ref.bench, items, preds, n_boot=0, chance=False)
+        assert report.metrics[HEADLINE[ref.bench]] == 1.0, ref.family
+        if ref.bench == "ecbench":
+            assert report.metrics["span_miou"] == 1.0
+
+
+def test_stretch_keeps_answers_and_scales_event_times(tiny_suite: Path, tmp_path: Path) -> None:
+    tasks = ["bolts", "streaming_window", "ec_beeps", "eoc_objects", "line_crossing"]
+    out = tmp_path / "slow"
+    variants.make_variants(tiny_suite, "stretch", out, factor=3, tasks=tasks)
+    original, slow = load_suite(tiny_suite), load_suite(out)
+    for ref in slow.datasets:
+        family = oracle.family_of(ref.family)
+        src = original.family_dir(family)
+        for meta_file in sorted((slow.family_dir(ref.family) / "gt").glob("*.meta.json")):
+            stem = meta_file.name.removesuffix(".meta.json")
+            a, b = gt.read_events(src, stem), gt.read_events(slow.family_dir(ref.family), stem)
+            assert len(a) == len(b) > 0
+            assert all(y.frame == 3 * x.frame and abs(y.time - 3 * x.time) < 1e-6 for x, y in zip(a, b))
+            assert gt.read_meta(slow.family_dir(ref.family), stem).n_frames == 3 * gt.read_meta(src, stem).n_frames
+        items = load_benchmark(ref.bench, ref.data, ref.videos).items
+        before = {i.id: i for i in load_benchmark(ref.bench, original.dataset(family).data,
+                                                  original.dataset(family).videos).items}
+        for item in items:
+            if item.labels.get("choice_type") != "open-ended":  # a time answer scales with the video
+                assert [q.target for q in item.queries] == [q.target for q in before[item.id].queries]
+        preds = oracle.predictions(ref.family, slow.family_dir(ref.family), items)
+        assert _score(ref, preds, items) == 1.0, ref.family
+
+
+def test_duration_variants_make_a_curve(tiny_suite: Path, tmp_path: Path) -> None:
+    out = tmp_path / "dur"
+    variants.make_variants(tiny_suite, "duration", out, tasks=["bolts", "line_crossing"])
+    raw = json.loads((out / "suite.json").read_text())
+    assert sorted({d["fraction"] for d in raw["datasets"]}) == [0.25, 0.5, 0.75, 1.0]
+    suite = load_suite(out)
+    for ref in suite.datasets:
+        items = load_benchmark(ref.bench, ref.data, ref.videos).items
+        assert _score(ref, oracle.predictions(ref.family, suite.family_dir(ref.family), items), items) == 1.0
+
+
+def test_failure_probes_attribute_an_injected_wrong_step(tiny_suite: Path, tmp_path: Path) -> None:
+    out = tmp_path / "fail"
+    proc = subprocess.run([sys.executable, "-m", "statebox.cli", "bench", "variants", str(tiny_suite), "--kind",
+                           "failure", "--out", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    suite = load_suite(out)
+    assert {r.family for r in suite.datasets} == {"bolts@failure", "cup_drops@failure"}
+    for ref in suite.datasets:
+        items = load_benchmark(ref.bench, ref.data, ref.videos).items
+        preds = oracle.predictions(ref.family, suite.family_dir(ref.family), items)
+        assert _score(ref, preds, items) == 1.0
+        rows = {p["id"]: p for p in preds}
+        parents = sorted({i.meta["parent"] for i in items})
+        for step in variants.STEPS:
+            wrong = dict(rows)
+            victim = next(i for i in items if i.meta["parent"] == parents[0] and i.meta["probe_step"] == step)
+            wrong[victim.id] = dict(rows[victim.id], response="Z" if victim.answer_type == "mcq" else "999")
+            # the injected error, and a later step that goes wrong with it, are attributed to the first
+            correct = {i.id: score_predictions(ref.bench, [i], [wrong[i.id]], n_boot=0, chance=False).metrics["score"] == 1.0
+                       for i in items}
+            verdict = variants.attribute(items, correct)
+            assert verdict[parents[0]] == step
+            assert all(verdict[p] == "correct" for p in parents[1:])
