@@ -473,7 +473,7 @@ def prepare(address: str, targets: list[str], *, build: bool = False, chunk_mb: 
             wanted = {t: ensure_image(t) for t in targets}  # the head's own, built here if needed
             refs_to_save = list(dict.fromkeys([image_tag(t)[1] for t in targets if image_tag(t)[1]] + list(wanted.values())))
             reports = node_reports(ray, targets, [], probe=False)
-            for report, node in zip(reports, nodes):
+            for report in reports:
                 have = {t: (report.get("images", {}).get(t) or {}) for t in targets}
                 if all(have[t].get("present") and have[t].get("tag") == wanted[t] for t in targets):
                     progress(f"{report['node']}: up to date ({', '.join(wanted.values())})")
@@ -482,7 +482,7 @@ def prepare(address: str, targets: list[str], *, build: bool = False, chunk_mb: 
                 loader_cls = ray.remote(cluster_worker.ImageLoader)
                 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-                loader = loader_cls.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)).remote()
+                loader = loader_cls.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(report["node_id"], soft=False)).remote()
                 saver = subprocess.Popen(["docker", "save", *refs_to_save], stdout=subprocess.PIPE)
                 assert saver.stdout is not None
                 in_flight = []
