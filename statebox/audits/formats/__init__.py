@@ -1,56 +1,12 @@
-"""Parsers from agents' native raw logs to normalised session events.
-
-Each module turns one native line format (Claude Code's stream-json, Codex's exec
-JSONL, ...) into `EventDraft`s: the agent uses them live while the CLI runs, and the
-auditor uses the same functions offline to re-normalise a raw log, so both always
-agree on what a line means.
-"""
+"""Moved to `statebox.sessions` (issue 13); this shim re-exports it while callers switch."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+import sys
 
-from statebox.schema import EventKind
+from statebox import sessions as _sessions
+from statebox.sessions import EventDraft, clip, parse_json_lines  # noqa: F401
+from statebox.sessions import claude_stream, codex_jsonl, gateway_log, text_log  # noqa: F401
 
-
-@dataclass(frozen=True)
-class EventDraft:
-    """A normalised event before it gets a sequence number and a time (the recorder adds those)."""
-
-    kind: EventKind
-    text: str = ""
-    data: dict[str, Any] = field(default_factory=dict)
-
-
-def clip(text: str, limit: int = 20_000) -> str:
-    """Keep event text bounded: a tool that dumps megabytes must not bloat events.jsonl."""
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n[... {len(text) - limit} more characters in the raw log]"
-
-
-def parse_json_lines(
-    lines: Iterable[str],
-    feed: Callable[[dict[str, Any], int], list["EventDraft"]],
-    loads: Callable[[str], Any] = json.loads,
-) -> list[tuple[int, "EventDraft"]]:
-    """Normalise a whole raw JSONL log with a per-line `feed`: (1-based line number, draft).
-
-    Torn or non-JSON lines (a log cut by a kill) are kept as unparsed messages, not dropped:
-    the auditor must see everything the raw log holds.
-    """
-    out: list[tuple[int, EventDraft]] = []
-    for n, raw in enumerate(lines, start=1):
-        raw = raw.strip()
-        if not raw:
-            continue
-        try:
-            obj = loads(raw)
-        except ValueError:  # json.JSONDecodeError is a ValueError
-            out.append((n, EventDraft(EventKind.message, clip(raw), {"unparsed": True})))
-            continue
-        if isinstance(obj, dict):
-            out.extend((n, d) for d in feed(obj, n))
-    return out
+for _name in ("claude_stream", "codex_jsonl", "gateway_log", "text_log"):
+    sys.modules[f"{__name__}.{_name}"] = getattr(_sessions, _name)

@@ -18,7 +18,7 @@ import hashlib
 import json
 from typing import Any, Iterable
 
-from statebox.audits.formats import EventDraft, clip, parse_json_lines
+from statebox.sessions import EventDraft, clip, parse_json_lines
 from statebox.schema import EventKind
 
 RAW_LOG = "gateway.jsonl"

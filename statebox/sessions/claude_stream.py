@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from statebox.audits.formats import EventDraft, clip, parse_json_lines
+from statebox.sessions import EventDraft, clip, parse_json_lines
 from statebox.schema import EventKind
 
 RAW_LOG = "claude.stream.jsonl"

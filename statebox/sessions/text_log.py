@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from statebox.audits.formats import EventDraft, clip
+from statebox.sessions import EventDraft, clip
 from statebox.schema import EventKind
 
 

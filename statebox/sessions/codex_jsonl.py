@@ -16,7 +16,7 @@ import json
 import shlex
 from typing import Any, Iterable
 
-from statebox.audits.formats import EventDraft, clip, parse_json_lines
+from statebox.sessions import EventDraft, clip, parse_json_lines
 from statebox.schema import EventKind
 
 RAW_LOG = "codex.jsonl"
