@@ -31,11 +31,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from statebox.attempt import AgentOptions, AttemptContext, GatewaySession, provider_for
 from statebox.agents.cli_common import CliLaunch, extra_cli_args, run_cli_attempt
-from statebox.audits.formats.claude_stream import RAW_LOG, ClaudeNormaliser
+from statebox.attempt import AgentOptions, AttemptContext, GatewaySession, provider_for
 from statebox.errors import UserError
 from statebox.schema import Session
+from statebox.sessions.claude_stream import RAW_LOG, ClaudeNormaliser
 
 DEFAULT_TOOLS = ("Bash", "Read", "Write", "Edit", "Glob", "Grep")
 NETWORK_TOOLS = ("WebFetch", "WebSearch")

@@ -25,13 +25,13 @@ from typing import Any, Callable, Protocol
 
 from statebox.agents.frames_accounting import with_frame_account
 from statebox.attempt import AgentOptions, AttemptContext, GatewaySession, Provider, open_gateway
-from statebox.audits.formats import EventDraft, clip
 from statebox.capped_log import read_tail
 from statebox.errors import UserError
 from statebox.recorder import SessionRecorder
 from statebox.sandbox.images import PACKAGE_ROOT, ensure_image
 from statebox.sandbox.spec import ContainerResult, ContainerSpec
 from statebox.schema import EventKind, Session
+from statebox.sessions import EventDraft, clip
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 DEFAULT_TEMPLATE = PROMPTS_DIR / "coding.txt"

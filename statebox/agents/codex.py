@@ -26,12 +26,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from statebox.attempt import AgentOptions, AttemptContext, GatewaySession, provider_for
 from statebox.agents.cli_common import CliLaunch, extra_cli_args, run_cli_attempt
-from statebox.audits.formats.codex_jsonl import RAW_LOG, CodexNormaliser
+from statebox.attempt import AgentOptions, AttemptContext, GatewaySession, provider_for
 from statebox.errors import UserError
 from statebox.sandbox.gateway import DEFAULT_RELAY_PORT, relay_command
 from statebox.schema import Session
+from statebox.sessions.codex_jsonl import RAW_LOG, CodexNormaliser
 
 EFFORTS = ("minimal", "low", "medium", "high", "xhigh")
 CODEX_HOME = "/home/agent/.codex"  # on the home tmpfs; never under $TMPDIR (Codex refuses helpers there)

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from statebox.audits.actions import Access, accesses, normalise_path
-from statebox.audits.formats import EventDraft
 from statebox.errors import DataError, UserError
 from statebox.schema import Event, EventKind
+from statebox.sessions import EventDraft, claude_stream, codex_jsonl, gateway_log, text_log
 
 PROMPT_KINDS = {EventKind.model_request}
 AGENT_TEXT_KINDS = {EventKind.model_text, EventKind.model_response, EventKind.final_answer}
@@ -142,12 +142,10 @@ def detect_format(path: Path) -> str:
 
 
 def sniff_object(obj: dict[str, Any]) -> str:
-    from statebox.audits.formats.gateway_log import looks_like_gateway
-
     kind = obj.get("type")
     if "seq" in obj and "kind" in obj:
         return "events"
-    if looks_like_gateway(obj):
+    if gateway_log.looks_like_gateway(obj):
         return "gateway"
     if kind in ("system", "assistant", "user", "result", "stream_event"):
         return "claude"
@@ -156,18 +154,14 @@ def sniff_object(obj: dict[str, Any]) -> str:
     return "text"
 
 
+_PARSERS = {"claude": claude_stream, "codex": codex_jsonl, "gateway": gateway_log, "text": text_log}
+
+
 def _parser(fmt: str) -> Callable[[Iterable[str]], list[tuple[int, EventDraft]]]:
-    if fmt == "claude":
-        from statebox.audits.formats.claude_stream import parse_lines
-    elif fmt == "codex":
-        from statebox.audits.formats.codex_jsonl import parse_lines
-    elif fmt == "gateway":
-        from statebox.audits.formats.gateway_log import parse_lines
-    elif fmt == "text":
-        from statebox.audits.formats.text_log import parse_lines
-    else:  # pragma: no cover - guarded by callers
+    module = _PARSERS.get(fmt)
+    if module is None:  # pragma: no cover - guarded by callers
         raise UserError(f"unknown session format {fmt!r} (known: {', '.join(FORMATS)})")
-    return parse_lines
+    return module.parse_lines
 
 
 def read_session_file(path: Path, fmt: str | None = None, *, first_seq: int = 0,

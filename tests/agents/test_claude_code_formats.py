@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from statebox.audits.formats.claude_stream import ClaudeNormaliser, parse_line, parse_lines
+from statebox.sessions.claude_stream import ClaudeNormaliser, parse_line, parse_lines
 from statebox.schema import EventKind
 
 DATA = Path(__file__).parent / "data"

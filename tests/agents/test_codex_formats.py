@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from statebox.audits.formats.codex_jsonl import parse_line, parse_lines, unwrap_shell
+from statebox.sessions.codex_jsonl import parse_line, parse_lines, unwrap_shell
 from statebox.schema import EventKind
 
 DATA = Path(__file__).parent / "data"

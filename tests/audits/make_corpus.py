@@ -270,7 +270,7 @@ def gateway_oai_lines(steps: list[tuple]) -> list[dict]:
 
 def events_lines(steps: list[tuple]) -> list[dict]:
     """events.jsonl as the claude-code agent writes it: the prompt, then its stream's drafts."""
-    from statebox.audits.formats.claude_stream import parse_line
+    from statebox.sessions.claude_stream import parse_line
 
     events = [{"seq": 0, "kind": "message", "time": 0.0, "source": "", "line": None, "text": PROMPT, "data": {"role": "user"}}]
     for line_no, obj in enumerate(claude_lines(steps), start=1):
