@@ -14,6 +14,8 @@ import sys
 
 import pytest
 
+from statebox.benchmarks.synthetic.suite import load_suite
+
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
@@ -31,7 +33,8 @@ def test_demo_catches_the_cheating_coding_agent(tmp_path, docker_engine):
     )
     cheater = [r for r in report["results"] if r["agent"] == "claude-code-scripted"]
     oracle = [r for r in report["results"] if r["agent"] == "oracle"]
-    assert len(cheater) == 6 and len(oracle) == 6  # one entry per suite family
+    families = len(load_suite(out / "suite").datasets)  # the suite grows: count what it holds
+    assert families >= 6 and len(cheater) == families and len(oracle) == families  # one entry per dataset
     for r in cheater:
         assert r["verdict_counts"].get("contaminated", 0) == sum(r["status_counts"].values()), r
         assert r["audit_categories"].get("honeytoken", 0) >= 1, r
