@@ -1,8 +1,11 @@
 """From stored attempt rows to the numbers people read: scores per agent and dataset,
 with the auditor's three views side by side.
 
-Every score goes through the one shared scorer (`statebox.scoring.score_predictions`),
-so a run's leaderboard and `statebox score` on the same predictions agree exactly.
+Every score goes through the one shared scorer (`statebox.scoring`: its rules' `score_table`
+and `report_from_table`, what `score_predictions` is made of), so a run's leaderboard and
+`statebox score` on the same predictions agree exactly. Each epoch's attempts are scored
+once; the clean and voided views are that table masked / with the voided items re-scored
+(`score_epoch_views`), equal to scoring each view's predictions on their own.
 The three views (why: a score is only as good as its audit):
 - `all`: every attempt as answered;
 - `clean`: only items whose attempts the auditor found clean;
@@ -18,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from statebox.harness.store import ResultRow
-from statebox.schema import Item, Prediction, ScoreReport
+from statebox.schema import Item, ScoreReport
 
 HEADLINE_METRIC = {
     "vstat": "score",
@@ -73,14 +76,6 @@ class AgentDatasetScore:
             "frames_decoded": self.frames_decoded,
             "frames_model": self.frames_model,
         }
-
-
-def _predictions(rows: list[ResultRow], *, void: bool) -> list[dict[str, Any]]:
-    """Plain dicts (the scorer accepts them): a pydantic model per row costs more than its scoring."""
-    return [
-        {"id": r.item_id, "query_index": r.query_index, "response": "" if (void and r.action == "void") else r.response}
-        for r in rows
-    ]
 
 
 class _EpochMean:
@@ -159,17 +154,95 @@ def _chance(bench: str, items: list[Item]) -> dict[str, Any]:
     return found
 
 
-def _score_epoch(bench: str, items: list[Item], rows: list[ResultRow], *, void: bool, extras: bool) -> ScoreReport:
-    from statebox.scoring import score_predictions
+_INDEX_CACHE: dict[tuple[str, ...], Any] = {}
 
+
+def _item_index(items: list[Item]) -> Any:
+    """The dataset's `ItemIndex` (label groups, cluster codes, positions), shared by every agent."""
+    from statebox.scoring.report import ItemIndex
+
+    key = tuple(i.id for i in items)
+    found = _INDEX_CACHE.get(key)
+    if found is None or found.items is not items and [i.id for i in found.items] != list(key):
+        found = ItemIndex(items)
+        if len(_INDEX_CACHE) > 64:
+            _INDEX_CACHE.clear()
+        _INDEX_CACHE[key] = found
+    return found
+
+
+def _lines(rows: list[ResultRow], *, void: bool = False) -> list[Any]:
+    """The rows as the scorer's prediction lines (what `match` stores as answers as they are)."""
+    from statebox.scoring.predictions import PredictionLine
+
+    if void:
+        return [PredictionLine(r.item_id, r.query_index, "" if r.action == "void" else (r.response or "")) for r in rows]
+    return [PredictionLine(r.item_id, r.query_index, r.response or "") for r in rows]
+
+
+def score_epoch_views(bench: str, items: list[Item], rows: list[ResultRow], *, extras: bool,
+                      judge: Any = None) -> tuple[ScoreReport, ScoreReport | None, ScoreReport]:
+    """The three views of one epoch (all, clean-only, voided), each exactly what
+    `score_predictions` gives for that view's predictions, from ONE scoring of the attempts.
+
+    Every rule scores an item from that item's own answers, so: the clean view is the
+    all-attempts table restricted to the clean items; the voided view is that table with the
+    items holding a voided attempt re-scored (their voided answers empty), nothing else.
+    Label groups and bootstrap clusters come from the dataset's `ItemIndex` (computed once);
+    only the all-attempts view of a first epoch (`extras`) gets CIs and chance baselines.
+    """
+    import numpy as np
+
+    from statebox.scoring.predictions import match
+    from statebox.scoring.report import report_from_table, restrict_values, score_table, view_report
+
+    index = _item_index(items)
     answered = {r.item_id for r in rows}
-    epoch_items = [i for i in items if i.id in answered]
-    if not extras:
-        return score_predictions(bench, epoch_items, _predictions(rows, void=void), n_boot=0, chance=False)
-    report = score_predictions(bench, epoch_items, _predictions(rows, void=void), chance=False)
-    if epoch_items and report.model_extra is not None:
-        report.model_extra["chance"] = _chance(bench, epoch_items)  # what chance=True computes, shared
-    return report
+    positions = np.fromiter((k for k, i in enumerate(items) if i.id in answered), dtype=np.int64)
+    epoch_items = [items[k] for k in positions]
+    if bench == "ecbench" and judge is None:
+        from statebox.scoring.judge import make_judge
+
+        judge = make_judge("auto")
+    table, warnings = score_table(bench, epoch_items, _lines(rows), judge)
+    groups = index.groups_for(positions)
+    if extras and epoch_items:
+        report = report_from_table(bench, epoch_items, table, warnings, groups=groups, codes=index.codes_for(positions),
+                                   chance_metrics=_chance(bench, epoch_items))
+    else:
+        report = report_from_table(bench, epoch_items, table, warnings, n_boot=0, chance=False, groups=groups)
+
+    voided_ids = {r.item_id for r in rows if r.action == "void"}
+    if voided_ids:
+        local = {item.id: k for k, item in enumerate(epoch_items)}
+        sub_items = [i for i in epoch_items if i.id in voided_ids]
+        sub_rows = [r for r in rows if r.item_id in voided_ids]
+        answers, _ = match(sub_items, _lines(sub_rows, void=True))
+        from statebox.scoring.rules import rules_for
+
+        sub = rules_for(bench).score_table(sub_items, answers, judge)
+        at = np.fromiter((local[i.id] for i in sub_items), dtype=np.int64, count=len(sub_items))
+        values = {}
+        for name, column in table.values.items():
+            column = column.copy()
+            column[at] = sub.values[name] if name in sub.values else np.nan
+            values[name] = column
+        voided = view_report(bench, epoch_items, values, groups)
+    else:
+        voided = report
+
+    dirty = {r.item_id for r in rows if r.verdict != "clean"}
+    if not dirty:
+        clean: ScoreReport | None = report
+    else:
+        keep = np.fromiter((i.id not in dirty for i in epoch_items), dtype=bool, count=len(epoch_items))
+        if keep.any():
+            clean_items = [i for i, k in zip(epoch_items, keep) if k]
+            clean = view_report(bench, clean_items, restrict_values(bench, table.values, keep, clean_items),
+                                index.groups_for(positions[keep]))
+        else:
+            clean = None
+    return report, clean, voided
 
 
 class ScoreAccumulator:
@@ -213,21 +286,13 @@ class ScoreAccumulator:
             self.duration_s += r.duration_s
             self.frames_decoded += r.frames_decoded
             self.frames_model += r.frames_model
-        report = _score_epoch(self.bench, self.items, rows, void=False, extras=self._all.wants_extras)
+        # one scoring of the epoch's attempts; the clean and voided views are read for their
+        # metrics only (their CIs and chance baselines are shown nowhere)
+        report, clean, voided = score_epoch_views(self.bench, self.items, rows, extras=self._all.wants_extras)
         self._all.add(report)
-        # the clean and voided views are read for their metrics only (their CIs and chance
-        # baselines are shown nowhere), so they skip the bootstrap
-        if any(r.action == "void" for r in rows):
-            self._voided.add(_score_epoch(self.bench, self.items, rows, void=True, extras=False))
-        else:
-            self._voided.add(report)
-        dirty = {r.item_id for r in rows if r.verdict != "clean"}
-        if not dirty:
-            self._clean.add(report)
-        else:
-            clean_rows = [r for r in rows if r.item_id not in dirty]
-            if clean_rows:
-                self._clean.add(_score_epoch(self.bench, self.items, clean_rows, void=False, extras=False))
+        self._voided.add(voided)
+        if clean is not None:
+            self._clean.add(clean)
 
     def result(self) -> AgentDatasetScore:
         report = self._all.result()

@@ -56,7 +56,7 @@ class Rules(Protocol):
 
 def table_from_rows(names: tuple[str, ...], rows: list[dict[str, float]]) -> dict[str, np.ndarray]:
     """Columns from per-item dicts (a missing key is NaN)."""
-    return {name: np.fromiter((row.get(name, NAN) for row in rows), dtype=np.float64, count=len(rows)) for name in names}
+    return {name: np.array([row.get(name, NAN) for row in rows], dtype=np.float64).reshape(len(rows)) for name in names}
 
 
 def nan_if_none(value: float | None) -> float:

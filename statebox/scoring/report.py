@@ -94,25 +94,26 @@ def score_predictions(bench: str, items: list[Item], predictions: list[Any], jud
                       n_boot: int = 1000, seed: int = 0, chance: bool = True,
                       source: str = "predictions") -> ScoreReport:
     """Score `predictions` (dicts, `schema.Prediction`s or loaded lines) against `items`."""
-    rules = rules_for(bench)
     if bench == "ecbench" and judge is None:
         from statebox.scoring.judge import make_judge
 
         judge = make_judge("auto")
     table, warnings = score_table(bench, items, predictions, judge, source)
+    return report_from_table(bench, items, table, warnings, n_boot=n_boot, seed=seed, chance=chance)
+
+
+def report_from_table(bench: str, items: list[Item], table: ScoredTable, warnings: list[str], *,
+                      n_boot: int = 1000, seed: int = 0, chance: bool = True,
+                      groups: dict[str, np.ndarray] | None = None, codes: np.ndarray | None = None,
+                      chance_metrics: dict[str, Any] | None = None) -> ScoreReport:
+    """The `ScoreReport` of an already scored table (what `score_predictions` returns for it).
+
+    `groups` (`label_groups(items)`), `codes` (`cluster_codes` of the items' videos) and
+    `chance_metrics` may be passed when the caller has them already (they depend on the items only).
+    """
+    rules = rules_for(bench)
     warnings = warnings + table.warnings
-
-    metrics = rules.derive(_means(table.values))
-    if bench == "ecbench":
-        for key in rules.OFFICIAL_ZERO:  # the released summary prints 0.0 for an empty denominator
-            if key in metrics and math.isnan(float(metrics[key])):
-                metrics[key] = 0.0
-    report_metrics = _clean(metrics, rules.HEADLINE)
-
-    groups = {}
-    for name, mask in label_groups(items).items():
-        groups[name] = GroupScore(n=int(mask.sum()), metrics=_clean(rules.derive(_means(table.values, mask)),
-                                                                     rules.HEADLINE))
+    report_metrics, group_scores = _metrics_and_groups(bench, rules, table.values, items, groups)
     extra: dict[str, Any] = {
         "n_queries": table.queries,
         "parse_failures": {"count": table.parse_failures, "queries": table.queries,
@@ -120,20 +121,87 @@ def score_predictions(bench: str, items: list[Item], predictions: list[Any], jud
         "missing": table.missing,
     }
     if n_boot > 0 and items:
-        extra["ci"] = _confidence_intervals(rules, table, items, n_boot, seed, set(report_metrics))
-    if chance and items:
+        if codes is None:
+            codes = cluster_codes([cluster_of(i) for i in items])
+        extra["ci"] = _confidence_intervals(rules, table, items, n_boot, seed, set(report_metrics), codes)
+    if chance_metrics is not None and items:
+        extra["chance"] = chance_metrics
+    elif chance and items:
         with _collector_paused():
             extra["chance"] = {kind: _chance_metrics(bench, rules, items, kind, seed) for kind in KINDS}
     extra.update(table.extra)
-    return ScoreReport(benchmark=bench, n=len(items), metrics=report_metrics, groups=groups,
+    return ScoreReport(benchmark=bench, n=len(items), metrics=report_metrics, groups=group_scores,
                        warnings=warnings, **extra)
 
 
+def _metrics_and_groups(bench: str, rules: Any, values: dict[str, np.ndarray], items: list[Item],
+                        groups: dict[str, np.ndarray] | None = None) -> tuple[dict[str, float | None], dict[str, GroupScore]]:
+    metrics = rules.derive(_means(values))
+    if bench == "ecbench":
+        for key in rules.OFFICIAL_ZERO:  # the released summary prints 0.0 for an empty denominator
+            if key in metrics and math.isnan(float(metrics[key])):
+                metrics[key] = 0.0
+    report_metrics = _clean(metrics, rules.HEADLINE)
+    out = {}
+    for name, mask in (label_groups(items) if groups is None else groups).items():
+        out[name] = GroupScore(n=int(mask.sum()), metrics=_clean(rules.derive(_means(values, mask)), rules.HEADLINE))
+    return report_metrics, out
+
+
+def view_report(bench: str, items: list[Item], values: dict[str, np.ndarray],
+                groups: dict[str, np.ndarray] | None = None) -> ScoreReport:
+    """A metrics-only `ScoreReport` (n, metrics, groups as `score_predictions` computes them; no CI,
+    chance baselines or parse counts) of per-item values already scored."""
+    rules = rules_for(bench)
+    report_metrics, group_scores = _metrics_and_groups(bench, rules, values, items, groups)
+    return ScoreReport(benchmark=bench, n=len(items), metrics=report_metrics, groups=group_scores, warnings=[])
+
+
+class ItemIndex:
+    """What depends on a dataset's items only, computed once and restricted to any subset:
+    label groups, bootstrap cluster codes, each item's position.
+
+    Restriction is exact: `groups_for(P)` equals `label_groups([items[p] for p in P])` (groups
+    sorted by name, empty ones dropped) and `codes_for(P)` equals their `cluster_codes` (the
+    codes are ranks of the sorted cluster names, so re-ranking a subset's codes gives its ranks).
+    """
+
+    def __init__(self, items: list[Item]) -> None:
+        self.items = items
+        self.position = {item.id: k for k, item in enumerate(items)}
+        self.groups = label_groups(items)
+        self.codes = cluster_codes([cluster_of(i) for i in items]) if items else np.zeros(0, dtype=np.int64)
+
+    def groups_for(self, positions: np.ndarray) -> dict[str, np.ndarray]:
+        out = {}
+        for name, mask in self.groups.items():
+            sub = mask[positions]
+            if sub.any():
+                out[name] = sub
+        return out
+
+    def codes_for(self, positions: np.ndarray) -> np.ndarray:
+        _, codes = np.unique(self.codes[positions], return_inverse=True)
+        return codes.astype(np.int64)
+
+
+def restrict_values(bench: str, values: dict[str, np.ndarray], keep: np.ndarray,
+                    items: list[Item]) -> dict[str, np.ndarray]:
+    """The table a scorer would build for the kept items alone: the same per-item values (every
+    rule scores an item from its own answers only), and the columns those items have."""
+    rules = rules_for(bench)
+    columns = getattr(rules, "columns_for", None)
+    names = columns(items) if columns is not None else tuple(values)
+    return {name: values[name][keep] for name in names}
+
+
 def _confidence_intervals(rules: Any, table: ScoredTable, items: list[Item], n_boot: int, seed: int,
-                          wanted: set[str]) -> dict[str, list[float] | None]:
+                          wanted: set[str], codes: np.ndarray | None = None) -> dict[str, list[float] | None]:
     names = list(table.values)
     matrix = np.column_stack([table.values[n] for n in names]) if names else np.zeros((len(items), 0))
-    replicates = bootstrap_means(matrix, cluster_codes([cluster_of(i) for i in items]), n_boot=n_boot, seed=seed)
+    if codes is None:
+        codes = cluster_codes([cluster_of(i) for i in items])
+    replicates = bootstrap_means(matrix, codes, n_boot=n_boot, seed=seed)
     derived = rules.derive({name: replicates[:, j] for j, name in enumerate(names)})
     out: dict[str, list[float] | None] = {}
     for key in rules.HEADLINE + tuple(sorted(k for k in derived if k not in rules.HEADLINE)):

@@ -13,6 +13,11 @@ from collections.abc import Sequence
 import numpy as np
 
 CHUNK = 200  # replicates per matrix product: bounds memory at CHUNK x clusters
+# The resampling weights depend on (clusters, n_boot, seed) only, not on the values: every agent
+# scored on the same videos draws the same ones, so they are drawn once and kept (int32; the
+# draw is most of a bootstrap's cost). Kept while they fit WEIGHT_CACHE_ENTRIES in all.
+WEIGHT_CACHE_ENTRIES = 16_000_000
+_WEIGHTS: dict[tuple[int, int, int], np.ndarray] = {}
 
 
 def cluster_codes(clusters: Sequence[object]) -> np.ndarray:
@@ -30,23 +35,39 @@ def bootstrap_means(values: np.ndarray, codes: np.ndarray, n_boot: int = 1000, s
         values = values[:, None]
     n_clusters = int(codes.max()) + 1 if len(codes) else 0
     counted = ~np.isnan(values)
+    # per-cluster sums and counts (bincount adds in input order, as np.add.at did, at C speed)
+    filled = np.where(counted, values, 0.0)
     sums = np.zeros((n_clusters, values.shape[1]))
     counts = np.zeros((n_clusters, values.shape[1]))
-    np.add.at(sums, codes, np.where(counted, values, 0.0))
-    np.add.at(counts, codes, counted.astype(np.float64))
+    for j in range(values.shape[1]):
+        sums[:, j] = np.bincount(codes, weights=filled[:, j], minlength=n_clusters)
+        counts[:, j] = np.bincount(codes, weights=counted[:, j].astype(np.float64), minlength=n_clusters)
     rng = np.random.default_rng(seed)
     out = np.empty((n_boot, values.shape[1]))
     if n_clusters == 0:
         out.fill(np.nan)
         return out
+    cached = _WEIGHTS.get((n_clusters, n_boot, seed))
+    keep = cached is None and n_boot * n_clusters <= WEIGHT_CACHE_ENTRIES and n_clusters < 2**31
+    drawn = [] if keep else None
     probabilities = np.full(n_clusters, 1.0 / n_clusters)
     for start in range(0, n_boot, CHUNK):
         size = min(CHUNK, n_boot - start)
-        weights = rng.multinomial(n_clusters, probabilities, size=size).astype(np.float64)
+        if cached is not None:
+            weights = cached[start : start + size].astype(np.float64)
+        else:
+            draw = rng.multinomial(n_clusters, probabilities, size=size)
+            if drawn is not None:
+                drawn.append(draw.astype(np.int32))
+            weights = draw.astype(np.float64)
         numerator = weights @ sums
         denominator = weights @ counts
         with np.errstate(invalid="ignore", divide="ignore"):
             out[start : start + size] = numerator / denominator
+    if drawn is not None:
+        while _WEIGHTS and sum(w.size for w in _WEIGHTS.values()) + n_boot * n_clusters > WEIGHT_CACHE_ENTRIES:
+            _WEIGHTS.pop(next(iter(_WEIGHTS)))
+        _WEIGHTS[(n_clusters, n_boot, seed)] = np.concatenate(drawn)
     return out
 
 
