@@ -200,9 +200,17 @@ class RayExecutor(AttemptExecutor):
     # -------------------------------------------------------------- start
 
     def start(self, ctx: DispatchContext) -> None:
+        self.ctx = ctx
+        self._quiet_stdout()
+        try:
+            self._start(ctx)
+        except BaseException:  # the runner calls close() only once start() returned
+            self.close()
+            raise
+
+    def _start(self, ctx: DispatchContext) -> None:
         from statebox.harness import cluster_worker
 
-        self.ctx = ctx
         ray = self.ray = connect(self.address)
         self._remote = ray.remote(cluster_worker.run_batch)
         agents = ctx.agents
@@ -390,6 +398,32 @@ class RayExecutor(AttemptExecutor):
             self._refs.clear()
             self._videos.clear()
             disconnect()
+            self._restore_stdout()
+
+    def _quiet_stdout(self) -> None:
+        """Ray's driver may print (a worker died, a node left) to stdout, which `run --json`
+        keeps for its one JSON document: while connected, fd 1 goes to stderr."""
+        import sys
+
+        try:
+            sys.stdout.flush()
+            self._saved_stdout = os.dup(1)
+            os.dup2(2, 1)
+        except OSError:
+            self._saved_stdout = None
+
+    def _restore_stdout(self) -> None:
+        import sys
+
+        saved = getattr(self, "_saved_stdout", None)
+        if saved is None:
+            return
+        try:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+        finally:
+            os.close(saved)
+            self._saved_stdout = None
 
 
 def _future_of(ref) -> Future:

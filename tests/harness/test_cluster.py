@@ -1,0 +1,327 @@
+"""`statebox run --cluster`: a real two-node Ray cluster, each node on its own Docker engine.
+
+Node A is the Ray head (`ray start --head`) on this host's engine; node B joins it
+(`ray start --address`) with DOCKER_HOST set to a second dockerd in its own network
+namespace (as tests/harness/test_remote_engine.py starts one). Each node has its own
+workspace root and staging folder. The images reach node B through `statebox cluster
+prepare` (docker save here -> Ray object store -> docker load there).
+
+The run's rows must equal a single-host run of the same plan; both nodes must run some
+attempts; killing node B mid-run must lose and duplicate nothing and leave no container on
+either engine; SIGTERM to the head must leave no container anywhere. Only the processes
+this module started are stopped, by their process group.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+ray = pytest.importorskip("ray", reason="the cluster extra (pip install 'statebox[cluster]') is not installed")
+
+STATEBOX = [sys.executable, "-m", "statebox.cli"]
+RAY = str(Path(sys.executable).parent / "ray")
+FAMILIES = ["cube_count", "block_count", "streaming_count", "ec_beeps"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_engine(host: str, proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if subprocess.run(["docker", "-H", host, "info"], capture_output=True).returncode == 0:
+            return
+        if proc.poll() is not None:
+            break
+        time.sleep(0.5)
+    pytest.fail(f"second dockerd did not start: {log.read_text()[-2000:]}")
+
+
+class Cluster:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.port = _free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.engine_b = ""
+        self.dockerd: subprocess.Popen | None = None
+
+    def node_env(self, name: str, docker_host: str | None) -> dict[str, str]:
+        env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", STATEBOX_NODE_NAME=name,
+                   STATEBOX_WORKSPACE_ROOT=str(self.root / f"ws-{name}"), STATEBOX_NODE_ROOT=str(self.root / f"node-{name}"))
+        env.pop("DOCKER_HOST", None)
+        if docker_host:
+            env["DOCKER_HOST"] = docker_host
+        return env
+
+    def start_dockerd(self) -> None:
+        d = self.root / "d2"
+        d.mkdir()
+        log = d / "dockerd.log"
+        self.engine_b = f"unix://{d}/docker.sock"
+        self.dockerd = subprocess.Popen(
+            ["unshare", "--net", "dockerd", "--host", self.engine_b, "--data-root", str(d / "data"), "--exec-root", str(d / "exec"),
+             "--pidfile", str(d / "docker.pid"), "--bridge", "none", "--iptables=false", "--ip-masq=false"],
+            stdout=open(log, "w"), stderr=subprocess.STDOUT)
+        _wait_engine(self.engine_b, self.dockerd, log)
+
+    def start_node(self, name: str, head: bool, docker_host: str | None) -> None:
+        common = ["--num-cpus=2", "--object-store-memory=100000000", f"--resources={json.dumps({'node_' + name: 1})}",
+                  "--dashboard-agent-listen-port=0", "--metrics-export-port=0", "--block"]
+        if head:
+            cmd = [RAY, "start", "--head", f"--port={self.port}", "--include-dashboard=false", f"--ray-client-server-port={_free_port()}",
+                   f"--temp-dir={self.root / 'ray'}", *common]
+        else:
+            cmd = [RAY, "start", f"--address={self.address}", *common]
+        log = open(self.root / f"ray-{name}.log", "w")
+        # its own session: the whole node (raylet, workers) is one process group, stopped by its id
+        self.procs[name] = subprocess.Popen(cmd, env=self.node_env(name, docker_host), stdout=log, stderr=subprocess.STDOUT,
+                                            start_new_session=True, cwd=self.root)
+
+    def wait_nodes(self, n: int) -> None:
+        deadline = time.time() + 180
+        probe = ("import ray, sys; ray.init(address=sys.argv[1], logging_level='ERROR', log_to_driver=False); "
+                 "print(len([x for x in ray.nodes() if x['Alive'] and x['Resources'].get('CPU')]))")
+        while time.time() < deadline:
+            out = subprocess.run([sys.executable, "-c", probe, self.address], capture_output=True, text=True, timeout=120)
+            if out.returncode == 0 and out.stdout.strip().splitlines()[-1:] == [str(n)]:
+                return
+            time.sleep(1)
+        pytest.fail("the Ray nodes did not come up: " + "".join((self.root / f"ray-{k}.log").read_text()[-1500:] for k in self.procs))
+
+    def kill_node(self, name: str, sig: int = signal.SIGKILL) -> None:
+        proc = self.procs.pop(name)
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=60)
+
+    def stop(self) -> None:
+        for name in list(self.procs):
+            proc = self.procs[name]
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=30)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                pass
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.procs.pop(name)
+        from statebox.sandbox import limited_fs
+
+        for ws in self.root.glob("ws-*"):
+            limited_fs.unmount_all(ws)
+        if self.dockerd is not None:
+            for cid in subprocess.run(["docker", "-H", self.engine_b, "ps", "-aq"], capture_output=True, text=True).stdout.split():
+                subprocess.run(["docker", "-H", self.engine_b, "rm", "-f", cid], capture_output=True)
+            self.dockerd.terminate()
+            try:
+                self.dockerd.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.dockerd.kill()
+            d = self.root / "d2"
+            subprocess.run(["bash", "-c", f"umount -R {d}/exec {d}/data 2>/dev/null; true"], check=False)
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory) -> Path:
+    from statebox.benchmarks.synthetic.suite import make_suite
+
+    out = tmp_path_factory.mktemp("csuite")
+    make_suite(out, size="tiny", seed=0, tasks=FAMILIES)
+    return out
+
+
+@pytest.fixture(scope="module")
+def cluster(docker_engine, tmp_path_factory):
+    if shutil.which("dockerd") is None:
+        pytest.fail("dockerd is not installed (scripts/setup/20-docker-engine.sh installs it)")
+    root = Path("/tmp") / f"sbx-ray-{os.getpid()}"  # short: unix socket paths are limited to 108 bytes
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir()
+    c = Cluster(root)
+    try:
+        c.start_dockerd()
+        c.start_node("a", head=True, docker_host=None)
+        c.wait_nodes(1)
+        c.start_node("b", head=False, docker_host=c.engine_b)
+        c.wait_nodes(2)
+        prepared = subprocess.run(STATEBOX + ["cluster", "prepare", "--cluster", c.address, "--image", "sandbox"],
+                                  capture_output=True, text=True, timeout=900)
+        print(prepared.stderr[-2000:])
+        assert prepared.returncode == 0, prepared.stderr[-3000:]
+        yield c
+    finally:
+        c.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _config(suite: Path, run_id: str, concurrency: int = 4, agents=("oracle", "chance-random", "scripted-cheater")):
+    from statebox.harness.plan import RunConfig, datasets_from_suite
+
+    return RunConfig(run_id=run_id, agents=list(agents), datasets=datasets_from_suite(suite), concurrency=concurrency,
+                     agent_limits={"scripted-cheater": 1}, suite=str(suite))
+
+
+def _rows(run_dir: Path) -> list[tuple]:
+    con = sqlite3.connect(run_dir / "results.sqlite")
+    rows = con.execute("SELECT attempt_id, agent, dataset, item_id, query_index, epoch, status, reason, response, verdict, "
+                       "action, findings, metrics, frames_decoded, retries FROM results ORDER BY attempt_id").fetchall()
+    con.close()
+    return rows
+
+
+def _containers(host: str | None, run_id: str) -> list[str]:
+    cmd = ["docker"] + (["-H", host] if host else []) + ["ps", "-a", "--filter", f"label=statebox.run={run_id}", "--format", "{{.Names}}"]
+    return subprocess.run(cmd, capture_output=True, text=True).stdout.split()
+
+
+def _numbers(stdout: str) -> list[dict]:
+    """`run --json` results without the one wall-clock figure (mean attempt duration)."""
+    results = json.loads(stdout)["results"]
+    for r in results:
+        r.pop("mean_duration_s")
+    return results
+
+
+def _per_node(run_dir: Path) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for line in (run_dir / "cluster.jsonl").read_text().splitlines():
+        node = json.loads(line)["node"]
+        counts[node] = counts.get(node, 0) + 1
+    return counts
+
+
+def test_doctor_sees_both_nodes_and_their_engines(cluster):
+    out = subprocess.run(STATEBOX + ["cluster", "doctor", "--cluster", cluster.address, "--json"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    nodes = {n["node"]: n for n in json.loads(out.stdout)["nodes"]}
+    assert set(nodes) == {"a", "b"}
+    assert nodes["b"]["docker_host"] == cluster.engine_b and nodes["a"]["docker_host"] == ""
+    for n in nodes.values():
+        assert n["images"]["sandbox"]["present"]
+        assert n["probe"] == {"shares_filesystem": True, "egress_blocked": True, "interfaces": ["lo"]}
+    assert nodes["a"]["images"]["sandbox"]["tag"] == nodes["b"]["images"]["sandbox"]["tag"]
+    # a provider whose key no node has: one line per node, exit 2
+    missing = subprocess.run(STATEBOX + ["cluster", "doctor", "--cluster", cluster.address, "--provider", "openai", "--no-probe"],
+                             capture_output=True, text=True, timeout=300, env={**os.environ, "OPENAI_API_KEY": "head-only"})
+    assert missing.returncode == 2
+    assert sum("no OPENAI_API_KEY in the node's environment" in line for line in missing.stderr.splitlines()) == 2
+
+
+def test_cluster_run_spreads_over_both_nodes_and_equals_a_single_host_run(cluster, suite, tmp_path):
+    on_cluster, single = tmp_path / "cluster", tmp_path / "single"
+    for d in (on_cluster, single):
+        d.mkdir()
+        _config(suite, "cl-eq").save(d)
+    ran = subprocess.run(STATEBOX + ["run", "--resume", str(on_cluster), "--cluster", cluster.address, "--json"],
+                         capture_output=True, text=True, timeout=900)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    local = subprocess.run(STATEBOX + ["run", "--resume", str(single), "--json"], capture_output=True, text=True, timeout=900)
+    assert local.returncode == 0, local.stderr[-3000:]
+    a, b = _rows(on_cluster), _rows(single)
+    per_node = _per_node(on_cluster)
+    print(f"attempts: {len(a)}; per node: {per_node}")
+    assert len(a) >= 40 and len({r[0] for r in a}) == len(a)
+    assert a == b  # same attempts, answers, verdicts, findings and scores
+    assert set(per_node) == {"a", "b"} and all(n > 0 for n in per_node.values())
+    assert sum(per_node.values()) == len(a)
+    assert _numbers(ran.stdout) == _numbers(local.stdout)  # run --json: same shape, same numbers
+    cheats = [r for r in a if r[1] == "scripted-cheater"]
+    assert cheats and all(r[9] == "contaminated" for r in cheats)  # caught on whichever node ran it
+    for r in a:  # every attempt's folder came back to the head's run folder
+        assert (on_cluster / "attempts" / r[0] / "session.json").is_file()
+        assert (on_cluster / "attempts" / r[0] / "verdict.json").is_file()
+    assert _containers(None, "cl-eq") == [] and _containers(cluster.engine_b, "cl-eq") == []
+    # resume of a finished cluster run: nothing to do, same rows
+    again = subprocess.run(STATEBOX + ["run", "--resume", str(on_cluster), "--cluster", cluster.address, "--json"],
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert _rows(on_cluster) == a
+
+
+def _slow_config(run_dir: Path, suite: Path, run_id: str, n_items: int | None = None) -> None:
+    from statebox.harness.plan import RunConfig, datasets_from_suite
+
+    RunConfig(run_id=run_id, agents=["shell"], datasets=datasets_from_suite(suite), concurrency=4,
+              agent_options={"shell": {"extra": {"command": "sleep 2; echo 3 > answer.txt"}}}, suite=str(suite)).save(run_dir)
+
+
+def _wait_for(pred, timeout: float, what: str):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.3)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def test_sigterm_of_the_head_leaves_no_container_on_any_node(cluster, suite, tmp_path):
+    run_dir = tmp_path / "stopped"
+    run_dir.mkdir()
+    _slow_config(run_dir, suite, "cl-term")
+    head = subprocess.Popen(STATEBOX + ["run", "--resume", str(run_dir), "--cluster", cluster.address, "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(lambda: _containers(None, "cl-term") and _containers(cluster.engine_b, "cl-term"), 240,
+              "containers of the run on both engines")
+    head.send_signal(signal.SIGTERM)
+    _, err = head.communicate(timeout=120)
+    assert head.returncode == 143, err[-2000:]
+    assert "stopped by SIGTERM" in err
+    _wait_for(lambda: not _containers(None, "cl-term") and not _containers(cluster.engine_b, "cl-term"), 60,
+              "the run's containers to be gone")
+    resumed = subprocess.run(STATEBOX + ["run", "--resume", str(run_dir), "--cluster", cluster.address, "--json"],
+                             capture_output=True, text=True, timeout=900)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    rows = _rows(run_dir)
+    assert rows and len({r[0] for r in rows}) == len(rows) and all(r[6] == "ok" and r[8] == "3" for r in rows)
+
+
+def test_lost_node_mid_run_is_retried_elsewhere_nothing_lost_or_duplicated(cluster, suite, tmp_path):
+    run_dir = tmp_path / "lost"
+    run_dir.mkdir()
+    _slow_config(run_dir, suite, "cl-lost")
+    head = subprocess.Popen(STATEBOX + ["run", "--resume", str(run_dir), "--cluster", cluster.address, "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # node B is mid-attempt (a container of the run is running on its engine) and has finished some
+    _wait_for(lambda: (run_dir / "cluster.jsonl").exists() and _per_node(run_dir).get("b", 0) >= 1
+              and _containers(cluster.engine_b, "cl-lost"), 300, "node b to be mid-run")
+    before = _per_node(run_dir)
+    cluster.kill_node("b")
+    out, err = head.communicate(timeout=900)
+    assert head.returncode == 0, err[-3000:]
+    rows = _rows(run_dir)
+    assert out.lstrip().startswith("{"), out[:2000]
+    from statebox.harness.plan import RunConfig, load_datasets, plan_attempts
+
+    config = RunConfig.load(run_dir)
+    n_planned = len(plan_attempts(config, load_datasets(config)))
+    assert json.loads(out)["results"]
+    after = _per_node(run_dir)
+    print(f"node b killed after {before}; finished with {after}; rows {len(rows)} of {n_planned}")
+    assert len(rows) == n_planned and len({r[0] for r in rows}) == len(rows)
+    assert all(r[6] == "ok" and r[8] == "3" for r in rows)
+    assert after.get("a", 0) > before.get("a", 0)  # the rest ran on the surviving node
+    assert sum(after.values()) == len(rows)  # each attempt recorded once
+    assert _containers(None, "cl-lost") == [] and _containers(cluster.engine_b, "cl-lost") == []
