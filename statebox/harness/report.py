@@ -263,6 +263,9 @@ class ReportOutput:
     scores: list[AgentDatasetScore]
     n_rows: int
     seconds: float
+    transcripts_written: int = 0  # attempts whose transcript this report read and wrote
+    transcripts_reused: int = 0  # attempts in chunks linked unchanged from the previous report
+    transcript_seconds: float = 0.0  # time spent reading and writing transcript chunks (wall)
 
     def describe(self) -> str:
         if self.single_file:
@@ -285,10 +288,11 @@ def write_report_output(run_dir: Path, out: Path | None = None, *, single_file: 
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{target.stem}-", dir=target.parent))
     try:
-        sink = ChunkSink(work / "chunks")
+        files_dir = files_dir_for(target)
+        # transcript chunks the last report wrote for unchanged attempts are linked, not rewritten
+        sink = ChunkSink(work / "chunks", previous=files_dir if files_dir.is_dir() else None)
         summary = summarise(run_dir, datasets, sink)
         inline = single_file or sink.bytes <= split_over
-        files_dir = files_dir_for(target)
         agents = ", ".join(summary.agents.names)
         subtitle = (f"run <code>{_e(run_dir)}</code> · {summary.n_rows:,} attempts · agents: {_e(agents)}"
                     f" · generated {time.strftime('%Y-%m-%d %H:%M')}")
@@ -332,6 +336,9 @@ def write_report_output(run_dir: Path, out: Path | None = None, *, single_file: 
         scores=summary.scores,
         n_rows=summary.n_rows,
         seconds=time.perf_counter() - started,
+        transcripts_written=sink.written_attempts,
+        transcripts_reused=sink.reused_attempts,
+        transcript_seconds=sink.transcript_seconds,
     )
 
 

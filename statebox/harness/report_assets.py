@@ -194,7 +194,8 @@ PAGE_JS = r"""// statebox report: filters, search, sorting, pagination and on-de
 
   function getTranscript(r) {
     if (M.live) return fetch("api/attempt?id=" + encodeURIComponent(r[F.AID])).then(x => x.json());
-    return loadChunk("t-" + pad4(r[F.TCH])).then(d => d[String(r[F.IDX])] || {ev: [], missing: true});
+    // transcript chunks are keyed by attempt id (so an unchanged chunk is reused by the next report)
+    return loadChunk(M.tchunks[r[F.TCH]]).then(d => d[r[F.AID]] || {ev: [], missing: true});
   }
 
   // events.jsonl lines as the report carries them (the recorder's objects) -> [seq, kind, time, text, extra]
@@ -301,9 +302,14 @@ PAGE_JS = r"""// statebox report: filters, search, sorting, pagination and on-de
       if (k >= names.length) { S.tLoaded = true; S.loading = ""; apply(true); return; }
       S.loading = `searching transcripts ${k}/${names.length} chunks`;
       render();
+      if (!S.byAid || S.byAidN !== S.rows.length) {
+        S.byAid = {}; S.byAidN = S.rows.length;
+        for (const r of S.rows) S.byAid[r[F.AID]] = r[F.IDX];
+      }
       loadChunk(names[k]).then(d => {
-        for (const idx in d) {
-          S.ttext[Number(idx)] = (d[idx].ev || []).map(e => (e && e.text) || "").join("\n").toLowerCase();
+        for (const aid in d) {
+          const idx = S.byAid[aid];
+          if (idx !== undefined) S.ttext[idx] = (d[aid].ev || []).map(e => (e && e.text) || "").join("\n").toLowerCase();
         }
         if (names.length > 8) delete S.chunks[names[k]]; // keep memory flat on big runs
         k += 1;

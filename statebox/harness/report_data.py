@@ -16,11 +16,15 @@ writes (WAL).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import shutil
+import time
 import sqlite3
 import urllib.parse
+from json.encoder import encode_basestring as _encode_str
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,17 +63,34 @@ def connect_readonly(run_dir: Path) -> sqlite3.Connection:
     return sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=False)
 
 
+_DECODED: dict[str, Any] = {}  # JSON column text -> its value (runs repeat the same metrics text)
+
+
+def _decode(text: str) -> Any:
+    """A JSON column's value, decoded once per distinct text (treat the result as read-only)."""
+    found = _DECODED.get(text)
+    if found is None:
+        if len(_DECODED) >= 8192:
+            _DECODED.clear()
+        found = _DECODED[text] = json.loads(text)
+    return found
+
+
 class LiteRow:
     """A stored row as plain attributes (the names of `ResultRow`'s fields), without pydantic:
-    the store validated it on the way in, and at 100k rows construction cost shows."""
+    the store validated it on the way in, and at 100k rows construction cost shows.
 
-    __slots__ = COLUMNS
+    `findings` and `metrics` are decoded once per distinct text (shared, read-only values);
+    their stored JSON text stays in `findings_json` / `metrics_json` for splicing into the page."""
+
+    __slots__ = COLUMNS + ("findings_json", "metrics_json")
 
     def __init__(self, values: tuple[Any, ...]) -> None:
         _assign(self, values)
-        findings = self.findings  # type: ignore[has-type]
+        findings = self.findings_json = self.findings  # type: ignore[has-type]
         self.findings = [] if findings in ("[]", "", None) else json.loads(findings)
-        self.metrics = json.loads(self.metrics) if self.metrics else {}  # type: ignore[has-type]
+        metrics = self.metrics_json = self.metrics  # type: ignore[has-type]
+        self.metrics = _decode(metrics) if metrics else {}
 
 
 def _make_assign() -> Any:
@@ -211,12 +232,23 @@ def encode_transcript(transcript: dict[str, Any], row: ResultRow | None) -> str:
     )
     if row is None:  # an attempt still in flight (live view): no row yet
         return (head + "}").replace("<", "\\u003c")
-    findings = [
-        {k: (str(v)[:300] if k == "quote" else v) for k, v in f.items() if k in ("category", "severity", "event", "quote", "rule", "detail")}
-        for f in row.findings
-    ]
-    rest = json.dumps({"resp": row.response[:MAX_TEXT], "m": row.metrics, "f": findings}, ensure_ascii=False, default=str)
-    return (head + "," + rest[1:]).replace("<", "\\u003c")
+    return (head + "," + _row_tail(row)).replace("<", "\\u003c")
+
+
+def _row_tail(row: Any) -> str:
+    """`"resp":...,"m":...,"f":[...]}`: the stored metrics JSON text is spliced as it is
+    (no decode/re-encode); findings are cut to what the page shows."""
+    if row.findings:
+        findings = json.dumps([
+            {k: (str(v)[:300] if k == "quote" else v) for k, v in f.items() if k in ("category", "severity", "event", "quote", "rule", "detail")}
+            for f in row.findings
+        ], ensure_ascii=False, default=str)
+    else:
+        findings = "[]"
+    metrics = getattr(row, "metrics_json", None)
+    if not metrics or metrics[:1] != "{" or "NaN" in metrics or "Infinity" in metrics:
+        metrics = json.dumps(row.metrics, ensure_ascii=False, default=str)
+    return '"resp":' + _encode_str(row.response[:MAX_TEXT]) + ',"m":' + metrics + ',"f":' + findings + "}"
 
 
 # ---------------------------------------------------------------- chunk sink
@@ -227,36 +259,81 @@ def js_json(payload: Any) -> str:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
 
 
+TRANSCRIPT_FORMAT = b"t2"  # part of every transcript chunk's key: bump when the encoding changes
+
+
+def _events_json(path: str) -> bytes | None:
+    """`{"ev":[...],"more":N` of an events.jsonl, as bytes spliced from the file in one go
+    (no decode, no per-line work beyond one split). None when the file needs the careful
+    path (`read_transcript`): a line that is not one whole object, a long line, a torn or
+    surplus tail, text that is not UTF-8."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return b'{"ev":[],"more":0,"missing":true'
+    body = data.rstrip()
+    if not body:
+        return b'{"ev":[],"more":0'
+    if body[:1] != b"{" or body[-1:] != b"}" or b"\r" in body:
+        return None
+    lines = body.split(b"\n")
+    n = len(lines)
+    if n > MAX_EVENTS_PER_ATTEMPT or body.count(b"}\n{") != n - 1 or max(map(len, lines)) > MAX_LINE:
+        return None
+    try:
+        body.decode("utf-8")
+        json.loads(lines[-1])  # the one line a killed writer can leave torn
+    except ValueError:
+        return None
+    return b'{"ev":[' + b",".join(lines) + b'],"more":0'
+
+
 class ChunkSink:
     """Per-attempt data written to disk as it is produced: `i-NNNN` (the attempt index,
-    rows of the filterable table) and `t-NNNN` (transcripts, opened on demand).
+    rows of the filterable table) and `t-<key>` (transcripts, opened on demand).
 
     Each chunk is written once, as the script a split report loads (`SB.chunk("NAME", JSON);`);
     a single-file report copies the JSON part of each into an inline block (`inline_json`).
+
+    Transcript chunks are keyed by what they hold: their attempts' ids, each events.jsonl's
+    size and modification time, and the row details shown beside it. A chunk whose key is
+    already in `previous` (the last report's folder) is linked from there, not read or
+    written again: a second report of an unchanged run copies no transcript. Chunks are cut
+    at each (agent, dataset) and by the events files' sizes, so the same run cuts the same
+    chunks. Inside a chunk, transcripts are keyed by attempt id (the page looks them up so).
     """
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, previous: Path | None = None) -> None:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
+        self.previous = Path(previous) if previous is not None and Path(previous).is_dir() else None
         self.index_chunks: list[str] = []
         self.transcript_chunks: list[str] = []
         self.bytes = 0
+        self.reused = 0  # transcript chunks linked from the previous report
+        self.reused_attempts = 0
+        self.written_attempts = 0
+        self.transcript_seconds = 0.0  # wall time in the transcript part (stat, read, encode, write, link)
         self._index: list[list[Any]] = []
-        self._transcripts: list[str] = []
-        self._t_bytes = 0
+        self._pending: list[tuple[str, str, str, str]] = []  # attempt id, events path, stat key, row tail
+        self._p_bytes = 0
+        self._group: Any = None
 
     @staticmethod
     def _wrap(name: str) -> tuple[bytes, bytes]:
         return f"SB.chunk({json.dumps(name)},".encode(), b");\n"
 
-    def _write_text(self, name: str, text: str) -> None:
+    def _write_bytes(self, name: str, body: bytes) -> None:
         head, tail = self._wrap(name)
-        body = text.encode("utf-8")
         with open(self.folder / f"{name}.js", "wb") as fh:
             fh.write(head)
             fh.write(body)
             fh.write(tail)
         self.bytes += len(body)
+
+    def _write_text(self, name: str, text: str) -> None:
+        self._write_bytes(name, text.encode("utf-8"))
 
     def path(self, name: str) -> Path:
         return self.folder / f"{name}.js"
@@ -275,6 +352,11 @@ class ChunkSink:
                 out.write(block)
                 left -= len(block)
 
+    @staticmethod
+    def transcript_for(attempts: str, row: Any) -> str:
+        """One attempt's transcript (its events.jsonl lines) and row details, encoded for the page."""
+        return encode_transcript(read_transcript(attempts + os.sep + row.attempt_id), row)
+
     def _write(self, name: str, payload: Any) -> None:
         self._write_text(name, js_json(payload))
 
@@ -282,22 +364,75 @@ class ChunkSink:
     def transcript_chunk(self) -> int:
         return len(self.transcript_chunks)
 
-    def add(self, index_row: list[Any], idx: int, transcript: str) -> None:
-        """One attempt: its index row and its transcript, already encoded (`encode_transcript`)."""
-        self._transcripts.append(f'"{idx}":{transcript}')
-        self._t_bytes += len(transcript)
-        self._index.append(index_row)
-        if self._t_bytes >= TRANSCRIPT_CHUNK_BYTES or len(self._transcripts) >= TRANSCRIPT_CHUNK_ATTEMPTS:
+    def add_attempt(self, attempts: str, row: Any, group: Any = None) -> int:
+        """Queue one attempt's transcript; returns the number of the chunk that will hold it."""
+        started = time.perf_counter()
+        try:
+            return self._add_attempt(attempts, row, group)
+        finally:
+            self.transcript_seconds += time.perf_counter() - started
+
+    def _add_attempt(self, attempts: str, row: Any, group: Any) -> int:
+        if group != self._group:
             self._flush_transcripts()
+            self._group = group
+        path = attempts + os.sep + row.attempt_id + os.sep + "events.jsonl"
+        try:
+            st = os.stat(path)
+            key, size = f"{st.st_size}:{st.st_mtime_ns}", min(st.st_size, MAX_EVENTS_PER_ATTEMPT * MAX_LINE)
+        except OSError:
+            key, size = "-", 0
+        tail = _row_tail(row)
+        self._pending.append((row.attempt_id, path, key, tail))
+        self._p_bytes += size + len(tail)
+        number = len(self.transcript_chunks)
+        if self._p_bytes >= TRANSCRIPT_CHUNK_BYTES or len(self._pending) >= TRANSCRIPT_CHUNK_ATTEMPTS:
+            self._flush_transcripts()
+        return number
+
+    def add_index(self, index_row: list[Any]) -> None:
+        self._index.append(index_row)
         if len(self._index) >= ROWS_PER_INDEX_CHUNK:
             self._flush_index()
 
     def _flush_transcripts(self) -> None:
-        if self._transcripts:
-            name = f"t-{len(self.transcript_chunks):04d}"
-            self._write_text(name, "{" + ",".join(self._transcripts) + "}")
-            self.transcript_chunks.append(name)
-            self._transcripts, self._t_bytes = [], 0
+        pending = self._pending
+        if not pending:
+            return
+        digest = hashlib.blake2b(TRANSCRIPT_FORMAT, digest_size=12)
+        for attempt_id, _, key, tail in pending:
+            digest.update(f"{attempt_id}\0{key}\0{tail}\0".encode("utf-8", "surrogatepass"))
+        name = "t-" + digest.hexdigest()
+        self.transcript_chunks.append(name)
+        self._pending, self._p_bytes = [], 0
+        target = self.path(name)
+        if self.previous is not None:
+            old = self.previous / f"{name}.js"
+            try:
+                os.link(old, target)
+            except FileExistsError:
+                return
+            except OSError:
+                if old.exists():
+                    shutil.copyfile(old, target)
+                    old = target
+                else:
+                    old = None  # type: ignore[assignment]
+            if old is not None:
+                head, tail = self._wrap(name)
+                self.bytes += target.stat().st_size - len(head) - len(tail)
+                self.reused += 1
+                self.reused_attempts += len(pending)
+                return
+        parts = [b"{"]
+        for attempt_id, path, _, tail in pending:
+            events = _events_json(path)
+            if events is None:  # the careful path: parsed, shortened, as `read_transcript` does
+                events = encode_transcript(read_transcript(os.path.dirname(path)), None)[:-1].encode("utf-8")
+            parts += [_encode_str(attempt_id).encode("utf-8"), b":", events, b",", tail.encode("utf-8"), b","]
+        parts[-1] = b"}"
+        self._write_bytes(name, b"".join(parts).replace(b"<", b"\\u003c"))  # one escaping pass per chunk
+        self.written_attempts += len(pending)
 
     def _flush_index(self) -> None:
         if self._index:
@@ -307,7 +442,9 @@ class ChunkSink:
             self._index = []
 
     def close(self) -> None:
+        started = time.perf_counter()
         self._flush_transcripts()
+        self.transcript_seconds += time.perf_counter() - started
         self._flush_index()
 
     def names(self) -> list[str]:
@@ -358,6 +495,8 @@ class DatasetInfo:
     queries: dict[str, dict[int, Any]] = field(default_factory=dict)
     count_range: tuple[int, int] | None = None
     curve_edges: list[float] = field(default_factory=list)
+    # (item id, query index) -> (count truth or None, curve bins the query time falls in), for plots
+    plot: dict[tuple[str, int], tuple[int | None, tuple[int, ...]]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, label: str, bench: str, items: list[Item]) -> "DatasetInfo":
@@ -381,6 +520,23 @@ class DatasetInfo:
         if times:
             lo, hi = min(times), max(times)
             info.curve_edges = [lo + (hi - lo) * k / CURVE_BINS for k in range(CURVE_BINS + 1)]
+        edges = info.curve_edges
+        for item in items:
+            number = item.answer_type == "number" and info.count_range is not None
+            streaming = item.is_streaming and bool(edges)
+            for q in item.queries:
+                truth = None
+                if number:
+                    target = q.target if q.target is not None else item.target
+                    try:
+                        truth = int(float(target))
+                    except (TypeError, ValueError):
+                        truth = None
+                bins: tuple[int, ...] = ()
+                if streaming and q.time is not None:
+                    t = float(q.time)
+                    bins = tuple(k for k in range(CURVE_BINS) if edges[k] <= t <= edges[k + 1])
+                info.plot[(item.id, q.index)] = (truth, bins)
         return info
 
     def item_table(self) -> list[list[Any]]:
@@ -439,6 +595,7 @@ class ReportPass:
         self._acc: ScoreAccumulator | None = None
         self._epoch: int | None = None
         self._epoch_rows: list[ResultRow] = []
+        self._parsed: dict[str, Any] = {}
 
     # -- grouping
     def _flush_epoch(self) -> None:
@@ -464,48 +621,52 @@ class ReportPass:
             self._flush_epoch()
             self._epoch = row.epoch
         self._epoch_rows.append(row)
-        self.last_rowid = max(self.last_rowid, rowid)
+        if rowid > self.last_rowid:
+            self.last_rowid = rowid
         idx = self.n
         self.n += 1
         info = self.datasets.get(row.dataset)
-        item = info.items[info.positions[row.item_id]] if info and row.item_id in info.positions else None
-        query = info.queries[row.item_id].get(row.query_index) if item is not None and info else None
-        if item is not None and info is not None:
-            self._plots(row, item, query, info)
+        if info is not None:
+            plot = info.plot.get((row.item_id, row.query_index))
+            if plot is not None:
+                self._plots(row, plot, info)
         if self.sink is not None:
-            transcript = encode_transcript(read_transcript(os.path.join(self._attempts, row.attempt_id)), row)
-            self.sink.add(self.index_row(idx, row, self.sink.transcript_chunk), idx, transcript)
+            tchunk = self.sink.add_attempt(self._attempts, row, key)
+            self.sink.add_index(self.index_row(idx, row, tchunk))
 
-    def _plots(self, row: ResultRow, item: Item, query: Any, info: DatasetInfo) -> None:
-        if item.answer_type == "number" and info.count_range is not None:
-            target = query.target if query is not None and query.target is not None else item.target
-            try:
-                truth = int(float(target))
-            except (TypeError, ValueError):
-                truth = None
-            if truth is not None:
-                pred = _parse_int(row.response)
-                lo, hi = info.count_range
-                if pred is not None and not lo - 11 <= pred <= hi + 11:
-                    pred = lo - 11 if pred < lo else hi + 11  # far out: one bucket each side keeps memory bounded
-                self.confusions[(row.dataset, row.agent)][(truth, pred)] += 1
-        if item.is_streaming and query is not None and query.time is not None and row.metrics and info.curve_edges:
+    def _parse_int(self, response: str) -> int | None:
+        cache = self._parsed
+        found = cache.get(response, cache)
+        if found is cache:
+            if len(cache) >= 8192:
+                cache.clear()
+            found = cache[response] = _parse_int(response)
+        return found  # type: ignore[return-value]
+
+    def _plots(self, row: ResultRow, plot: tuple[int | None, tuple[int, ...]], info: DatasetInfo) -> None:
+        truth, bins = plot
+        if truth is not None and info.count_range is not None:
+            pred = self._parse_int(row.response)
+            lo, hi = info.count_range
+            if pred is not None and not lo - 11 <= pred <= hi + 11:
+                pred = lo - 11 if pred < lo else hi + 11  # far out: one bucket each side keeps memory bounded
+            self.confusions[(row.dataset, row.agent)][(truth, pred)] += 1
+        if bins and row.metrics:
             value = row.metrics.get("gpa", next(iter(row.metrics.values())))
             if value is not None:
-                bins = self.curves[row.dataset].setdefault(row.agent, [[0.0, 0] for _ in range(CURVE_BINS)])
-                t = float(query.time)
-                edges = info.curve_edges
-                for k in range(CURVE_BINS):
-                    if edges[k] <= t <= edges[k + 1]:
-                        bins[k][0] += float(value)
-                        bins[k][1] += 1
+                curve = self.curves[row.dataset].get(row.agent)
+                if curve is None:
+                    curve = self.curves[row.dataset][row.agent] = [[0.0, 0] for _ in range(CURVE_BINS)]
+                for k in bins:
+                    curve[k][0] += float(value)
+                    curve[k][1] += 1
 
     def index_row(self, idx: int, row: ResultRow, tchunk: int | None) -> list[Any]:
         """One attempt as the page's table holds it (see FIELDS in report.py's script)."""
         info = self.datasets.get(row.dataset)
         value = row.metrics.get("correct")
         correct = None if value is None else (1 if value >= 0.999 else 0)
-        cats = sorted({str(f.get("category", "?")) for f in row.findings})
+        cats = ",".join(sorted({str(f.get("category", "?")) for f in row.findings})) if row.findings else ""
         return [
             idx,
             self.agents.id(row.agent),
@@ -520,7 +681,7 @@ class ReportPass:
             round(row.duration_s, 2),
             row.input_tokens + row.output_tokens,
             round(row.cost_usd, 6),
-            ",".join(cats),
+            cats,
             tchunk,
             row.attempt_id,
             row.reason[:MAX_INDEX_TEXT],
