@@ -1,8 +1,7 @@
 """The one protocol every agent implements, and the registry of agents by CLI name.
 
 The context an attempt runs in (`AttemptContext`, `SecretFacts`, `AgentOptions`) is
-`statebox/attempt.py`'s, below agents and tools; it is named here too because every
-agent module speaks of it.
+`statebox/attempt.py`'s, below agents and tools: import it from there.
 """
 
 from __future__ import annotations
@@ -10,11 +9,11 @@ from __future__ import annotations
 import importlib
 from typing import Protocol, runtime_checkable
 
-from statebox.attempt import AgentOptions, AttemptContext, SecretFacts
+from statebox.attempt import AgentOptions, AttemptContext
 from statebox.errors import UserError
 from statebox.schema import Session
 
-__all__ = ["AGENT_MODULES", "Agent", "AgentOptions", "AttemptContext", "SecretFacts", "make_agent"]
+__all__ = ["AGENT_MODULES", "Agent", "make_agent"]
 
 
 @runtime_checkable

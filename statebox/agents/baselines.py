@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from statebox.agents.base import AgentOptions, AttemptContext
+from statebox.attempt import AgentOptions, AttemptContext
 from statebox.recorder import SessionRecorder
 from statebox.schema import EventKind, Item, Session  # noqa: F401 - Session is the return type
 

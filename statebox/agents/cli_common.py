@@ -28,7 +28,7 @@ from statebox.attempt import AgentOptions, AttemptContext, GatewaySession, Provi
 from statebox.capped_log import read_tail
 from statebox.errors import UserError
 from statebox.recorder import SessionRecorder
-from statebox.sandbox.images import PACKAGE_ROOT, ensure_image
+from statebox.sandbox.images import PACKAGE_ROOT
 from statebox.sandbox.spec import ContainerResult, ContainerSpec
 from statebox.schema import EventKind, Session
 from statebox.sessions import EventDraft, clip
@@ -141,11 +141,13 @@ class LiveStream:
 
 
 def agents_image(ctx: AttemptContext) -> str:
-    """The agents image tag (built on demand), with a fix-it message when the CLIs are missing."""
+    """The agents image tag (built on demand where the provider runs containers), with a fix-it
+    message when the CLIs are missing."""
     for name in ("claude", "codex"):
         if not (PACKAGE_ROOT / ".cache/agent-clis/image" / name).exists():
             raise UserError(f"the {name} CLI is not installed for the agents image; run `bash scripts/setup/40-agent-clis.sh`")
-    return ensure_image(AGENTS_IMAGE_TARGET, docker_host=getattr(ctx.engine, "docker_host", None))
+    assert ctx.engine is not None, "the CLI agents run in a sandbox"
+    return ctx.engine.ensure_image(AGENTS_IMAGE_TARGET)
 
 
 def require_parts(ctx: AttemptContext, agent: str) -> None:

@@ -34,6 +34,7 @@ from statebox.agents.model_clients import langchain_chat_model
 from statebox.attempt import AgentOptions, AttemptContext, GatewaySession, Provider, open_gateway, provider_for
 from statebox.errors import InfrastructureError, UserError
 from statebox.recorder import SessionRecorder
+from statebox.sandbox.spec import ContainerSpec
 from statebox.schema import AttemptStatus, EventKind, Session
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
@@ -253,10 +254,7 @@ class ReactAgent:
             )
 
     def _start_sandbox(self, ctx: AttemptContext) -> Any:
-        from statebox.sandbox.docker import ContainerSpec
-        from statebox.sandbox.images import ensure_image
-
-        image = self.options.extra.get("image") or ensure_image("sandbox")
+        image = self.options.extra.get("image") or ctx.engine.ensure_image("sandbox")
         spec = ContainerSpec(image=image, command=["sleep", "infinity"], workspace=Path(ctx.workspace.path),
                              policy=ctx.policy, run_id=ctx.attempt.run_id, attempt_id=ctx.attempt.attempt_id)
         return ctx.engine.start(spec)

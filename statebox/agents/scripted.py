@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from statebox.agents.base import AgentOptions, AttemptContext
+from statebox.attempt import AgentOptions, AttemptContext
+from statebox.agents.claude_code import ClaudeCodeAgent
 from statebox.capped_log import read_tail
+from statebox.errors import UserError
 from statebox.recorder import SessionRecorder
+from statebox.sandbox.spec import ContainerSpec
 from statebox.schema import EventKind, Session
 
 CHEATER_SCRIPT = r"""
@@ -76,15 +79,10 @@ class ShellAgent:
     def script(self, ctx: AttemptContext) -> str:
         command = self.options.extra.get("command")
         if not command:
-            from statebox.errors import UserError
-
             raise UserError("the shell agent needs a command (agent option extra.command)")
         return str(command)
 
     def run(self, ctx: AttemptContext) -> Session:
-        from statebox.sandbox.docker import ContainerSpec
-        from statebox.sandbox.images import ensure_image
-
         assert ctx.engine is not None and ctx.workspace is not None, "the shell agent runs in a sandbox"
         script = self.script(ctx)
         with SessionRecorder(ctx.attempt_dir, limits=ctx.policy.recording) as rec:
@@ -100,7 +98,7 @@ class ShellAgent:
                 rec.add(EventKind.tool_output, line.rstrip("\n"), source="stdout.log", line=line_no)
 
             spec = ContainerSpec(
-                image=ensure_image("sandbox"),
+                image=ctx.engine.ensure_image("sandbox"),
                 command=["bash", "-c", script],
                 workspace=Path(ctx.workspace.path),
                 policy=ctx.policy,
@@ -140,13 +138,7 @@ class ScriptedCheaterAgent(ShellAgent):
         return CHEATER_SCRIPT
 
 
-def _claude_code_agent() -> type:
-    from statebox.agents.claude_code import ClaudeCodeAgent
-
-    return ClaudeCodeAgent
-
-
-class ScriptedClaudeCodeAgent(_claude_code_agent()):  # type: ignore[misc]
+class ScriptedClaudeCodeAgent(ClaudeCodeAgent):
     """The real Claude Code CLI driven by a scripted model (the gateway's upstream is the
     scripted server): the demo's cheating coding agent, labelled so nobody mistakes it for
     a real model's result."""

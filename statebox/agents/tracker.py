@@ -19,9 +19,10 @@ import json
 import time
 from pathlib import Path
 
-from statebox.agents.base import AgentOptions, AttemptContext
+from statebox.attempt import AgentOptions, AttemptContext
 from statebox.capped_log import CAP_REACHED, clamp_tree, read_tail
 from statebox.recorder import SessionRecorder
+from statebox.sandbox.spec import ContainerSpec, Mount
 from statebox.sandbox.workspace import limited_folder
 from statebox.schema import EventKind, Session
 from statebox.tracker import container as tc
@@ -56,8 +57,6 @@ class TrackerAgent:
                 "--batch", str(self.batch), "--device", self.device]
 
     def run(self, ctx: AttemptContext) -> Session:
-        from statebox.sandbox.docker import ContainerSpec, Mount
-
         assert ctx.engine is not None and ctx.workspace is not None, "the tracker runs in a sandbox"
         started = time.time()
         input_dir = ctx.attempt_dir / "tracker-input"
@@ -105,7 +104,7 @@ class TrackerAgent:
                     rec.add(EventKind.tool_output, json.dumps(event), source="stdout.log", line=line_no, data=event)
 
             spec = ContainerSpec(
-                image=tc.tracker_image(),
+                image=ctx.engine.ensure_image(tc.IMAGE_TARGET),
                 command=command,
                 workspace=Path(ctx.workspace.path),
                 policy=ctx.policy,

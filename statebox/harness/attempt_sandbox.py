@@ -106,7 +106,6 @@ class AttemptSandboxes:
                 raise Cancelled("the run is stopping")
         return sandbox
 
-    @property
-    def docker_host(self) -> str | None:
-        """Where images are built for this provider (the Docker engine's host; None: the default)."""
-        return getattr(self.provider, "docker_host", None)
+    def ensure_image(self, target: str, progress: Callable[[str], None] | None = None) -> str:
+        """Images live where the run's provider runs containers."""
+        return self.provider.ensure_image(target, progress)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from statebox.errors import InfrastructureError, UserError
-from statebox.sandbox import hardening
+from statebox.sandbox import hardening, images
 from statebox.sandbox.engine_client import docker_client
 from statebox.sandbox.hardening import AGENT_USER, INIT_USER, as_agent
 from statebox.sandbox.provider import READ_LIMIT_BYTES, SandboxFileError
@@ -111,6 +111,13 @@ class SandboxEngine:
         self.api = self.client.api
         self._gpu_runtime: bool | None = None
         self.gc_stale()
+
+    # ------------------------------------------------------------ images (SandboxProvider)
+
+    def ensure_image(self, target: str, progress: Callable[[str], None] | None = None) -> str:
+        """`target`'s image tag on this engine (its `docker_host`), built there when inputs changed."""
+        return images.ensure_image(target, docker_host=self.docker_host,
+                                   **({"progress": progress} if progress is not None else {}))
 
     # ------------------------------------------------------------ lifecycle (SandboxProvider)
 

@@ -3,10 +3,11 @@
 After Inspect AI's `SandboxEnvironment`, but typed and narrower: a provider has a
 lifecycle (once per run, once per attempt), runs a container to completion (`run`)
 or starts a long-lived one (`start`) whose handle runs commands (`exec`) and moves
-files (`read_file`, `write_file`, both refusing links and non-regular files).
+files (`read_file`, `write_file`, both refusing links and non-regular files), and
+names (building where needed) the image an agent's container runs (`ensure_image`).
 
 Docker (`sandbox/docker.py:SandboxEngine`) is the one provider today; the harness's
-per-attempt wrapper (`harness/runner.py:AttemptSandboxes`: honeytoken mounts, labels,
+per-attempt wrapper (`harness/attempt_sandbox.py:AttemptSandboxes`: honeytoken mounts, labels,
 the run's stop switch) satisfies the same protocol, and so must any provider the
 cluster work adds. `tests/sandbox/test_provider_contract.py` is the suite every
 provider passes. Providers are chosen by name through `get_provider`.
@@ -80,6 +81,11 @@ class SandboxProvider(Protocol):
 
     def start(self, spec: ContainerSpec) -> Sandbox:
         """Start a long-lived container (the policy's wall clock still applies)."""
+        ...
+
+    def ensure_image(self, target: str, progress: Callable[[str], None] | None = None) -> str:
+        """The tag of image `target` (sandbox | agents | tracker) where this provider runs containers,
+        built there when its inputs changed: a cluster node builds and checks its own."""
         ...
 
 

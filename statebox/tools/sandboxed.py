@@ -18,7 +18,6 @@ from typing import Literal
 
 from statebox.attempt import AttemptContext
 from statebox.errors import UserError
-from statebox.sandbox.images import ensure_image
 from statebox.sandbox.spec import ContainerSpec
 from statebox.tools.video_tools import LocalVtools, SandboxVtools, VideoTools
 
@@ -52,7 +51,7 @@ def open_video_tools(
     if ctx.engine is None:
         raise UserError("this agent decodes frames inside a Docker sandbox, but no Docker engine was given")
     spec = ContainerSpec(
-        image=ensure_image("sandbox"),
+        image=ctx.engine.ensure_image("sandbox"),
         command=["sleep", "infinity"],
         workspace=Path(ctx.workspace.path),
         policy=ctx.policy,

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Callable
 
 from statebox.errors import UserError
+from statebox.sandbox.images import ensure_image
 
+IMAGE_TARGET = "tracker"  # statebox/sandbox/image/targets.yaml
 EVENT_PREFIX = "SBTRACK "
 PYTHON = "/opt/tracker/bin/python"
 MODELS_MOUNT = "/models"
@@ -61,10 +63,9 @@ def resolve_weights(weights: str | Path | None) -> Path:
 
 
 def tracker_image(progress: Callable[[str], None] = lambda _m: None) -> str:
-    """The tracker image tag, built when its inputs changed (minutes the first time)."""
-    from statebox.sandbox.images import ensure_image
-
-    return ensure_image("tracker", progress=progress)
+    """The tracker image tag on the local engine, built when its inputs changed (minutes the first
+    time). Agents ask their provider instead (`ctx.engine.ensure_image(IMAGE_TARGET)`)."""
+    return ensure_image(IMAGE_TARGET, progress=progress)
 
 
 def read_network_log(out_dir: Path) -> list[dict]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from statebox.agents.base import AgentOptions, AttemptContext, SecretFacts
+from statebox.attempt import AgentOptions, AttemptContext, SecretFacts
 from statebox.policies.model import Policy, load_policy
 from statebox.sandbox.gateway import Gateway
 from statebox.sandbox.workspace import prepare_workspace

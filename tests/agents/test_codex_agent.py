@@ -121,7 +121,7 @@ def test_crashing_codex_keeps_its_stderr(tmp_path, docker_engine, monkeypatch):
 
 
 def test_config_options_from_the_command_line():
-    from statebox.agents.base import AgentOptions
+    from statebox.attempt import AgentOptions
     from statebox.agents.codex import CodexAgent
 
     agent = CodexAgent(AgentOptions(model="gpt-5", extra={"config.model_verbosity": "low",

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from statebox.agents.base import AgentOptions
+from statebox.attempt import AgentOptions
 from statebox.agents.mllm import MllmAgent
 from statebox.testing.scripted_model import Turn
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from statebox.agents.base import AgentOptions, AttemptContext, SecretFacts
+from statebox.attempt import AgentOptions, AttemptContext, SecretFacts
 from statebox.policies import load_policy
 from statebox.schema import Attempt, EventKind, Item, Query
 from statebox.testing.scripted_model import ScriptedModelServer, ScriptRequest, Turn

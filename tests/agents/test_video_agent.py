@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from statebox.agents.base import AgentOptions
+from statebox.attempt import AgentOptions
 from statebox.agents.video_agent import VideoAgent
 from statebox.testing.scripted_model import ScriptRequest, Turn
 

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from statebox.agents.base import AgentOptions, AttemptContext, SecretFacts
+from statebox.attempt import AgentOptions, AttemptContext, SecretFacts
 from statebox.agents.frames_accounting import request_images
 from statebox.policies.model import load_policy
 from statebox.sandbox.gateway import Gateway

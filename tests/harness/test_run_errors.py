@@ -123,7 +123,7 @@ def _run_job(services, agent, run_dir, tmp_path):
 
 
 def test_infrastructure_failures_are_retried_agent_failures_are_not(tmp_path, monkeypatch):
-    from statebox.agents.base import AgentOptions
+    from statebox.attempt import AgentOptions
     from statebox.harness import runner
     from statebox.policies.model import load_policy
 

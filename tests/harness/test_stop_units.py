@@ -146,7 +146,7 @@ def _session(ctx, status="ok", reason="", response="3"):
 
 
 def test_an_attempt_stopped_mid_way_is_never_a_row(tmp_path):
-    from statebox.agents.base import AgentOptions
+    from statebox.attempt import AgentOptions
     from statebox.harness import runner
 
     services = _services()
@@ -164,7 +164,7 @@ def test_an_attempt_stopped_mid_way_is_never_a_row(tmp_path):
 
 
 def test_a_full_disk_stops_the_run_instead_of_becoming_a_failed_row(tmp_path):
-    from statebox.agents.base import AgentOptions
+    from statebox.attempt import AgentOptions
     from statebox.harness import runner
 
     services = _services()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from statebox.agents.base import AgentOptions
+from statebox.attempt import AgentOptions
 from statebox.testing.scripted_model import Turn
 from tests.agents.test_react import attempt_setup, run_react  # noqa: F401 - the fixture is used by name
 

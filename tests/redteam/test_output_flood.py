@@ -125,7 +125,7 @@ def assert_audit_reads(attempt_dir: Path) -> None:
 
 
 def test_shell_agent_flood_is_capped(tmp_path, docker_engine):
-    from statebox.agents.base import AgentOptions, AttemptContext, SecretFacts
+    from statebox.attempt import AgentOptions, AttemptContext, SecretFacts
     from statebox.agents.scripted import ShellAgent
     from statebox.sandbox.workspace import prepare_workspace
     from statebox.schema import Attempt, Item
@@ -225,7 +225,7 @@ def test_cli_agent_flood_is_capped(agent_name, model, raw_log, tmp_path, docker_
 
 
 def test_react_tool_flood_is_capped(tmp_path, docker_engine):
-    from statebox.agents.base import AgentOptions, AttemptContext, SecretFacts
+    from statebox.attempt import AgentOptions, AttemptContext, SecretFacts
     from statebox.agents.react import ReactAgent
     from statebox.sandbox.gateway import Gateway
     from statebox.sandbox.workspace import prepare_workspace
@@ -287,7 +287,7 @@ print("SBTRACK " + json.dumps({"event": "answer", "response": "3", "program": "f
 
 
 def test_tracker_flood_is_capped(tmp_path, docker_engine, monkeypatch):
-    from statebox.agents.base import AgentOptions, AttemptContext, SecretFacts
+    from statebox.attempt import AgentOptions, AttemptContext, SecretFacts
     from statebox.agents.tracker import TrackerAgent
     from statebox.sandbox.workspace import prepare_workspace
     from statebox.schema import Attempt, Item
@@ -329,7 +329,7 @@ def test_tracker_flood_is_capped(tmp_path, docker_engine, monkeypatch):
 
 
 def test_mllm_huge_model_reply_is_capped(tmp_path):
-    from statebox.agents.base import AgentOptions
+    from statebox.attempt import AgentOptions
     from statebox.agents.mllm import MllmAgent
     from statebox.testing.scripted_model import Turn
 

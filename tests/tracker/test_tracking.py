@@ -69,7 +69,7 @@ def test_tracking_a_generated_clip_recovers_the_number_of_objects(docker_engine,
 
 
 def _context(item, ws, attempt_dir, engine, weights=None):
-    from statebox.agents.base import AgentOptions, AttemptContext, SecretFacts
+    from statebox.attempt import AgentOptions, AttemptContext, SecretFacts
     from statebox.schema import Attempt
 
     policy = load_policy("default")
