@@ -217,9 +217,10 @@ ATTEMPTS_SECTION = """
 
 def page_meta(summary: RunSummary | None, datasets: list[DatasetInfo], **extra: Any) -> dict[str, Any]:
     """What the page's script needs besides the attempt rows: names, items, chunk names."""
-    labels = sorted({lab for d in datasets for it in d.item_table() for lab in it[2]})
+    tables = [d.item_table() for d in datasets]
+    labels = sorted({lab for table in tables for it in table for lab in it[2]})
     meta: dict[str, Any] = {
-        "items": [d.item_table() for d in datasets],
+        "items": tables,
         "labels": labels,
         "agents": summary.agents.names if summary else [],
         "datasets": summary.dataset_vocab.names if summary else [d.label for d in datasets],

@@ -366,24 +366,17 @@ class ChunkSink:
 
     def add_attempt(self, attempts: str, row: Any, group: Any = None) -> int:
         """Queue one attempt's transcript; returns the number of the chunk that will hold it."""
-        started = time.perf_counter()
-        try:
-            return self._add_attempt(attempts, row, group)
-        finally:
-            self.transcript_seconds += time.perf_counter() - started
-
-    def _add_attempt(self, attempts: str, row: Any, group: Any) -> int:
         if group != self._group:
             self._flush_transcripts()
             self._group = group
-        path = attempts + os.sep + row.attempt_id + os.sep + "events.jsonl"
+        path: str | None = attempts + os.sep + row.attempt_id + os.sep + "events.jsonl"
         try:
-            st = os.stat(path)
+            st = os.stat(path)  # type: ignore[arg-type]
             key, size = f"{st.st_size}:{st.st_mtime_ns}", min(st.st_size, MAX_EVENTS_PER_ATTEMPT * MAX_LINE)
         except OSError:
-            key, size = "-", 0
+            key, size, path = "-", 0, None
         tail = _row_tail(row)
-        self._pending.append((row.attempt_id, path, key, tail))
+        self._pending.append((row.attempt_id, path, key, tail))  # type: ignore[arg-type]
         self._p_bytes += size + len(tail)
         number = len(self.transcript_chunks)
         if self._p_bytes >= TRANSCRIPT_CHUNK_BYTES or len(self._pending) >= TRANSCRIPT_CHUNK_ATTEMPTS:
@@ -396,9 +389,12 @@ class ChunkSink:
             self._flush_index()
 
     def _flush_transcripts(self) -> None:
-        pending = self._pending
-        if not pending:
-            return
+        if self._pending:
+            started = time.perf_counter()
+            self._write_transcripts(self._pending)
+            self.transcript_seconds += time.perf_counter() - started
+
+    def _write_transcripts(self, pending: list[tuple[str, str, str, str]]) -> None:
         digest = hashlib.blake2b(TRANSCRIPT_FORMAT, digest_size=12)
         for attempt_id, _, key, tail in pending:
             digest.update(f"{attempt_id}\0{key}\0{tail}\0".encode("utf-8", "surrogatepass"))
@@ -426,7 +422,7 @@ class ChunkSink:
                 return
         parts = [b"{"]
         for attempt_id, path, _, tail in pending:
-            events = _events_json(path)
+            events = _events_json(path) if path is not None else b'{"ev":[],"more":0,"missing":true'
             if events is None:  # the careful path: parsed, shortened, as `read_transcript` does
                 events = encode_transcript(read_transcript(os.path.dirname(path)), None)[:-1].encode("utf-8")
             parts += [_encode_str(attempt_id).encode("utf-8"), b":", events, b",", tail.encode("utf-8"), b","]
@@ -442,9 +438,7 @@ class ChunkSink:
             self._index = []
 
     def close(self) -> None:
-        started = time.perf_counter()
         self._flush_transcripts()
-        self.transcript_seconds += time.perf_counter() - started
         self._flush_index()
 
     def names(self) -> list[str]:
@@ -667,6 +661,8 @@ class ReportPass:
         value = row.metrics.get("correct")
         correct = None if value is None else (1 if value >= 0.999 else 0)
         cats = ",".join(sorted({str(f.get("category", "?")) for f in row.findings})) if row.findings else ""
+        verdict = self.verdicts._ids.get(row.verdict)
+        status = self.statuses._ids.get(row.status)
         return [
             idx,
             self.agents.id(row.agent),
@@ -674,8 +670,8 @@ class ReportPass:
             info.positions.get(row.item_id, -1) if info else -1,
             row.query_index,
             row.epoch,
-            self.verdicts.id(row.verdict),
-            self.statuses.id(row.status),
+            self.verdicts.id(row.verdict) if verdict is None else verdict,
+            self.statuses.id(row.status) if status is None else status,
             correct,
             row.response[:MAX_INDEX_TEXT],
             round(row.duration_s, 2),
@@ -685,7 +681,7 @@ class ReportPass:
             tchunk,
             row.attempt_id,
             row.reason[:MAX_INDEX_TEXT],
-            self.actions.id(row.action),
+            self.actions._ids.get(row.action) if row.action in self.actions._ids else self.actions.id(row.action),
             row.item_id,
         ]
 
