@@ -102,6 +102,7 @@ class LocalRay:
 
     def __init__(self, root: Path, nodes: int, cpus: int) -> None:
         self.root, self.port, self.procs = root, free_port(), []
+        root.mkdir(parents=True, exist_ok=True)
         self.address = f"127.0.0.1:{self.port}"
         for k in range(nodes):
             env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", STATEBOX_NODE_NAME=f"n{k}",
@@ -153,7 +154,7 @@ def run_cli(run_dir: Path, cfg, cluster: str | None) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--attempts", type=int, default=10_000, help="attempts for the head's bookkeeping")
-    ap.add_argument("--host", type=int, default=1_000, help="host-side attempts per configuration")
+    ap.add_argument("--host", type=int, default=2_000, help="host-side attempts per configuration")
     ap.add_argument("--sandboxed", type=int, default=24, help="sandboxed attempts per configuration")
     args = ap.parse_args()
     n_max = max(args.attempts, args.host, args.sandboxed)
