@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import List, Optional
 
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from statebox.audits.events import AttemptFacts
+from statebox.audits.verdict import audit_file, audit_run
+from statebox.errors import UserError
+from statebox.policies import load_policy
 
 
 def register(app: typer.Typer) -> None:
@@ -24,11 +33,6 @@ def register(app: typer.Typer) -> None:
         no_write: bool = typer.Option(False, "--no-write", help="Do not write verdict.json into attempt folders."),
     ) -> None:
         """Check sessions for the seven contamination categories and honeytokens; write verdicts."""
-        from statebox.audits.events import AttemptFacts
-        from statebox.audits.verdict import audit_file, audit_run
-        from statebox.errors import UserError
-        from statebox.policies import load_policy
-
         policy = load_policy(policy_name)
         if not target.exists():
             raise UserError(f"{target}: no such run folder, attempt folder or session file")
@@ -52,11 +56,6 @@ def register(app: typer.Typer) -> None:
 
 
 def _print_table(rows) -> None:
-    from collections import Counter
-
-    from rich.console import Console
-    from rich.table import Table
-
     console = Console()
     colour = {"clean": "green", "suspicious": "yellow", "contaminated": "red"}
     table = Table(title="contamination audit", show_lines=False)
@@ -76,6 +75,4 @@ def _print_table(rows) -> None:
 
 
 def _esc(text: str) -> str:
-    from rich.markup import escape
-
     return escape(text)

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from pathlib import Path
 
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from statebox.benchmarks import load_benchmark
 
 bench_app = typer.Typer(help="The built-in generated suite: make it, summarise it, validate it, derive variants.",
                         no_args_is_help=True)
@@ -27,10 +33,7 @@ def make(
     workers: int = typer.Option(None, "--workers", min=1, help="Processes (default: up to 2)."),
 ) -> None:
     """Render the suite's videos, ground truth and annotation files."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from statebox.benchmarks.synthetic.suite import make_suite
+    from statebox.benchmarks.synthetic.suite import make_suite  # the generator (numpy, the renderer): only when run
 
     console = Console(stderr=True)
     start = time.perf_counter()
@@ -59,10 +62,7 @@ def info(
 
 
 def summarise(dir: Path) -> dict:
-    from collections import Counter
-
-    from statebox.benchmarks import load_benchmark
-    from statebox.benchmarks.synthetic.suite import load_suite
+    from statebox.benchmarks.synthetic.suite import load_suite  # the generator's package: only when run
 
     suite = load_suite(dir)
     rows = []
@@ -80,8 +80,6 @@ def summarise(dir: Path) -> dict:
 
 def _console():
     """A console that keeps tables readable when stdout is a pipe or a log file (rich would use 80 columns)."""
-    from rich.console import Console
-
     console = Console()
     if not console.is_terminal:
         console = Console(width=150)
@@ -89,9 +87,6 @@ def _console():
 
 
 def _print_info(dir: Path) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     summary = summarise(dir)
     table = Table(title=f"suite {summary['suite']} (size {summary['size']}, seed {summary['seed']})")
     for col in ("family", "bench", "items", "queries", "videos", "MB", "answers"):
@@ -111,10 +106,7 @@ def validate(
     as_json: bool = typer.Option(False, "--json", help="Print the probes as one JSON object."),
 ) -> None:
     """Run the validity probes (oracle 100%, max-single-frame 0%/100%, 1 fps, causal streaming answers); exit 2 on failure."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from statebox.benchmarks.synthetic.validate import validate_suite
+    from statebox.benchmarks.synthetic.validate import validate_suite  # the generator's package: only when run
 
     report = validate_suite(dir)
     if as_json:
@@ -143,7 +135,7 @@ def variants(
     factor: int = typer.Option(2, "--factor", min=1, help="stretch: how many times slower."),
 ) -> None:
     """Write a suite of diagnostic variants of the same items (run it with `statebox run --suite DIR`)."""
-    from statebox.benchmarks.synthetic.variants import make_variants
+    from statebox.benchmarks.synthetic.variants import make_variants  # the generator's package: only when run
 
     start = time.perf_counter()
     path = make_variants(suite, kind, out, factor=factor)

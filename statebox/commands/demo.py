@@ -15,6 +15,15 @@ from typing import Optional
 
 import typer
 
+from statebox.commands.run import execute_run
+from statebox.harness.plan import RunConfig, datasets_from_suite
+from statebox.harness.report import write_report
+from statebox.harness.summary import wide_console
+from statebox.sandbox.docker import SandboxEngine
+from statebox.sandbox.images import ensure_image
+from statebox.testing.cheating_model import CHEATING_SCRIPT
+from statebox.testing.scripted_model import ScriptedModelServer
+
 DEMO_AGENTS = ["oracle", "chance-random", "chance-frequency", "tracker", "claude-code-scripted"]
 CHEATER_ITEMS = 1  # the cheating coding agent runs on this many items per dataset (it is slow-ish and always caught)
 
@@ -29,13 +38,7 @@ def register(app: typer.Typer) -> None:
         real_items: int = typer.Option(3, help="items per dataset for a real coding agent when an API key is set"),
     ) -> None:
         """Run the main job on the built-in tiny suite and print the leaderboard and report path."""
-        from statebox.benchmarks.synthetic.suite import make_suite
-        from statebox.commands.run import execute_run
-        from statebox.harness.plan import RunConfig, datasets_from_suite
-        from statebox.harness.report import write_report
-        from statebox.harness.summary import wide_console
-        from statebox.sandbox.docker import SandboxEngine
-        from statebox.sandbox.images import ensure_image
+        from statebox.benchmarks.synthetic.suite import make_suite  # the generator (numpy, the renderer): only when run
 
         console = wide_console()
         t0 = time.time()
@@ -67,8 +70,6 @@ def register(app: typer.Typer) -> None:
             agent_limits={"claude-code-scripted": CHEATER_ITEMS, "scripted-cheater": CHEATER_ITEMS},
             suite=str(suite_dir),
         )
-        from statebox.testing.cheating_model import CHEATING_SCRIPT
-        from statebox.testing.scripted_model import ScriptedModelServer
 
         # the cheating coding agent is the real `claude` CLI; its "model" is a scripted server
         # that follows the known cheating pattern, reached through the real gateway

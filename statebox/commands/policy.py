@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 
 import typer
+import yaml
+
+from statebox.policies.model import POLICY_DIR, load_policy
 
 policy_app = typer.Typer(help="Policy profiles (limits, environment allow-list, budgets, audit actions).", no_args_is_help=True)
 
@@ -15,10 +18,6 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="print JSON instead of YAML"),
 ) -> None:
     """Print a profile after validation, with every default filled in."""
-    import yaml
-
-    from statebox.policies import load_policy
-
     data = load_policy(name).model_dump(mode="json")
     if as_json:
         print(json.dumps(data, indent=2))
@@ -37,8 +36,6 @@ def show(
 @policy_app.command("list")
 def list_policies() -> None:
     """List the built-in profiles with their descriptions."""
-    from statebox.policies.model import POLICY_DIR, load_policy
-
     for path in sorted(POLICY_DIR.glob("*.yaml")):
         print(f"{path.stem:12s} {load_policy(path.stem).description}")
 

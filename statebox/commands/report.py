@@ -9,6 +9,9 @@ from typing import Optional
 
 import typer
 
+from statebox.harness.report import write_report_output
+from statebox.harness.summary import print_leaderboard, wide_console
+
 
 def register(app: typer.Typer) -> None:
     @app.command("report")
@@ -21,9 +24,6 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="print the scores as JSON instead of a table"),
     ) -> None:
         """Write the HTML report of a run and print its leaderboard."""
-        from statebox.harness.report import write_report_output
-        from statebox.harness.summary import print_leaderboard, wide_console
-
         result = write_report_output(run_dir, out, single_file=single_file)
         if as_json:
             payload = {

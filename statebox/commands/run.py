@@ -8,6 +8,17 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from statebox.agents.base import make_agent
+from statebox.errors import UserError
+from statebox.harness.aggregate import score_run
+from statebox.harness.cluster import RayExecutor
+from statebox.harness.cluster_probe import engine_is_default, require_shared_filesystem
+from statebox.harness.plan import RunConfig, agent_options, dataset_from_flags, datasets_from_suite, load_datasets, run_id_for
+from statebox.harness.runner import run_planned
+from statebox.harness.summary import print_leaderboard, wide_console
+from statebox.policies.model import load_policy
 
 
 def _options_from_flags(**flags: object) -> dict:
@@ -42,9 +53,6 @@ def register(app: typer.Typer) -> None:
             None, "--cluster", help="run the attempts on a Ray cluster: auto, ray://HOST:10001 or a head's HOST:PORT (docs/cluster.md)"),
     ) -> None:
         """Run agents on a benchmark or the generated suite; rerun the same command to resume."""
-        from statebox.errors import UserError
-        from statebox.harness.plan import RunConfig, dataset_from_flags, datasets_from_suite, run_id_for
-
         if resume is not None:
             config = RunConfig.load(resume)
             target_dir = resume
@@ -103,8 +111,6 @@ def register(app: typer.Typer) -> None:
             )
         executor = None
         if cluster:
-            from statebox.harness.cluster import RayExecutor
-
             executor = RayExecutor(cluster)
         else:
             _refuse_foreign_engine(config)
@@ -114,14 +120,8 @@ def register(app: typer.Typer) -> None:
 def _refuse_foreign_engine(config) -> None:
     """A DOCKER_HOST that does not see this host's files would run attempts with missing mounts:
     probe it (once) and refuse with one line naming the cluster mode (harness/cluster_probe.py)."""
-    from statebox.harness.cluster_probe import engine_is_default, require_shared_filesystem
-
     if engine_is_default():
         return
-    from statebox.agents.base import make_agent
-    from statebox.harness.plan import agent_options
-    from statebox.policies.model import load_policy
-
     if any(make_agent(name, agent_options(config, name)).needs_sandbox for name in config.agents):
         require_shared_filesystem(load_policy(config.policy))
 
@@ -131,13 +131,6 @@ def execute_run(
     executor=None,
 ) -> list:
     """Run with a live progress display, then print the leaderboard (or JSON)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    from statebox.harness.aggregate import score_run
-    from statebox.harness.plan import load_datasets
-    from statebox.harness.runner import run_planned
-    from statebox.harness.summary import print_leaderboard, wide_console
-
     console = wide_console(stderr=as_json)
     progress = Progress(
         TextColumn("[bold]{task.fields[agent]:<16}"),

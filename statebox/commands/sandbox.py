@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Optional
 
 import typer
+
+from statebox.errors import UserError
+from statebox.sandbox.doctor import run_doctor
+from statebox.sandbox.images import ensure_image
+from statebox.sandbox.interactive import run_command
+from statebox.sandbox.videocheck import check_video
 
 sandbox_app = typer.Typer(help="Sandbox images, engine checks, and running one command in a sandbox.", no_args_is_help=True)
 
@@ -24,10 +31,6 @@ def build(
     force: bool = typer.Option(False, "--force", help="rebuild even when the content hash is unchanged"),
 ) -> None:
     """Build (only when its inputs changed) and tag an image target; prints the tag."""
-    import time
-
-    from statebox.sandbox.images import ensure_image
-
     started = time.monotonic()
     tag = ensure_image(target, base=base, offline_base=offline_base, ca_bundle=ca_bundle, force=force, progress=_say)
     _say(f"{target}: {tag} ({time.monotonic() - started:.1f}s)")
@@ -37,8 +40,6 @@ def build(
 @sandbox_app.command("doctor")
 def doctor() -> None:
     """Check the engine, images, base, CA bundle and GPU runtime; print a fix for each problem."""
-    from statebox.sandbox.doctor import run_doctor
-
     raise typer.Exit(run_doctor())
 
 
@@ -62,10 +63,6 @@ def run(
     attempt status (ok | timeout | oom | error) goes to stderr. `-- bash` with a
     terminal attached gives an interactive shell inside the sandbox.
     """
-    from statebox.errors import UserError
-    from statebox.sandbox.interactive import run_command
-    from statebox.sandbox.videocheck import check_video
-
     command = list(ctx.args)
     if command and command[0] == "--":
         command = command[1:]

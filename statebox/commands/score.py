@@ -7,6 +7,13 @@ from enum import Enum
 from pathlib import Path
 
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from statebox.benchmarks import load_benchmark
+from statebox.scoring.judge import make_judge
+from statebox.scoring.predictions import load_predictions
+from statebox.scoring.report import score_predictions
 
 
 class Bench(str, Enum):
@@ -38,11 +45,6 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed", help="Seed for the bootstrap and the random baseline."),
     ) -> None:
         """Score predictions exactly as each benchmark's released code does (plus CIs, chance, breakdowns)."""
-        from statebox.benchmarks import load_benchmark
-        from statebox.scoring.judge import make_judge
-        from statebox.scoring.predictions import load_predictions
-        from statebox.scoring.report import score_predictions
-
         loaded = load_benchmark(bench.value, data)
         lines = load_predictions(predictions)
         enumeration_judge = make_judge(judge.value, judge_model) if bench == Bench.ecbench else None
@@ -56,9 +58,6 @@ def register(app: typer.Typer) -> None:
 
 
 def print_report(report) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     console = Console()
     extra = report.model_extra or {}
     ci = extra.get("ci") or {}

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
+
+from statebox.errors import UserError
+from statebox.harness.live_view import serve
+from statebox.harness.plan import RUN_CONFIG_FILE
 
 
 def register(app: typer.Typer) -> None:
@@ -15,12 +20,6 @@ def register(app: typer.Typer) -> None:
         poll_ms: int = typer.Option(2000, "--poll-ms", help="how often the page asks for new rows"),
     ) -> None:
         """Serve a run's report on localhost with progress, rows as they are written, and attempts in flight (reads the run folder only)."""
-        import sys
-
-        from statebox.errors import UserError
-        from statebox.harness.live_view import serve
-        from statebox.harness.plan import RUN_CONFIG_FILE
-
         if not (run_dir / RUN_CONFIG_FILE).exists():
             raise UserError(f"{run_dir}: not a statebox run folder (no {RUN_CONFIG_FILE})")
 
