@@ -1,8 +1,9 @@
 """The `statebox` command line: thin, it parses flags and calls the packages.
 
 Each command group lives in `statebox/commands/<name>.py` and exposes
-`register(app)`. Heavy imports (docker, langgraph, torch) happen inside the
-command functions so `statebox --help` stays instant.
+`register(app)` and imports statebox's own modules at its top; only heavy optional
+dependencies (the synthetic generator, model SDKs, langgraph, ray, torch) are imported
+inside the command functions.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import sys
 
 import typer
 
-from statebox.errors import UserError
+from statebox import signals
+from statebox.errors import UserError, storage_error
+from statebox.sandbox.docker import remove_own_containers
 
 app = typer.Typer(
     name="statebox",
@@ -45,10 +48,8 @@ for _name in COMMAND_MODULES:
 
 def _finish(code: int, line: str) -> None:
     """Print the one line and exit; if a worker thread is still stuck, do not wait for it."""
-    from statebox import signals
-
     print(f"statebox: {line}", file=sys.stderr, flush=True)
-    if not signals.settle_threads():
+    if not signals.settle_threads(sweep=remove_own_containers):
         sys.stdout.flush()
         os._exit(code)
     sys.exit(code)
@@ -60,18 +61,15 @@ def main() -> None:
     SIGINT/SIGTERM/SIGHUP all unwind the same way (statebox/signals.py): containers
     removed, workspaces cleaned, rows kept, one line, exit 128 + the signal number.
     """
-    from statebox import signals
-    from statebox.errors import storage_error
-
     signals.install()
     try:
         app()
     except signals.Interrupted as exc:
-        signals.remove_own_containers()  # backstop for any command that started containers
+        remove_own_containers()  # backstop for any command that started containers
         _finish(exc.exit_code, str(exc))
     except UserError as exc:
         if signals.stopping():
-            signals.remove_own_containers()
+            remove_own_containers()
         _finish(exc.exit_code, f"error: {exc}")
     except OSError as exc:  # a full or read-only disk is never a traceback
         err = storage_error(exc)

@@ -13,19 +13,17 @@ code must not swallow it either.
 Worker threads never see a signal. Code that runs work in threads (the harness runner)
 catches `Interrupted` in the main thread, sets its cancel event (workers then raise
 `Cancelled` at their next check instead of starting anything new) and removes its own
-containers with `remove_own_containers`; `cli.main` repeats that sweep for this process
-as a backstop for any other command that starts containers.
+containers (`sandbox/docker.py:remove_own_containers`); `cli.main` repeats that sweep for
+this process as a backstop for any other command that starts containers.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import socket
-import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 HANDLED = ("SIGINT", "SIGTERM", "SIGHUP")
 FORCE_AFTER = 3  # the third signal while stopping exits at once (cleanup is bounded anyway)
@@ -96,53 +94,18 @@ def reset_for_tests() -> None:
     _stopping.clear()
 
 
-def own_container_filters(run_id: str | None = None) -> dict[str, list[str]]:
-    """Docker label filters for the containers this process started (optionally one run's)."""
-    from statebox.sandbox.docker import LABEL
-
-    labels = [f"{LABEL}=1", f"{LABEL}.pid={os.getpid()}", f"{LABEL}.host={socket.gethostname()}"]
-    if run_id:
-        labels.append(f"{LABEL}.run={run_id}")
-    return {"label": labels}
-
-
-def remove_own_containers(api: Any = None, run_id: str | None = None) -> int:
-    """Force-remove every container this process started (of `run_id` when given).
-
-    Removing a container ends the blocking `wait` of the thread that runs it, so the
-    thread unwinds through its own `finally` (workspace cleanup) instead of running on.
-    """
-    if api is None:
-        # only engines this process already connected to: a container of ours can be nowhere else,
-        # and connecting afresh could hang the exit on an engine that does not answer
-        engine_client = sys.modules.get("statebox.sandbox.engine_client")
-        clients = list(getattr(engine_client, "_clients", {}).values()) if engine_client else []
-        return sum(remove_own_containers(c.api, run_id) for c in clients if getattr(c, "api", None) is not None)
-    try:
-        found = api.containers(all=True, filters=own_container_filters(run_id))
-    except Exception:  # noqa: BLE001
-        return 0
-    removed = 0
-    for c in found:
-        try:
-            api.remove_container(c["Id"], force=True)
-            removed += 1
-        except Exception:  # noqa: BLE001 - already gone
-            pass
-    return removed
-
-
-def settle_threads(grace_s: float = 20.0, api: Any = None) -> bool:
-    """After a stop: keep removing this process's containers while other non-daemon threads
-    finish, up to `grace_s`. Returns True when only the main thread (and daemons) remain."""
+def settle_threads(grace_s: float = 20.0, sweep: Callable[[], Any] = lambda: None) -> bool:
+    """After a stop: keep calling `sweep` (the CLI passes `sandbox.docker.remove_own_containers`)
+    while other non-daemon threads finish, up to `grace_s`. Returns True when only the main
+    thread (and daemons) remain."""
     deadline = time.monotonic() + grace_s
     while True:
-        remove_own_containers(api)
+        sweep()
         others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon and t.is_alive()]
         if not others:
             return True
         if time.monotonic() >= deadline:
-            remove_own_containers(api)
+            sweep()
             return False
         for t in others:
             t.join(timeout=0.5)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from statebox.benchmarks import LoadResult
-from statebox.benchmarks._io import as_label, field, iter_jsonl
+from statebox.benchmarks._io import as_label, field
+from statebox.datafiles import iter_jsonl
 from statebox.errors import DataError
 from statebox.schema import Item, Query
 

@@ -13,7 +13,7 @@ import csv
 from pathlib import Path
 
 from statebox.benchmarks import LoadResult
-from statebox.benchmarks._io import require_file
+from statebox.datafiles import require_file
 from statebox.errors import DataError
 from statebox.schema import Item, Query, Span
 from statebox.scoring.spans import parse_clips

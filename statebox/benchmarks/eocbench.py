@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from statebox.benchmarks import LoadResult
-from statebox.benchmarks._io import as_label, field, read_json_or_jsonl
+from statebox.benchmarks._io import as_label, field
+from statebox.datafiles import read_json_or_jsonl
 from statebox.errors import DataError
 from statebox.schema import Item, Query
 

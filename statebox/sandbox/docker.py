@@ -28,19 +28,53 @@ from pathlib import Path
 from typing import Any
 
 from statebox.errors import InfrastructureError, UserError
-from statebox.sandbox import hardening, images
+from statebox.sandbox import engine_client, hardening, images
 from statebox.sandbox.engine_client import docker_client
 from statebox.sandbox.hardening import AGENT_USER, INIT_USER, as_agent
 from statebox.sandbox.provider import READ_LIMIT_BYTES, SandboxFileError
 from statebox.sandbox.spec import HOME, WORKDIR, ContainerResult, ContainerSpec, ContainerStatus, ExecResult, Mount
 
 __all__ = ["AGENT_USER", "HOME", "WORKDIR", "ContainerSpec", "ContainerResult", "ExecResult", "Mount",
-           "RunningSandbox", "SandboxEngine", "quote_command"]
+           "RunningSandbox", "SandboxEngine", "own_container_filters", "quote_command", "remove_own_containers"]
 
 LABEL = "statebox"
 OUTPUT_CAP_BYTES = 64 * 1024 * 1024  # per stream; an output flood must not fill the host disk
 OUTPUT_LINE_CAP_BYTES = 1024 * 1024  # one line of a stream (policy recording.raw_line_bytes)
 STOP_GRACE_S = 2.0  # SIGTERM first, SIGKILL after this; an agent ignoring SIGTERM still dies
+
+
+def own_container_filters(run_id: str | None = None) -> dict[str, list[str]]:
+    """Docker label filters for the containers this process started (optionally one run's)."""
+    labels = [f"{LABEL}=1", f"{LABEL}.pid={os.getpid()}", f"{LABEL}.host={socket.gethostname()}"]
+    if run_id:
+        labels.append(f"{LABEL}.run={run_id}")
+    return {"label": labels}
+
+
+def remove_own_containers(api: Any = None, run_id: str | None = None) -> int:
+    """Force-remove every container this process started (of `run_id` when given).
+
+    Removing a container ends the blocking `wait` of the thread that runs it, so the
+    thread unwinds through its own `finally` (workspace cleanup) instead of running on.
+    """
+    if api is None:
+        # only engines this process already connected to: a container of ours can be nowhere else,
+        # and connecting afresh could hang the exit on an engine that does not answer
+        clients = list(engine_client._clients.values())
+        return sum(remove_own_containers(c.api, run_id) for c in clients if getattr(c, "api", None) is not None)
+    try:
+        found = api.containers(all=True, filters=own_container_filters(run_id))
+    except Exception:  # noqa: BLE001
+        return 0
+    removed = 0
+    for c in found:
+        try:
+            api.remove_container(c["Id"], force=True)
+            removed += 1
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+    return removed
+
 
 def _infra(what: str, exc: Exception) -> Exception:
     """Client errors (4xx) are the caller's; engine/connection failures are retried by the harness."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from statebox.benchmarks._io import iter_jsonl, type_name
+from statebox.datafiles import iter_jsonl, type_name
 from statebox.errors import DataError
 from statebox.schema import Item, Prediction
 from statebox.scoring.core import Answers

@@ -54,7 +54,7 @@ class _FakeEngine:
         pass
 
     def run_cleanup(self, run_id=""):
-        from statebox.signals import remove_own_containers
+        from statebox.sandbox.docker import remove_own_containers
 
         remove_own_containers(self.api, run_id or None)
 
@@ -316,12 +316,12 @@ def test_run_lock_is_released_by_the_kernel_when_the_holder_dies(tmp_path):
 def test_cli_backstop_sweeps_only_engines_this_process_connected_to(monkeypatch):
     from types import SimpleNamespace
 
-    from statebox import signals
     from statebox.sandbox import engine_client
+    from statebox.sandbox.docker import remove_own_containers
 
     api = _FakeApi()
     monkeypatch.setattr(engine_client, "_clients", {"": SimpleNamespace(api=api)})
-    assert signals.remove_own_containers() == 2
+    assert remove_own_containers() == 2
     assert f"statebox.pid={os.getpid()}" in api.filters[-1]["label"]
     monkeypatch.setattr(engine_client, "_clients", {})
-    assert signals.remove_own_containers() == 0
+    assert remove_own_containers() == 0
