@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from statebox.errors import UserError
+from statebox.harness.tracker_eval import evaluate_suite
+from statebox.tracker.training import train_detector
 
 tracker_app = typer.Typer(help="The detector/tracker baseline: train its detector on a generated suite, score it per task.",
                           no_args_is_help=True)
@@ -30,10 +37,6 @@ def train(
 
     Writes OUT/<name>.pt and OUT/<name>.card.json (data, epochs, mAP); prints the weights path.
     """
-    from statebox.tracker.training import train_detector
-
-    from statebox.errors import UserError
-
     if device not in ("cpu", "cuda"):
         raise UserError(f"--device must be cpu or cuda, not {device!r}")
     overrides: dict[str, int] = {}
@@ -54,22 +57,24 @@ def evaluate(
     suite: Path = typer.Option(..., "--suite", help="a generated suite folder"),
     weights: Optional[Path] = typer.Option(None, "--weights", help="weights file (default: the shipped suite model)"),
     task: list[str] = typer.Option([], "--task", help="only these task families (repeatable)"),
+    run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="where results go (default: runs/<config hash>)"),
+    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="sandboxes at once"),
+    stride: int = typer.Option(1, "--stride", min=1, help="track every n-th frame"),
+    policy: str = typer.Option("default", "--policy", help="policy name or YAML path"),
     as_json: bool = typer.Option(False, "--json", help="print the per-task scores as JSON"),
 ) -> None:
-    """Score the tracker on a suite per task, next to the frequency baseline (abstentions counted apart)."""
-    import json
+    """Score the tracker on a suite per task, next to the frequency baseline (abstentions counted apart).
 
-    from rich.console import Console
-    from rich.table import Table
-
-    from statebox.tracker.evaluate import evaluate_suite
-
-    score = evaluate_suite(suite, weights, tasks=list(task) or None,
+    A normal run (tracker + chance-frequency through the harness) into RUN_DIR; the table is read from its store.
+    """
+    score = evaluate_suite(suite, weights, tasks=list(task) or None, run_dir=run_dir, stride=stride,
+                           concurrency=concurrency, policy=policy,
                            progress=lambda m: print(f"[tracker] {m}", file=sys.stderr, flush=True))
     rows = {name: {"n": t.n, "accuracy": round(t.accuracy, 4), "frequency_baseline": round(t.chance, 4),
                    "abstained": t.abstained, "programs": t.programs} for name, t in score.tasks.items()}
     if as_json:
-        print(json.dumps({"weights": score.weights, "tasks": rows, "network_attempts": score.network_attempts}, indent=2))
+        print(json.dumps({"weights": score.weights, "run_dir": score.run_dir, "tasks": rows,
+                          "network_attempts": score.network_attempts}, indent=2))
         return
     table = Table(title=f"tracker ({score.weights}) on {suite}")
     for col in ("task", "n", "tracker", "frequency", "abstained", "programs"):
@@ -79,6 +84,7 @@ def evaluate(
                       ", ".join(f"{k} {v}" for k, v in r["programs"].items()))
     Console().print(table)
     print(f"network attempts: {score.network_attempts}")
+    print(f"results: {score.run_dir}/results.sqlite  (report: statebox report {score.run_dir})")
 
 
 def register(app: typer.Typer) -> None:
