@@ -590,6 +590,8 @@ class ReportPass:
         self._epoch: int | None = None
         self._epoch_rows: list[ResultRow] = []
         self._parsed: dict[str, Any] = {}
+        self._info_for: str | None = None
+        self._info: DatasetInfo | None = None
 
     # -- grouping
     def _flush_epoch(self) -> None:
@@ -619,7 +621,7 @@ class ReportPass:
             self.last_rowid = rowid
         idx = self.n
         self.n += 1
-        info = self.datasets.get(row.dataset)
+        info = self._info if self._info_for == row.dataset else self._lookup(row.dataset)
         if info is not None:
             plot = info.plot.get((row.item_id, row.query_index))
             if plot is not None:
@@ -627,6 +629,10 @@ class ReportPass:
         if self.sink is not None:
             tchunk = self.sink.add_attempt(self._attempts, row, key)
             self.sink.add_index(self.index_row(idx, row, tchunk))
+
+    def _lookup(self, dataset: str) -> DatasetInfo | None:
+        self._info_for, self._info = dataset, self.datasets.get(dataset)
+        return self._info
 
     def _parse_int(self, response: str) -> int | None:
         cache = self._parsed
@@ -657,7 +663,7 @@ class ReportPass:
 
     def index_row(self, idx: int, row: ResultRow, tchunk: int | None) -> list[Any]:
         """One attempt as the page's table holds it (see FIELDS in report.py's script)."""
-        info = self.datasets.get(row.dataset)
+        info = self._info if self._info_for == row.dataset else self._lookup(row.dataset)
         value = row.metrics.get("correct")
         correct = None if value is None else (1 if value >= 0.999 else 0)
         cats = ",".join(sorted({str(f.get("category", "?")) for f in row.findings})) if row.findings else ""
@@ -718,11 +724,17 @@ def summarise(run_dir: Path, datasets: list[DatasetInfo], sink: ChunkSink | None
     """One streaming pass over the store (read-only) into a RunSummary (+ the sink's chunks)."""
     own = conn is None
     conn = conn or connect_readonly(run_dir)
+    from statebox.scoring.report import _collector_paused
+
     try:
         rpass = ReportPass(run_dir, datasets, sink)
-        for rowid, row in iter_rows(conn):
-            rpass.feed(row, rowid)
-        return rpass.finish()
+        # rows and their decoded columns hold no reference cycles: the cyclic collector would
+        # only re-scan the growing set of live objects (items, the epoch's rows) over and over
+        with _collector_paused():
+            feed = rpass.feed
+            for rowid, row in iter_rows(conn):
+                feed(row, rowid)
+            return rpass.finish()
     finally:
         if own:
             conn.close()

@@ -14,9 +14,10 @@ import numpy as np
 
 CHUNK = 200  # replicates per matrix product: bounds memory at CHUNK x clusters
 # The resampling weights depend on (clusters, n_boot, seed) only, not on the values: every agent
-# scored on the same videos draws the same ones, so they are drawn once and kept (int32; the
-# draw is most of a bootstrap's cost). Kept while they fit WEIGHT_CACHE_ENTRIES in all.
-WEIGHT_CACHE_ENTRIES = 16_000_000
+# scored on the same videos draws the same ones, so they are drawn once and kept (as the float64
+# the product takes; the draw is most of a bootstrap's cost). Kept while they fit
+# WEIGHT_CACHE_ENTRIES (8 bytes each) in all.
+WEIGHT_CACHE_ENTRIES = 8_000_000
 _WEIGHTS: dict[tuple[int, int, int], np.ndarray] = {}
 
 
@@ -54,12 +55,11 @@ def bootstrap_means(values: np.ndarray, codes: np.ndarray, n_boot: int = 1000, s
     for start in range(0, n_boot, CHUNK):
         size = min(CHUNK, n_boot - start)
         if cached is not None:
-            weights = cached[start : start + size].astype(np.float64)
+            weights = cached[start : start + size]
         else:
-            draw = rng.multinomial(n_clusters, probabilities, size=size)
+            weights = rng.multinomial(n_clusters, probabilities, size=size).astype(np.float64)
             if drawn is not None:
-                drawn.append(draw.astype(np.int32))
-            weights = draw.astype(np.float64)
+                drawn.append(weights)
         numerator = weights @ sums
         denominator = weights @ counts
         with np.errstate(invalid="ignore", divide="ignore"):
