@@ -352,11 +352,6 @@ class ChunkSink:
                 out.write(block)
                 left -= len(block)
 
-    @staticmethod
-    def transcript_for(attempts: str, row: Any) -> str:
-        """One attempt's transcript (its events.jsonl lines) and row details, encoded for the page."""
-        return encode_transcript(read_transcript(attempts + os.sep + row.attempt_id), row)
-
     def _write(self, name: str, payload: Any) -> None:
         self._write_text(name, js_json(payload))
 
