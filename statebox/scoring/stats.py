@@ -8,7 +8,9 @@ multiplicities, which turns every bootstrap replicate into one matrix product.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import ctypes
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -19,6 +21,44 @@ CHUNK = 200  # replicates per matrix product: bounds memory at CHUNK x clusters
 # WEIGHT_CACHE_ENTRIES (8 bytes each) in all.
 WEIGHT_CACHE_ENTRIES = 8_000_000
 _WEIGHTS: dict[tuple[int, int, int], np.ndarray] = {}
+
+
+_SET_THREADS_LOCAL: object = None  # OpenBLAS's openblas_set_num_threads_local, once looked up
+
+
+def _blas_thread_setter() -> object:
+    """numpy's OpenBLAS `openblas_set_num_threads_local` (returns the previous count), or False."""
+    global _SET_THREADS_LOCAL
+    if _SET_THREADS_LOCAL is None:
+        _SET_THREADS_LOCAL = False
+        try:
+            with open("/proc/self/maps") as fh:
+                paths = {line.split()[-1] for line in fh if "openblas" in line.lower() and "/" in line}
+            for path in sorted(paths):
+                function = getattr(ctypes.CDLL(path), "openblas_set_num_threads_local", None)
+                if function is not None:
+                    function.argtypes, function.restype = [ctypes.c_int], ctypes.c_int
+                    _SET_THREADS_LOCAL = function
+                    break
+        except (OSError, AttributeError):
+            pass
+    return _SET_THREADS_LOCAL
+
+
+@contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    """The bootstrap's products are small (CHUNK x clusters by clusters x metrics): OpenBLAS's
+    extra threads gain nothing there and, on a busy machine, burn CPU spinning (a third of a 100k
+    report's CPU). One thread computes the same numbers (threads split the output, not the sums)."""
+    setter = _blas_thread_setter()
+    if not setter:
+        yield
+        return
+    previous = setter(1)  # type: ignore[operator]
+    try:
+        yield
+    finally:
+        setter(previous)  # type: ignore[operator]
 
 
 def cluster_codes(clusters: Sequence[object]) -> np.ndarray:
@@ -52,6 +92,18 @@ def bootstrap_means(values: np.ndarray, codes: np.ndarray, n_boot: int = 1000, s
     keep = cached is None and n_boot * n_clusters <= WEIGHT_CACHE_ENTRIES and n_clusters < 2**31
     drawn = [] if keep else None
     probabilities = np.full(n_clusters, 1.0 / n_clusters)
+    with _one_blas_thread():
+        _products(out, sums, counts, rng, cached, drawn, n_boot, n_clusters, probabilities)
+    if drawn is not None:
+        while _WEIGHTS and sum(w.size for w in _WEIGHTS.values()) + n_boot * n_clusters > WEIGHT_CACHE_ENTRIES:
+            _WEIGHTS.pop(next(iter(_WEIGHTS)))
+        _WEIGHTS[(n_clusters, n_boot, seed)] = np.concatenate(drawn)
+    return out
+
+
+def _products(out: np.ndarray, sums: np.ndarray, counts: np.ndarray, rng: np.random.Generator,
+              cached: np.ndarray | None, drawn: list | None, n_boot: int, n_clusters: int,
+              probabilities: np.ndarray) -> None:
     for start in range(0, n_boot, CHUNK):
         size = min(CHUNK, n_boot - start)
         if cached is not None:
@@ -64,11 +116,6 @@ def bootstrap_means(values: np.ndarray, codes: np.ndarray, n_boot: int = 1000, s
         denominator = weights @ counts
         with np.errstate(invalid="ignore", divide="ignore"):
             out[start : start + size] = numerator / denominator
-    if drawn is not None:
-        while _WEIGHTS and sum(w.size for w in _WEIGHTS.values()) + n_boot * n_clusters > WEIGHT_CACHE_ENTRIES:
-            _WEIGHTS.pop(next(iter(_WEIGHTS)))
-        _WEIGHTS[(n_clusters, n_boot, seed)] = np.concatenate(drawn)
-    return out
 
 
 def percentile_interval(replicates: np.ndarray, level: float = 0.95) -> tuple[float, float] | None:
