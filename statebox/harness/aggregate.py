@@ -17,6 +17,8 @@ epoch at a time, so the report can stream a run of any size through it).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from functools import reduce
+from operator import add, attrgetter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -245,6 +247,12 @@ def score_epoch_views(bench: str, items: list[Item], rows: list[ResultRow], *, e
     return report, clean, voided
 
 
+_STATUS, _VERDICT, _ACTION = attrgetter("status"), attrgetter("verdict"), attrgetter("action")
+_INPUT, _OUTPUT, _COST, _DURATION = (attrgetter("input_tokens"), attrgetter("output_tokens"), attrgetter("cost_usd"),
+                                     attrgetter("duration_s"))
+_DECODED, _MODEL = attrgetter("frames_decoded"), attrgetter("frames_model")
+
+
 class ScoreAccumulator:
     """One (agent, dataset): fed one epoch of rows at a time, so memory holds one epoch, never the run.
 
@@ -274,18 +282,18 @@ class ScoreAccumulator:
         if not rows:
             return
         self.epochs += 1
-        for r in rows:
-            self.status_counts[r.status] += 1
-            self.verdict_counts[r.verdict] += 1
-            for f in r.findings:
-                self.category_counts[f.get("category", "?")] += 1
-            self.void_count += r.action == "void"
-            self.rows += 1
-            self.tokens += r.input_tokens + r.output_tokens
-            self.cost_usd += r.cost_usd
-            self.duration_s += r.duration_s
-            self.frames_decoded += r.frames_decoded
-            self.frames_model += r.frames_model
+        # C-level passes over the rows; the float totals add row by row from the running total,
+        # in row order (the same sums as a loop of `+=`)
+        self.status_counts.update(map(_STATUS, rows))
+        self.verdict_counts.update(map(_VERDICT, rows))
+        self.category_counts.update([f.get("category", "?") for r in rows if r.findings for f in r.findings])
+        self.void_count += list(map(_ACTION, rows)).count("void")
+        self.rows += len(rows)
+        self.tokens += sum(map(_INPUT, rows)) + sum(map(_OUTPUT, rows))
+        self.cost_usd = reduce(add, map(_COST, rows), self.cost_usd)
+        self.duration_s = reduce(add, map(_DURATION, rows), self.duration_s)
+        self.frames_decoded += sum(map(_DECODED, rows))
+        self.frames_model += sum(map(_MODEL, rows))
         # one scoring of the epoch's attempts; the clean and voided views are read for their
         # metrics only (their CIs and chance baselines are shown nowhere)
         report, clean, voided = score_epoch_views(self.bench, self.items, rows, extras=self._all.wants_extras)

@@ -128,7 +128,7 @@ def iter_rows(conn: sqlite3.Connection, *, order: str = REPORT_ORDER, after_rowi
             if not batch:
                 return
             for raw in batch:
-                yield raw[0], row_from_tuple(raw[1:])
+                yield raw[0], LiteRow(raw[1:])
     finally:
         cursor.close()
 
@@ -317,6 +317,8 @@ class ChunkSink:
         self.transcript_seconds = 0.0  # wall time in the transcript part (stat, read, encode, write, link)
         self._index: list[list[Any]] = []
         self._pending: list[tuple[str, str, str, str]] = []  # attempt id, events path, stat key, row tail
+        self._present: set[str] | None = None  # the attempt folders (listed once)
+        self._present_in: str | None = None
         self._p_bytes = 0
         self._group: Any = None
 
@@ -364,12 +366,22 @@ class ChunkSink:
         if group != self._group:
             self._flush_transcripts()
             self._group = group
-        path: str | None = attempts + os.sep + row.attempt_id + os.sep + "events.jsonl"
-        try:
-            st = os.stat(path)  # type: ignore[arg-type]
-            key, size = f"{st.st_size}:{st.st_mtime_ns}", min(st.st_size, MAX_EVENTS_PER_ATTEMPT * MAX_LINE)
-        except OSError:
-            key, size, path = "-", 0, None
+        present = self._present
+        if present is None or self._present_in != attempts:
+            try:  # one listing instead of a failing stat per attempt without a folder
+                present = self._present = set(os.listdir(attempts))
+            except OSError:
+                present = self._present = set()
+            self._present_in = attempts
+        path: str | None = None
+        key, size = "-", 0
+        if row.attempt_id in present:
+            path = attempts + os.sep + row.attempt_id + os.sep + "events.jsonl"
+            try:
+                st = os.stat(path)
+                key, size = f"{st.st_size}:{st.st_mtime_ns}", min(st.st_size, MAX_EVENTS_PER_ATTEMPT * MAX_LINE)
+            except OSError:
+                path = None
         tail = _row_tail(row)
         self._pending.append((row.attempt_id, path, key, tail))  # type: ignore[arg-type]
         self._p_bytes += size + len(tail)
@@ -586,6 +598,7 @@ class ReportPass:
         self._epoch_rows: list[ResultRow] = []
         self._parsed: dict[str, Any] = {}
         self._info_for: str | None = None
+        self._group_ids: tuple[str, str, int, int] | None = None
         self._info: DatasetInfo | None = None
 
     # -- grouping
@@ -664,10 +677,13 @@ class ReportPass:
         cats = ",".join(sorted({str(f.get("category", "?")) for f in row.findings})) if row.findings else ""
         verdict = self.verdicts._ids.get(row.verdict)
         status = self.statuses._ids.get(row.status)
+        ids = self._group_ids
+        if ids is None or ids[0] != row.agent or ids[1] != row.dataset:
+            ids = self._group_ids = (row.agent, row.dataset, self.agents.id(row.agent), self.dataset_vocab.id(row.dataset))
         return [
             idx,
-            self.agents.id(row.agent),
-            self.dataset_vocab.id(row.dataset),
+            ids[2],
+            ids[3],
             info.positions.get(row.item_id, -1) if info else -1,
             row.query_index,
             row.epoch,
