@@ -34,6 +34,7 @@ ray = pytest.importorskip("ray", reason="the cluster extra (pip install 'statebo
 STATEBOX = [sys.executable, "-m", "statebox.cli"]
 RAY = str(Path(sys.executable).parent / "ray")
 FAMILIES = ["cube_count", "block_count", "streaming_count", "ec_beeps"]
+NODE_KEY = "node-only-key-7f3a"  # in the nodes' environment only; must never reach the head or a sandbox
 
 
 def _free_port() -> int:
@@ -61,10 +62,12 @@ class Cluster:
         self.address = f"127.0.0.1:{self.port}"
         self.engine_b = ""
         self.dockerd: subprocess.Popen | None = None
+        self.model_env: dict[str, str] = {}  # each node's gateway key and upstream (never the head's)
 
     def node_env(self, name: str, docker_host: str | None) -> dict[str, str]:
         env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", STATEBOX_NODE_NAME=name,
-                   STATEBOX_WORKSPACE_ROOT=str(self.root / f"ws-{name}"), STATEBOX_NODE_ROOT=str(self.root / f"node-{name}"))
+                   STATEBOX_WORKSPACE_ROOT=str(self.root / f"ws-{name}"), STATEBOX_NODE_ROOT=str(self.root / f"node-{name}"),
+                   **self.model_env)
         env.pop("DOCKER_HOST", None)
         if docker_host:
             env["DOCKER_HOST"] = docker_host
@@ -158,20 +161,27 @@ def cluster(docker_engine, tmp_path_factory):
     root = Path("/tmp") / f"sbx-ray-{os.getpid()}"  # short: unix socket paths are limited to 108 bytes
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir()
+    from statebox.testing.cheating_model import CHEATING_SCRIPT
+    from statebox.testing.scripted_model import ScriptedModelServer
+
     c = Cluster(root)
+    model = ScriptedModelServer(CHEATING_SCRIPT)
+    model.__enter__()
+    c.model_env = {"ANTHROPIC_BASE_URL": model.base_url, "ANTHROPIC_API_KEY": NODE_KEY}
     try:
         c.start_dockerd()
         c.start_node("a", head=True, docker_host=None)
         c.wait_nodes(1)
         c.start_node("b", head=False, docker_host=c.engine_b)
         c.wait_nodes(2)
-        prepared = subprocess.run(STATEBOX + ["cluster", "prepare", "--cluster", c.address, "--image", "sandbox"],
+        prepared = subprocess.run(STATEBOX + ["cluster", "prepare", "--cluster", c.address, "--image", "sandbox", "--image", "agents"],
                                   capture_output=True, text=True, timeout=900)
         print(prepared.stderr[-2000:])
         assert prepared.returncode == 0, prepared.stderr[-3000:]
         yield c
     finally:
         c.stop()
+        model.__exit__(None, None, None)
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -258,6 +268,34 @@ def test_cluster_run_spreads_over_both_nodes_and_equals_a_single_host_run(cluste
                            capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-2000:]
     assert _rows(on_cluster) == a
+
+
+def test_coding_agent_reaches_its_model_through_each_nodes_own_gateway(cluster, suite, tmp_path):
+    """The real `claude` CLI (scripted model) on the cluster: every model request goes through
+    the gateway of the node that ran it, with that node's key; the key is in no attempt file."""
+    from statebox.harness.plan import RunConfig, datasets_from_suite
+
+    run_dir = tmp_path / "coding"
+    run_dir.mkdir()
+    RunConfig(run_id="cl-code", agents=["claude-code-scripted"], datasets=datasets_from_suite(suite)[:2], limit=1,
+              concurrency=2, suite=str(suite)).save(run_dir)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}  # the head has no key
+    ran = subprocess.run(STATEBOX + ["run", "--resume", str(run_dir), "--cluster", cluster.address, "--json"],
+                         capture_output=True, text=True, timeout=900, env=env)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    rows = _rows(run_dir)
+    print(f"coding agent attempts per node: {_per_node(run_dir)}")
+    assert rows and all(r[6] == "ok" for r in rows), rows
+    assert all(r[9] == "contaminated" for r in rows)  # the scripted model cheats; the auditor catches it
+    for r in rows:
+        folder = run_dir / "attempts" / r[0]
+        log = (folder / "gateway.jsonl").read_text()
+        assert '"/v1/messages"' in log or "/v1/messages" in log
+        for f in folder.rglob("*"):
+            if f.is_file():
+                assert NODE_KEY not in f.read_text(errors="replace"), f
+    assert NODE_KEY not in ran.stdout + ran.stderr
+    assert _containers(None, "cl-code") == [] and _containers(cluster.engine_b, "cl-code") == []
 
 
 def _slow_config(run_dir: Path, suite: Path, run_id: str, n_items: int | None = None) -> None:
