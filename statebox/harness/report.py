@@ -21,6 +21,7 @@ agents x datasets, not with attempts or transcript size.
 
 from __future__ import annotations
 
+import gc
 import html
 import os
 import shutil
@@ -282,6 +283,18 @@ def files_dir_for(out: Path) -> Path:
 def write_report_output(run_dir: Path, out: Path | None = None, *, single_file: bool = False,
                         split_over: int = SINGLE_FILE_LIMIT) -> ReportOutput:
     """Score the run's stored rows in one streaming pass and write the HTML report."""
+    # The report builds many small objects and no garbage cycles worth collecting (its memory is
+    # bounded by the streaming pass): the cyclic collector would only re-scan the loaded items.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _write_report_output(run_dir, out, single_file=single_file, split_over=split_over)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _write_report_output(run_dir: Path, out: Path | None, *, single_file: bool, split_over: int) -> ReportOutput:
     started = time.perf_counter()
     run_dir = Path(run_dir)
     datasets = load_run_datasets(run_dir)
