@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from statebox.audits.actions import Access, accesses, normalise_path
+from statebox.audits.lexicon import usable_secret
 from statebox.errors import DataError, UserError
 from statebox.schema import Event, EventKind
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl, gateway_log, text_log
@@ -461,8 +462,6 @@ class Prefilter:
 
 def secret_literals(facts: AttemptFacts) -> list[str]:
     """The strings whose mere presence matters (rule 7 and honeytokens), guarded against trivial values."""
-    from statebox.audits.rules import usable_secret
-
     out = []
     for value in [facts.original_name, facts.original_stem, facts.item_id, *facts.honeytoken_values, *facts.honeytoken_paths]:
         if value and usable_secret(value):

@@ -125,3 +125,17 @@ def trigger_patterns() -> list[str]:
             out.append(re.sub(r"\(\?<!\[a-z0-9\]\)|\(\?!\[a-z0-9\]\)", "", alias_pattern(alias)))
     out.append(YOUTUBE_PATTERN.replace(r"\b", "").replace("(?:", "("))
     return out
+
+
+# Values too ordinary to search for: a file called `video.mp4` or an item `0001` identifies nothing.
+_GENERIC = {"video", "input", "clip", "sample", "test", "movie", "output", "answer", "question", "frame", "frames", "default"}
+
+
+def usable_secret(value: str) -> bool:
+    """Only distinctive values can be searched for: `0001` or `video` would match honest text."""
+    v = value.strip().lower()
+    if len(v) < 4 or v in _GENERIC or v.split(".")[0] in _GENERIC:
+        return False
+    if v.isdigit() and len(v) < 6:
+        return False
+    return True

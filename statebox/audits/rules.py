@@ -27,7 +27,7 @@ from typing import Callable, Iterable
 
 from statebox.audits.actions import command_word, is_shell_command, segments, strip_comments, strip_heredocs
 from statebox.audits.events import ACTION_KINDS, OBSERVED_KINDS, AuditLog, all_accesses, is_agent_text
-from statebox.audits.lexicon import find_terms, trigger_patterns
+from statebox.audits.lexicon import find_terms, trigger_patterns, usable_secret
 from statebox.schema import Event, EventKind, Finding
 
 QUOTE_MAX = 200
@@ -362,19 +362,6 @@ def _overlaps_question(pattern: str, question: str) -> bool:
 # ---------------------------------------------------------------------------
 # 7. the original video file name, stem or item id
 # ---------------------------------------------------------------------------
-
-_GENERIC = {"video", "input", "clip", "sample", "test", "movie", "output", "answer", "question", "frame", "frames", "default"}
-
-
-def usable_secret(value: str) -> bool:
-    """Only distinctive values can be searched for: `0001` or `video` would match honest text."""
-    v = value.strip().lower()
-    if len(v) < 4 or v in _GENERIC or v.split(".")[0] in _GENERIC:
-        return False
-    if v.isdigit() and len(v) < 6:
-        return False
-    return True
-
 
 def secret_regex(values: Iterable[str]) -> re.Pattern[str] | None:
     vals = sorted({v for v in values if v and usable_secret(v)}, key=len, reverse=True)
