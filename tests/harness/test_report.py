@@ -329,3 +329,29 @@ def test_transcript_lines_are_kept_whole_and_bounded(tmp_path):
     decoded = json.loads(encode_transcript(read_transcript(tmp_path), None))
     assert [e["kind"] for e in decoded["ev"]] == ["command", "note", "command"]
     assert json.loads(encode_transcript(read_transcript(tmp_path / "missing"), None))["missing"] is True
+
+
+def test_next_report_links_unchanged_transcript_chunks(flagged_run, tmp_path):
+    """A second report of an unchanged run copies no transcript; a changed events.jsonl (or a
+    re-audited row) rewrites only the chunk that holds it, and the page still finds it by attempt id."""
+    from statebox.harness.report import write_report_output
+
+    run_dir, _ = flagged_run
+    out = tmp_path / "again" / "report.html"
+    first = write_report_output(run_dir, out, split_over=0)
+    total = first.n_rows
+    assert first.transcripts_written == total and first.transcripts_reused == 0
+    again = write_report_output(run_dir, out, split_over=0)
+    assert again.transcripts_written == 0 and again.transcripts_reused == total
+    row = _stored(run_dir)[2]
+    events = run_dir / "attempts" / row.attempt_id / "events.jsonl"
+    with events.open("a") as fh:
+        fh.write(json.dumps({"seq": 98, "kind": "note", "text": "okapi-marker-7"}) + "\n")
+    third = write_report_output(run_dir, out, split_over=0)
+    assert 0 < third.transcripts_written < total and third.transcripts_reused + third.transcripts_written == total
+    chunks = [p.read_text() for p in third.files_dir.glob("t-*.js")]
+    assert sum("okapi-marker-7" in c for c in chunks) == 1
+    assert any(json.dumps(row.attempt_id) + ":" in c and "okapi-marker-7" in c for c in chunks)
+    profile = tmp_path / "profile"
+    dom = dump_dom(out, "#q=okapi-marker-7&t=1", profile)
+    assert count_of(dom)[0] == 1
