@@ -246,9 +246,9 @@ def _row_tail(row: Any) -> str:
     else:
         findings = "[]"
     metrics = getattr(row, "metrics_json", None)
-    if not metrics or metrics[:1] != "{" or "NaN" in metrics or "Infinity" in metrics:
+    if not metrics or metrics[0] != "{" or "NaN" in metrics or "Infinity" in metrics:
         metrics = json.dumps(row.metrics, ensure_ascii=False, default=str)
-    return '"resp":' + _encode_str(row.response[:MAX_TEXT]) + ',"m":' + metrics + ',"f":' + findings + "}"
+    return f'"resp":{_encode_str(row.response[:MAX_TEXT])},"m":{metrics},"f":{findings}}}'
 
 
 # ---------------------------------------------------------------- chunk sink
@@ -259,6 +259,7 @@ def js_json(payload: Any) -> str:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
 
 
+_MISSING_EVENTS = b'{"ev":[],"more":0,"missing":true'
 TRANSCRIPT_FORMAT = b"t2"  # part of every transcript chunk's key: bump when the encoding changes
 
 
@@ -271,7 +272,7 @@ def _events_json(path: str) -> bytes | None:
         with open(path, "rb") as fh:
             data = fh.read()
     except OSError:
-        return b'{"ev":[],"more":0,"missing":true'
+        return _MISSING_EVENTS
     body = data.rstrip()
     if not body:
         return b'{"ev":[],"more":0'
@@ -427,14 +428,17 @@ class ChunkSink:
                 self.reused += 1
                 self.reused_attempts += len(pending)
                 return
-        parts = [b"{"]
+        parts = []
         for attempt_id, path, _, tail in pending:
-            events = _events_json(path) if path is not None else b'{"ev":[],"more":0,"missing":true'
-            if events is None:  # the careful path: parsed, shortened, as `read_transcript` does
-                events = encode_transcript(read_transcript(os.path.dirname(path)), None)[:-1].encode("utf-8")
-            parts += [_encode_str(attempt_id).encode("utf-8"), b":", events, b",", tail.encode("utf-8"), b","]
-        parts[-1] = b"}"
-        self._write_bytes(name, b"".join(parts).replace(b"<", b"\\u003c"))  # one escaping pass per chunk
+            if path is None:
+                events = _MISSING_EVENTS
+            else:
+                events = _events_json(path)
+                if events is None:  # the careful path: parsed, shortened, as `read_transcript` does
+                    events = encode_transcript(read_transcript(os.path.dirname(path)), None)[:-1].encode("utf-8")
+            parts.append(b"%b:%b,%b" % (_encode_str(attempt_id).encode("utf-8"), events, tail.encode("utf-8")))
+        body = b"{" + b",".join(parts) + b"}"
+        self._write_bytes(name, body.replace(b"<", b"\\u003c") if b"<" in body else body)  # one escaping pass
         self.written_attempts += len(pending)
 
     def _flush_index(self) -> None:
