@@ -1,9 +1,13 @@
 """The `statebox` command line: thin, it parses flags and calls the packages.
 
-Each command group lives in `statebox/commands/<name>.py` and exposes
-`register(app)` and imports statebox's own modules at its top; only heavy optional
-dependencies (the synthetic generator, model SDKs, langgraph, ray, torch) are imported
-inside the command functions.
+Each command lives in `statebox/commands/<name>.py` and exposes `register(app)`; it imports
+statebox's own modules at its top, and only heavy optional dependencies (the synthetic
+generator, model SDKs, langgraph, ray, torch) inside the command functions.
+
+Registration is lazy (`LazyGroup`): `statebox --help` lists the names and one-line helps of
+`COMMANDS` without importing any command module, and `statebox NAME ...` (or `statebox NAME
+--help`) imports `statebox/commands/NAME.py` only. `COMMANDS` repeats each command's first help
+paragraph; tests/test_cli_lazy.py checks that it matches what the module registers.
 """
 
 from __future__ import annotations
@@ -12,14 +16,68 @@ import importlib
 import os
 import sys
 
+import click
 import typer
+from typer.core import TyperGroup
 
 from statebox import signals
 from statebox.errors import UserError, storage_error
-from statebox.sandbox.docker import remove_own_containers
+
+# name -> the first paragraph of its help, in the order `statebox --help` lists them
+COMMANDS: dict[str, str] = {
+    "score": "Score predictions exactly as each benchmark's released code does (plus CIs, chance, breakdowns).",
+    "run": "Run agents on a benchmark or the generated suite; rerun the same command to resume.",
+    "audit": "Check sessions for the seven contamination categories and honeytokens; write verdicts.",
+    "report": "Write the HTML report of a run and print its leaderboard.",
+    "view": "Serve a run's report on localhost with progress, rows as they are written, and attempts in flight "
+            "(reads the run folder only).",
+    "demo": "Run the main job on the built-in tiny suite and print the leaderboard and report path.",
+    "bench": "The built-in generated suite: make it, summarise it, validate it, derive variants.",
+    "policy": "Policy profiles (limits, environment allow-list, budgets, audit actions).",
+    "sandbox": "Sandbox images, engine checks, and running one command in a sandbox.",
+    "tracker": "The detector/tracker baseline: train its detector on a generated suite, score it per task.",
+    "cluster": "Ray cluster: check it (doctor) and put the sandbox images on every node (prepare).",
+}
+
+
+def load_command(name: str) -> click.Command:
+    """Import `statebox/commands/<name>.py` and return the click command it registers as `name`."""
+    module = importlib.import_module(f"statebox.commands.{name}")
+    holder = typer.Typer()
+    module.register(holder)
+    command = typer.main.get_group(holder).commands.get(name)
+    if command is None:
+        raise RuntimeError(f"statebox/commands/{name}.py registers no command {name!r}")
+    return command
+
+
+class LazyGroup(TyperGroup):
+    """The root group: `COMMANDS` are imported when invoked (or their own help is asked for);
+    the root's help shows them from the table."""
+
+    _listing = False
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*super().list_commands(ctx), *(n for n in COMMANDS if n not in self.commands)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            if self._listing:  # the root's help: a placeholder with the table's line, nothing imported
+                return click.Command(cmd_name, help=COMMANDS[cmd_name])
+            self.add_command(load_command(cmd_name), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self._listing = True
+        try:
+            return super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
 
 app = typer.Typer(
     name="statebox",
+    cls=LazyGroup,
     help="Evaluate agents on video state-tracking benchmarks, in sandboxes, with an auditor and one scorer.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -39,11 +97,11 @@ def version() -> None:
     print(__version__)
 
 
-COMMAND_MODULES = ("score", "bench", "policy", "sandbox", "run", "tracker", "audit", "report", "view", "demo", "cluster")
+def remove_own_containers() -> int:
+    """The engine's sweep of this process's containers (imported only on the way out: docker is slow to import)."""
+    from statebox.sandbox.docker import remove_own_containers as sweep
 
-for _name in COMMAND_MODULES:
-    _module = importlib.import_module(f"statebox.commands.{_name}")
-    _module.register(app)
+    return sweep()
 
 
 def _finish(code: int, line: str) -> None:
