@@ -21,20 +21,23 @@ Prints CPU seconds (user+sys, steadier on a shared machine) and wall seconds, pe
 to the floor, report.html size and the chunk folder. Usage:
 .venv/bin/python perf/report_scale.py [SIZE ...] [--keep DIR]
 
-Measured 2026-11-23 (issue 16), shared 2-core machine at load 5-8, CPU seconds (wall in brackets):
+Measured 2026-11-23 (issue 16), shared 2-core machine, load ~3 (a run at load ~8 in brackets),
+CPU seconds, ratio = CPU / floor CPU of the same run (wall ratio after the slash):
 
-  attempts   floor         rows-only (ratio)          first report (ratio), transcripts   again (ratio)
-       960   0.03 (0.04)   0.62 (0.52)  18.7x CPU     0.68 (0.59)  20.3x, 0.06 s          0.66  19.8x
-     9,960   0.08 (0.08)   1.22 (0.79)  15.1x CPU     1.94 (1.32)  23.9x, 0.49 s          1.23  15.1x
-    99,960   0.59 (0.59)   4.45 (4.73)   7.6x CPU     10.53 (15.26) 17.9x, 7.88 s         5.03   8.6x
-                                         8.0x wall                  25.7x wall                   12.9x wall
-  peak RSS at 100k: floor 15 MB, report 160 MB (was 205 MB); before this work the rows-only report
-  was 9.13 CPU s (16.2x) and the first report 16.35 CPU s (29x) on the same rows.
+  attempts   floor   rows-only            first report (transcripts s)   again        peak MB (report)
+       960   0.04    0.50  13.2x/11.9x    0.56  14.9x/14.1x  (0.05)       0.53 13.9x    68
+     9,960   0.08    0.77  10.0x/ 8.6x    1.30  16.9x/16.4x  (0.47)       0.82 10.7x    82
+    99,960   0.55    2.99   5.4x/ 5.3x    8.73  15.9x/16.2x  (4.88)       3.60  6.6x   172
+            (0.59    3.42   5.8x/10.3x    9.98  16.9x/22.2x  (8.02)       4.32  7.3x   171)
 
-The 5x target at 100k is not met (7.6x CPU). Where the rest goes (100k, rows-only): ~0.4 s imports
-and ~0.2 s loading the datasets' items (fixed; they are why 1k and 10k ratios are high), ~1.5 s
-scoring (30 epoch tables, 15 bootstraps: 3 multinomial draws + 15 weight products), ~1.4 s per-attempt
-Python and JSON (index rows, attempt details, plots), ~0.6 s reading the rows (the floor's own work).
+Before this work (same rows, load 5-12): rows-only 9.13 CPU s (16.2x), first report 16.35 (29x),
+peak 205 MB. The <= 5x target at 100k is NOT met: 5.3-5.8x CPU without transcripts. What is left
+(100k, rows-only, CPU s): fixed ~0.45 imports (0.15 of it statebox.harness.plan importing the attempt
+seam, gateway and httpx) and ~0.2 loading the items; reading the rows ~0.5 (the floor's own work);
+scoring ~0.9 (30 epoch tables ~0.15, bootstrap 0.38 = three multinomial draws, one per dataset, plus
+15 weight x sums products, chance baselines 0.07, views/groups/match the rest); per-attempt index,
+details, plots and their JSON ~0.75. The transcripts (1.6 GB here) cost 5-8 s, I/O-bound, and only
+the first report after a run pays them.
 """
 
 from __future__ import annotations
