@@ -14,6 +14,13 @@ RAY_ADDRESS), `ray://host:10001` (Ray Client) or a head's `host:port` as `ray st
   and honeytokens (`cluster_worker.py`). Videos are shipped once per node through Ray's object
   store; an attempt's folder comes back packed with its row, is unpacked into
   `RUN_DIR/attempts/<id>/`, and only then is the row written (`store.add_many`).
+- Agent options that name a file on the head (`--prompt-template`, the tracker's `--weights`,
+  `--option KEY=FILE` for a KEY ending in `_file`/`_path`/`_template`/`_weights`) travel in the
+  run spec the same way: each file put into the object store once per run, keyed by a hash of
+  its bytes; the node writes it into its staging folder and rewrites the options to point
+  there (`file_options`, `cluster_worker.place_files`/`rewrite_options`). A missing one stops
+  the run with one line before anything is dispatched. At the end of the run every node
+  removes its staging folder (`cluster_worker.end_run`).
 - A node lost mid-attempt is an infrastructure failure: Ray retries the task on another node
   (`max_retries`); the head writes a row once, when a task's result arrives, so nothing is
   lost or duplicated (and the store's primary key refuses a duplicate anyway).
@@ -55,6 +62,45 @@ def as_job(p: Any, options: dict[str, Any]) -> Any:
     if isinstance(p, AttemptJob):
         return p
     return AttemptJob(attempt=p.attempt, dataset=p.dataset, item=p.item, query=p.query, options=options[p.attempt.agent])
+
+
+def file_options(config) -> dict[str, dict[str, Path]]:
+    """agent -> {option: the file on the head} for each option of the run that names a file
+    (`cluster_worker.FILE_FIELDS`, and `extra` keys with a `FILE_SUFFIXES` ending). A path that
+    is not a file here is the user's to fix: one line, before anything is dispatched."""
+    from statebox.harness.cluster_worker import file_option_values
+    from statebox.harness.plan import agent_options
+
+    found: dict[str, dict[str, Path]] = {}
+    for agent in config.agents:
+        for option, value in file_option_values(agent_options(config, agent)).items():
+            path = Path(value).expanduser()
+            if not path.is_file():
+                flag = f"--option {option[len('extra.'):]}=" if option.startswith("extra.") else f"--{option.replace('_', '-')} "
+                raise UserError(f"{flag}{value} (agent {agent}): no such file on this machine; "
+                                "the cluster's nodes get a copy of the head's file, so it must exist here")
+            found.setdefault(agent, {})[option] = path.resolve()
+    return found
+
+
+def ship_files(found: dict[str, dict[str, Path]], put: Callable[[bytes], Any]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, str]]]:
+    """The run spec's `files` (content hash -> {name, [ref]}: each distinct file put once) and
+    `file_options` (agent -> {option: content hash})."""
+    import hashlib
+
+    files: dict[str, dict[str, Any]] = {}
+    by_path: dict[Path, str] = {}
+    by_agent: dict[str, dict[str, str]] = {}
+    for agent, options in found.items():
+        for option, path in options.items():
+            digest = by_path.get(path)
+            if digest is None:
+                data = path.read_bytes()
+                digest = by_path[path] = hashlib.sha256(data).hexdigest()[:24]
+                if digest not in files:
+                    files[digest] = {"name": path.name, "ref": [put(data)]}
+            by_agent.setdefault(agent, {})[option] = digest
+    return files, by_agent
 
 
 def _ray():
@@ -211,6 +257,7 @@ class RayExecutor(AttemptExecutor):
     def _start(self, ctx: DispatchContext) -> None:
         from statebox.harness import cluster_worker
 
+        self._files = file_options(ctx.config)  # a missing file: refused before connecting
         ray = self.ray = connect(self.address)
         self._remote = ray.remote(cluster_worker.run_batch)
         agents = ctx.agents
@@ -249,8 +296,10 @@ class RayExecutor(AttemptExecutor):
         # keys never travel: a node's gateway takes its key from the node's environment
         gateway_options = {k: v for k, v in (ctx.gateway_options or {}).items() if "key" not in k.lower()}
         datasets = [{"spec": d.spec.model_dump(), "key": f"dataset-{i}", "items": d.items} for i, d in enumerate(ctx.datasets)]
+        found = getattr(self, "_files", None)
+        files, by_agent = ship_files(file_options(config) if found is None else found, self.ray.put)
         return {"config": config.model_dump(), "policy_yaml": policy_yaml, "datasets": datasets,
-                "gateway_options": gateway_options}
+                "gateway_options": gateway_options, "files": files, "file_options": by_agent}
 
     # -------------------------------------------------------------- dispatch
 
@@ -349,7 +398,9 @@ class RayExecutor(AttemptExecutor):
 
     # -------------------------------------------------------------- stop and close
 
-    def _sweep(self, only_dead: bool) -> None:
+    def _sweep(self, only_dead: bool, end: bool = False) -> None:
+        """Every node removes the run's containers (`only_dead`: those whose process died);
+        `end`: and the run's staging folder."""
         from statebox.harness import cluster_worker
 
         ray = getattr(self, "ray", None)
@@ -357,8 +408,11 @@ class RayExecutor(AttemptExecutor):
             return
         try:
             nodes = usable_nodes(ray)
-            refs = [_on_node(ray, n["NodeID"], cluster_worker.sweep).remote(self.ctx.config.run_id, sorted(self._engines), only_dead)
+            run_id = self.ctx.config.run_id
+            refs = [_on_node(ray, n["NodeID"], cluster_worker.sweep).remote(run_id, sorted(self._engines), only_dead)
                     for n in nodes]
+            if end:
+                refs += [_on_node(ray, n["NodeID"], cluster_worker.end_run).remote(run_id) for n in nodes]
             ray.wait(refs, num_returns=len(refs), timeout=60)
         except Exception:  # noqa: BLE001 - stopping must not mask the run's own error
             pass
@@ -391,7 +445,7 @@ class RayExecutor(AttemptExecutor):
     def close(self) -> None:
         try:
             if getattr(self, "ray", None) is not None and getattr(self, "ctx", None) is not None:
-                self._sweep(only_dead=True)  # containers of processes that died (a lost node on this host)
+                self._sweep(only_dead=True, end=True)  # containers of dead processes (a lost node on this host); staging
         finally:
             if self._log is not None:
                 self._log.close()

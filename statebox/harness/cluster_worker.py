@@ -9,8 +9,11 @@ every Ray worker process on it):
 - `DOCKER_HOST`: its own engine (unset: the local socket). Never one that does not see the
   node's files: the start-of-run probe (`cluster_probe.py`) refuses it.
 - `STATEBOX_WORKSPACE_ROOT`: where its workspaces (size-limited tmpfs) go.
-- `STATEBOX_NODE_ROOT`: its staging folder (attempt folders until they are shipped to the
-  head, the video cache, the policy file); default `<tmp>/statebox-node`.
+- `STATEBOX_NODE_ROOT`: its staging folder (per run, `runs/<run_id>/`: attempt folders until
+  they are shipped to the head, the policy file, the files the agents' options name; removed at
+  the end of the run) and the video cache (`videos/`, kept across runs, least recently used
+  videos removed above `STATEBOX_NODE_VIDEO_CACHE_MB`, default 2048); default
+  `<tmp>/statebox-node`.
 - `ANTHROPIC_API_KEY` / `OPENAI_API_KEY` (and `*_BASE_URL`): the keys its gateway uses. They
   stay in the node's environment: the head never sends a key, no sandbox ever sees one.
 - `STATEBOX_NODE_NAME`: a readable name in reports (default: host name + Ray node id).
@@ -38,6 +41,14 @@ from typing import Any
 
 ATTEMPTS_DIR = "attempts"
 PACK_LEVEL = 1  # gzip level: logs compress well, and a 2-core node should not spend its time here
+FILES_DIR = "files"  # in a run's staging folder: the head's files the agents' options name
+
+# agent options that name a file on the head (AgentOptions fields; `extra` keys by their ending)
+FILE_FIELDS = ("prompt_template", "weights")
+FILE_SUFFIXES = ("_file", "_path", "_template", "_weights")
+
+VIDEO_CACHE_MB = 2048  # default cap of a node's video cache (STATEBOX_NODE_VIDEO_CACHE_MB)
+VIDEO_GRACE_S = 300.0  # a video used this recently is never evicted (an attempt may be copying it)
 
 
 def node_root() -> Path:
@@ -64,6 +75,115 @@ def code_fingerprint() -> str:
             continue
         h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:12]
+
+
+def video_cache_bytes() -> int:
+    raw = os.environ.get("STATEBOX_NODE_VIDEO_CACHE_MB", "")
+    try:
+        mb = float(raw) if raw.strip() else VIDEO_CACHE_MB
+    except ValueError:
+        mb = VIDEO_CACHE_MB
+    return max(0, int(mb * 1024 * 1024))
+
+
+# ---------------------------------------------------------------- the head's files
+
+
+def file_option_values(options: Any) -> dict[str, str]:
+    """option -> value for each of `options` (an AgentOptions) that names a file: the
+    `FILE_FIELDS` that are set, and `extra` string values whose key ends in a `FILE_SUFFIXES`
+    (as `extra.KEY`)."""
+    found = {f: str(getattr(options, f)) for f in FILE_FIELDS if getattr(options, f, None)}
+    for key, value in (options.extra or {}).items():
+        if isinstance(value, str) and value and key.endswith(FILE_SUFFIXES):
+            found[f"extra.{key}"] = value
+    return found
+
+
+def place_files(files: dict[str, dict[str, Any]], dest: Path, get: Any) -> dict[str, Path]:
+    """Write each shipped file (content hash -> {name, [ref]}) as `dest/<hash>/<name>` unless it is
+    there already; `get(ref)` reads the bytes (ray.get on a node). Returns hash -> path."""
+    placed = {}
+    for digest, f in files.items():
+        name = Path(f["name"]).name or "file"
+        target = Path(dest) / digest / name
+        if not target.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_bytes(get(f["ref"][0]))
+            tmp.replace(target)
+        placed[digest] = target
+    return placed
+
+
+def rewrite_options(raw: dict[str, Any], by_option: dict[str, str], placed: dict[str, Path]) -> dict[str, Any]:
+    """A copy of an agent's options (as a dict) whose file options (`option -> content hash`)
+    name the node's copies instead of the head's paths."""
+    out = dict(raw)
+    extra = dict(out.get("extra") or {})
+    for option, digest in by_option.items():
+        path = str(placed[digest])
+        if option.startswith("extra."):
+            extra[option[len("extra."):]] = path
+        else:
+            out[option] = path
+    if extra or "extra" in out:
+        out["extra"] = extra
+    return out
+
+
+def rewrite_job_options(options: Any, by_option: dict[str, str], placed: dict[str, Path]) -> Any:
+    """`rewrite_options` for an AgentOptions."""
+    if not by_option:
+        return options
+    return type(options).model_validate(rewrite_options(options.model_dump(), by_option, placed))
+
+
+# ---------------------------------------------------------------- the video cache
+
+
+def evict_videos(root: Path, cap_bytes: int, keep: set[Path] | frozenset = frozenset(),
+                 grace_s: float = VIDEO_GRACE_S, now: float | None = None) -> list[Path]:
+    """Remove the least recently used videos under `root` (their mtime is their last use) until
+    the cache holds at most `cap_bytes`; never one in `keep` or used in the last `grace_s`.
+    Returns what it removed (empty folders go too)."""
+    import time
+
+    now = time.time() if now is None else now
+    keep = {Path(k).resolve() for k in keep}
+    entries = []
+    total = 0
+    for dirpath, _dirs, names in os.walk(root):
+        for name in names:
+            path = Path(dirpath) / name
+            if name.endswith(".tmp"):
+                continue
+            try:
+                st = path.lstat()
+            except FileNotFoundError:
+                continue
+            total += st.st_size
+            entries.append((st.st_mtime, st.st_size, path))
+    removed = []
+    for mtime, size, path in sorted(entries):
+        if total <= cap_bytes:
+            break
+        if path.resolve() in keep or now - mtime < grace_s:
+            continue
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        total -= size
+        removed.append(path)
+        parent = path.parent
+        while parent != Path(root) and Path(root) in parent.parents:
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+            parent = parent.parent
+    return removed
 
 
 # ---------------------------------------------------------------- attempt folders
@@ -129,6 +249,8 @@ class NodeRun:
         from statebox.harness.plan import DatasetSpec, LoadedDataset, RunConfig
         from statebox.harness.runner import start_services
 
+        import ray
+
         self.run_id = spec["config"]["run_id"]
         self.staging = node_root() / "runs" / self.run_id
         self.staging.mkdir(parents=True, exist_ok=True)
@@ -137,6 +259,13 @@ class NodeRun:
             policy_path = self.staging / "policy.yaml"
             policy_path.write_text(spec["policy_yaml"])
             config = config.model_copy(update={"policy": str(policy_path)})
+        # the head's files the options name: copies here, and the options point at them
+        self.file_options: dict[str, dict[str, str]] = spec.get("file_options") or {}
+        self.placed = place_files(spec.get("files") or {}, self.staging / FILES_DIR, ray.get)
+        if self.file_options:
+            config = config.model_copy(update={"agent_options": {
+                agent: rewrite_options(raw, self.file_options.get(agent, {}), self.placed)
+                for agent, raw in config.agent_options.items()}})
         self.videos_root = node_root() / "videos"
         datasets = []
         for d in spec["datasets"]:
@@ -148,15 +277,26 @@ class NodeRun:
                                        datasets=datasets)
         self._video_lock = threading.Lock()
 
+    def options_for(self, job: Any) -> Any:
+        """The job with its file options pointing at this node's copies."""
+        by_option = self.file_options.get(job.attempt.agent)
+        if not by_option:
+            return job
+        return job.model_copy(update={"options": rewrite_job_options(job.options, by_option, self.placed)})
+
     def video_folder(self, key: str) -> Path:
         return self.videos_root / key
 
     def materialise_video(self, key: str, rel: str, blob_ref: list) -> None:
-        """The head ships each video once per node (through Ray's object store); cached by content key."""
+        """The head ships each video once per node (through Ray's object store); cached by content
+        key, least recently used videos removed above the cache's cap (`evict_videos`)."""
         target = self.video_folder(key) / rel
         with self._video_lock:
-            if target.is_file():
+            try:
+                os.utime(target)  # a hit: its mtime says when it was last used
                 return
+            except FileNotFoundError:
+                pass
             import ray
 
             data = ray.get(blob_ref[0])
@@ -164,6 +304,10 @@ class NodeRun:
             tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
             tmp.write_bytes(data)
             tmp.replace(target)
+            try:
+                evict_videos(self.videos_root, video_cache_bytes(), keep={target})
+            except OSError:  # another process evicting the same files: its work, not an error
+                pass
 
     def close(self) -> None:
         try:
@@ -188,6 +332,21 @@ def _run_for(spec_holder: list) -> NodeRun:
 def _close_runs() -> None:
     for run in list(_runs.values()):
         run.close()
+
+
+def end_run(run_id: str) -> bool:
+    """The end of a run on this node: close its services in this process and remove its
+    staging folder (`runs/<run_id>`); the video cache stays. True when a folder was removed."""
+    if not run_id or "/" in run_id or run_id in {".", ".."}:
+        return False
+    with _runs_lock:
+        for key in [k for k, r in _runs.items() if r.run_id == run_id]:
+            _runs.pop(key).close()
+    folder = node_root() / "runs" / run_id
+    if not folder.exists():
+        return False
+    shutil.rmtree(folder, ignore_errors=True)
+    return True
 
 
 def node_identity() -> dict[str, str]:
@@ -218,8 +377,8 @@ def run_batch(spec_holder: list, jobs: list, videos: dict[str, tuple[str, str, l
         if shipped is not None:
             key, rel, ref = shipped
             run.materialise_video(key, rel, ref)
-        job = job.model_copy(update={"dataset": job.dataset.model_copy(
-            update={"videos": str(run.video_folder(videos[aid][0])) if shipped else job.dataset.videos})})
+        job = run.options_for(job.model_copy(update={"dataset": job.dataset.model_copy(
+            update={"videos": str(run.video_folder(videos[aid][0])) if shipped else job.dataset.videos})}))
         row = run_attempt(job, run.services)
         folder = run.staging / ATTEMPTS_DIR / aid
         blob = pack_folder(folder) if folder.exists() else b""

@@ -63,6 +63,7 @@ class Cluster:
         self.engine_b = ""
         self.dockerd: subprocess.Popen | None = None
         self.model_env: dict[str, str] = {}  # each node's gateway key and upstream (never the head's)
+        self.model = None  # the scripted model server behind every node's gateway
 
     def node_env(self, name: str, docker_host: str | None) -> dict[str, str]:
         env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", STATEBOX_NODE_NAME=name,
@@ -168,6 +169,7 @@ def cluster(docker_engine, tmp_path_factory):
     model = ScriptedModelServer(CHEATING_SCRIPT)
     model.__enter__()
     c.model_env = {"ANTHROPIC_BASE_URL": model.base_url, "ANTHROPIC_API_KEY": NODE_KEY}
+    c.model = model
     try:
         c.start_dockerd()
         c.start_node("a", head=True, docker_host=None)
@@ -272,16 +274,20 @@ def test_cluster_run_spreads_over_both_nodes_and_equals_a_single_host_run(cluste
 
 def test_coding_agent_reaches_its_model_through_each_nodes_own_gateway(cluster, suite, tmp_path):
     """The real `claude` CLI (scripted model) on the cluster: every model request goes through
-    the gateway of the node that ran it, with that node's key; the key is in no attempt file."""
+    the gateway of the node that ran it, with that node's key; the key is in no attempt file.
+    Its `--prompt-template` is a file on the head, named by a path relative to the head's
+    folder: each node gets a copy, and its staging folder is gone at the end of the run."""
     from statebox.harness.plan import RunConfig, datasets_from_suite
 
     run_dir = tmp_path / "coding"
     run_dir.mkdir()
+    marker = f"head-template-{os.getpid()}"
+    (tmp_path / "prompt.txt").write_text(f"{marker}\n${{instruction}}\nWrite only the answer to ${{answer_file}}.\n${{prohibitions}}\n")
     RunConfig(run_id="cl-code", agents=["claude-code-scripted"], datasets=datasets_from_suite(suite)[:2], limit=1,
-              concurrency=2, suite=str(suite)).save(run_dir)
+              concurrency=2, suite=str(suite), agent_options={"claude-code-scripted": {"prompt_template": "prompt.txt"}}).save(run_dir)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}  # the head has no key
     ran = subprocess.run(STATEBOX + ["run", "--resume", str(run_dir), "--cluster", cluster.address, "--json"],
-                         capture_output=True, text=True, timeout=900, env=env)
+                         capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr[-3000:]
     rows = _rows(run_dir)
     print(f"coding agent attempts per node: {_per_node(run_dir)}")
@@ -296,6 +302,10 @@ def test_coding_agent_reaches_its_model_through_each_nodes_own_gateway(cluster, 
                 assert NODE_KEY not in f.read_text(errors="replace"), f
     assert NODE_KEY not in ran.stdout + ran.stderr
     assert _containers(None, "cl-code") == [] and _containers(cluster.engine_b, "cl-code") == []
+    prompts = [json.dumps(r.body) for r in cluster.model.model_requests() if marker in json.dumps(r.body)]
+    assert prompts, "the head's prompt template did not reach the model"
+    for name in ("a", "b"):  # each node's staging folder for the run is gone; its video cache stays
+        assert not (cluster.root / f"node-{name}" / "runs" / "cl-code").exists()
 
 
 def _slow_config(run_dir: Path, suite: Path, run_id: str, n_items: int | None = None) -> None:
