@@ -24,17 +24,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from statebox.errors import UserError
 from statebox.policies.model import Policy
-from statebox.sandbox.gateway import DEFAULT_RELAY_PORT, Gateway, GatewayLease, container_env, socket_mount
 from statebox.sandbox.provider import SandboxProvider
 from statebox.sandbox.spec import Mount
 from statebox.sandbox.workspace import Workspace
 from statebox.schema import Attempt, Item, Query, Usage
+
+if TYPE_CHECKING:  # the gateway pulls in httpx/h11; only agents that talk to a model need it
+    from statebox.sandbox.gateway import Gateway, GatewayLease
 
 Provider = Literal["anthropic", "openai"]
 PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai")
@@ -146,11 +148,16 @@ class GatewaySession:
 
     def mount(self) -> Mount:
         """The read-only bind mount that puts the socket at /run/statebox/gateway.sock in a container."""
+        from statebox.sandbox.gateway import socket_mount  # the gateway pulls in httpx/h11; only agents that talk to a model need it
+
         return socket_mount(self.lease)
 
-    def container_env(self, relay_port: int = DEFAULT_RELAY_PORT) -> dict[str, str]:
-        """What points a client inside the container at this lease (Anthropic: the socket; OpenAI: the relay)."""
-        return container_env(self.lease, self.provider, relay_port=relay_port)
+    def container_env(self, relay_port: int | None = None) -> dict[str, str]:
+        """What points a client inside the container at this lease (Anthropic: the socket; OpenAI: the
+        relay, on `relay_port`, default the gateway's DEFAULT_RELAY_PORT)."""
+        from statebox.sandbox.gateway import DEFAULT_RELAY_PORT, container_env  # (see mount)
+
+        return container_env(self.lease, self.provider, relay_port=DEFAULT_RELAY_PORT if relay_port is None else relay_port)
 
     def close(self) -> None:
         """Close the lease (cutting off any request in flight) and remove the socket folder; idempotent."""
