@@ -21,22 +21,25 @@ Prints CPU seconds (user+sys, steadier on a shared machine) and wall seconds, pe
 to the floor, report.html size and the chunk folder. Usage:
 .venv/bin/python perf/report_scale.py [SIZE ...] [--keep DIR]
 
-Measured 2026-11-23 (issue 16), shared 2-core machine, load ~3 (a run at load ~8 in brackets),
-CPU seconds, ratio = CPU / floor CPU of the same run (wall ratio after the slash):
+Measured 2026-11-23 (issue 16), shared 2-core machine, load ~2.5-3, CPU seconds, ratio = CPU / floor CPU
+of the same run (wall ratio after the slash); orjson for the per-attempt JSON and `harness.plan` no longer
+importing the gateway (httpx), against the commit before them, measured back to back on the same rows:
 
-  attempts   floor   rows-only            first report (transcripts s)   again        peak MB (report)
-       960   0.04    0.50  13.2x/11.9x    0.56  14.9x/14.1x  (0.05)       0.53 13.9x    68
-     9,960   0.08    0.77  10.0x/ 8.6x    1.30  16.9x/16.4x  (0.47)       0.82 10.7x    82
-    99,960   0.55    2.99   5.4x/ 5.3x    8.73  15.9x/16.2x  (4.88)       3.60  6.6x   172
-            (0.59    3.42   5.8x/10.3x    9.98  16.9x/22.2x  (8.02)       4.32  7.3x   171)
+  attempts   floor   rows-only             first report (transcripts s)   again         peak MB (report)
+       960   0.03    0.43  12.8x/10.3x     0.49  14.6x/12.3x  (0.07)       0.41 12.4x    57
+     9,960   0.08    0.59   7.3x/ 6.0x     1.20  14.9x/12.3x  (0.54)       0.66  8.1x    70
+    99,960   0.53    2.69   5.0x/ 4.9x     8.64  16.2x/15.3x  (5.32)       3.15  5.9x   160
+  before:    0.53    3.07   5.8x/ 5.8x     8.77  16.4x/15.6x  (5.17)       3.52  6.6x   171
+  (100k, four more runs: rows-only 2.50-2.65 CPU s, 4.7-5.1x CPU / 4.6-5.1x wall; the commit before,
+  two more: 2.86-2.89, 5.3-5.4x / 5.1-5.2x)
 
-Before this work (same rows, load 5-12): rows-only 9.13 CPU s (16.2x), first report 16.35 (29x),
-peak 205 MB. The <= 5x target at 100k is NOT met: 5.3-5.8x CPU without transcripts. What is left
-(100k, rows-only, CPU s): fixed ~0.45 imports (0.15 of it statebox.harness.plan importing the attempt
-seam, gateway and httpx) and ~0.2 loading the items; reading the rows ~0.5 (the floor's own work);
-scoring ~0.9 (30 epoch tables ~0.15, bootstrap 0.38 = three multinomial draws, one per dataset, plus
-15 weight x sums products, chance baselines 0.07, views/groups/match the rest); per-attempt index,
-details, plots and their JSON ~0.75. The transcripts (1.6 GB here) cost 5-8 s, I/O-bound, and only
+Before issue 16 (same rows, load 5-12): rows-only 9.13 CPU s (16.2x), first report 16.35 (29x), peak
+205 MB. The <= 5x target at 100k is met, at the edge: 4.7-5.1x CPU without transcripts (the floor itself
+moves 0.50-0.54 s between runs). What is left (100k, rows-only, CPU s): fixed ~0.3 imports and ~0.2
+loading the items; reading the rows ~0.5 (the floor's own work); scoring ~0.9 (30 epoch tables ~0.15,
+bootstrap ~0.35 = three multinomial draws, one per dataset, plus 15 weight x sums products, chance
+baselines 0.07, views/groups/match the rest); per-attempt index, details and plots ~0.55 (Python per row;
+their JSON, through orjson, is now ~0.02: json.dumps of the index alone was ~0.18). The transcripts (1.6 GB here) cost 5-8 s, I/O-bound, and only
 the first report after a run pays them.
 """
 

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+import orjson
+
 from statebox.harness.aggregate import AgentDatasetScore, ScoreAccumulator
 from statebox.harness.store import RESULTS_FILE, ResultRow
 from statebox.schema import Item
@@ -63,6 +65,26 @@ def connect_readonly(run_dir: Path) -> sqlite3.Connection:
     return sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=False)
 
 
+def _loads(text: str | bytes) -> Any:
+    """json.loads, through orjson (C, several times faster); what orjson refuses and the json
+    module reads (NaN/Infinity, integers past 64 bits) goes the json module's way."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+def _dumps(payload: Any, default: Any = None) -> bytes:
+    """Compact JSON as UTF-8 bytes, non-ASCII raw: `json.dumps(payload, ensure_ascii=False,
+    separators=(",", ":"))` through orjson. Where orjson refuses (a non-str key, an integer past
+    64 bits, a lone surrogate), the json module's ASCII text (the same JSON, non-ASCII escaped).
+    Floats may be spelt differently (`3e-6` for `3e-06`) but read back as the same number."""
+    try:
+        return orjson.dumps(payload, default=default)
+    except orjson.JSONEncodeError:
+        return json.dumps(payload, separators=(",", ":"), default=default).encode("ascii")
+
+
 _DECODED: dict[str, Any] = {}  # JSON column text -> its value (runs repeat the same metrics text)
 
 
@@ -72,7 +94,7 @@ def _decode(text: str) -> Any:
     if found is None:
         if len(_DECODED) >= 8192:
             _DECODED.clear()
-        found = _DECODED[text] = json.loads(text)
+        found = _DECODED[text] = _loads(text)
     return found
 
 
@@ -88,7 +110,7 @@ class LiteRow:
     def __init__(self, values: tuple[Any, ...]) -> None:
         _assign(self, values)
         findings = self.findings_json = self.findings  # type: ignore[has-type]
-        self.findings = [] if findings in ("[]", "", None) else json.loads(findings)
+        self.findings = [] if findings in ("[]", "", None) else _loads(findings)
         metrics = self.metrics_json = self.metrics  # type: ignore[has-type]
         self.metrics = _decode(metrics) if metrics else {}
 
@@ -239,24 +261,30 @@ def _row_tail(row: Any) -> str:
     """`"resp":...,"m":...,"f":[...]}`: the stored metrics JSON text is spliced as it is
     (no decode/re-encode); findings are cut to what the page shows."""
     if row.findings:
-        findings = json.dumps([
+        findings = _dumps([
             {k: (str(v)[:300] if k == "quote" else v) for k, v in f.items() if k in ("category", "severity", "event", "quote", "rule", "detail")}
             for f in row.findings
-        ], ensure_ascii=False, default=str)
+        ], default=str).decode()
     else:
         findings = "[]"
     metrics = getattr(row, "metrics_json", None)
     if not metrics or metrics[0] != "{" or "NaN" in metrics or "Infinity" in metrics:
-        metrics = json.dumps(row.metrics, ensure_ascii=False, default=str)
+        metrics = _dumps(row.metrics, default=str).decode()
     return f'"resp":{_encode_str(row.response[:MAX_TEXT])},"m":{metrics},"f":{findings}}}'
 
 
 # ---------------------------------------------------------------- chunk sink
 
 
+def js_json_bytes(payload: Any) -> bytes:
+    """JSON (UTF-8) that is also safe inside an HTML <script> block (no '<' at all)."""
+    body = _dumps(payload)
+    return body.replace(b"<", b"\\u003c") if b"<" in body else body
+
+
 def js_json(payload: Any) -> str:
-    """JSON that is also safe inside an HTML <script> block (no '<' at all)."""
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+    """`js_json_bytes` as text."""
+    return js_json_bytes(payload).decode()
 
 
 _MISSING_EVENTS = b'{"ev":[],"more":0,"missing":true'
@@ -356,7 +384,7 @@ class ChunkSink:
                 left -= len(block)
 
     def _write(self, name: str, payload: Any) -> None:
-        self._write_text(name, js_json(payload))
+        self._write_bytes(name, js_json_bytes(payload))
 
     @property
     def transcript_chunk(self) -> int:
