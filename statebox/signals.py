@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import threading
 import time
 from typing import Any, Callable
@@ -115,8 +116,6 @@ def run_stoppable(cmd: list[str], poll_s: float = 0.5) -> "subprocess.CompletedP
     """`subprocess.run(cmd, capture_output=True, text=True)` that a stop signal ends: the child
     (an ffmpeg cut in a worker thread, which never sees the signal itself) is killed and
     `Cancelled` raised, so the caller's clean-up runs instead of waiting for it."""
-    import subprocess
-
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     try:
         while True:

@@ -22,7 +22,6 @@ import re
 import secrets
 import shutil
 import stat
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
