@@ -463,7 +463,8 @@ def sweep(run_id: str, engines: list[str], only_dead: bool) -> int:
     whose statebox process is gone (the end of a run); else all of the run's (a stop)."""
     import docker
 
-    from statebox.sandbox.docker import LABEL, _pid_alive
+    from statebox.sandbox.docker import LABEL
+    from statebox.sandbox.limited_fs import pid_alive
 
     removed = 0
     seen = {os.environ.get("DOCKER_HOST", "")} | set(engines)
@@ -477,7 +478,7 @@ def sweep(run_id: str, engines: list[str], only_dead: bool) -> int:
                                                                        f"{LABEL}.host={socket.gethostname()}"]})
             for c in found:
                 pid = int(c.get("Labels", {}).get(f"{LABEL}.pid", "0") or 0)
-                if only_dead and pid and _pid_alive(pid):
+                if only_dead and pid and pid_alive(pid):
                     continue
                 try:
                     client.api.remove_container(c["Id"], force=True)

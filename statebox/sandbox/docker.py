@@ -31,6 +31,7 @@ from statebox.errors import InfrastructureError, UserError
 from statebox.sandbox import engine_client, hardening, images
 from statebox.sandbox.engine_client import docker_client
 from statebox.sandbox.hardening import AGENT_USER, INIT_USER, as_agent
+from statebox.sandbox.limited_fs import pid_alive
 from statebox.sandbox.provider import READ_LIMIT_BYTES, SandboxFileError
 from statebox.sandbox.spec import HOME, WORKDIR, ContainerResult, ContainerSpec, ContainerStatus, ExecResult, Mount
 
@@ -86,16 +87,6 @@ def _infra(what: str, exc: Exception) -> Exception:
     if isinstance(exc, docker.errors.APIError) and exc.is_client_error():
         return UserError(f"{what}: {msg[:300]}")
     return InfrastructureError(f"{what}: {msg[:300]}")
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class _Sink:
@@ -196,7 +187,7 @@ class SandboxEngine:
             return 0
         for c in stale:
             pid = int(c.get("Labels", {}).get(f"{LABEL}.pid", "0") or 0)
-            if pid and pid != os.getpid() and not _pid_alive(pid):
+            if pid and pid != os.getpid() and not pid_alive(pid):
                 try:
                     self.api.remove_container(c["Id"], force=True)
                     removed += 1

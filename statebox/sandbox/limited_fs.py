@@ -143,7 +143,8 @@ def _forget_owner(path: Path) -> None:
         pass
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """True while `pid` exists (another user's process counts); owners of mounts and containers."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -164,7 +165,7 @@ def reap_stale(parent: Path) -> list[Path]:
             pid = int(record.read_text().strip() or 0)
         except (OSError, ValueError):
             continue
-        if pid and (pid == os.getpid() or _alive(pid)):
+        if pid and (pid == os.getpid() or pid_alive(pid)):
             continue
         folder = Path(parent) / record.name
         try:

@@ -15,6 +15,7 @@ any hit aborts the attempt with `LeakGateError`.
 
 from __future__ import annotations
 
+import errno
 import json
 import mmap
 import os
@@ -25,7 +26,7 @@ import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from statebox.errors import UserError
 from statebox.policies.model import Policy
@@ -91,14 +92,12 @@ class Workspace:
         if "/" in name or name in ("", ".", ".."):
             raise UserError(f"workspace output name {name!r} must be a plain file name")
         try:
-            fd = os.open(self.path / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            handle = open_regular(self.path / name)
         except FileNotFoundError:
             return None
-        except OSError as exc:  # ELOOP: a symlink
+        except OSError as exc:  # ELOOP: a symlink; EINVAL: a fifo, device or folder
             raise UserError(f"workspace output {name!r} is not a regular file ({exc.strerror}); refused") from exc
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise UserError(f"workspace output {name!r} is not a regular file; refused")
+        with handle:
             return handle.read(max_bytes).decode("utf-8", "replace")
 
     def cleanup(self) -> None:
@@ -110,6 +109,20 @@ class Workspace:
         limited_fs.unmount_all(self.path)
         remove_tree(self.path)
         remove_tree(self.video_store)
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """Open a file an agent wrote for reading, without following a link it planted.
+
+    ELOOP for a symlink (O_NOFOLLOW), EINVAL for a fifo, device or folder (O_NONBLOCK keeps
+    a fifo from hanging the host before the check); the one door for host reads of agent files.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    handle = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        handle.close()
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return handle
 
 
 def video_store_of(folder: Path) -> Path:
@@ -139,16 +152,16 @@ class LimitedFolder:
             for name in files:
                 src = Path(top) / name
                 try:
-                    fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                    handle = open_regular(src)
                 except OSError:
-                    continue  # a symlink (ELOOP) or gone
-                with os.fdopen(fd, "rb") as handle:
-                    if not stat.S_ISREG(os.fstat(fd).st_mode):
-                        continue
-                    target = dest / rel_top / name
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    with open(target, "wb") as out:
-                        shutil.copyfileobj(_limited_reader(handle, max_file_bytes), out)
+                    continue  # a symlink, a fifo or device, or gone
+                target = dest / rel_top / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with handle, open(target, "wb") as out:
+                    left = max_file_bytes
+                    while left > 0 and (chunk := handle.read(min(1 << 20, left))):
+                        out.write(chunk)
+                        left -= len(chunk)
                 copied.append(str(rel_top / name))
         return copied
 
@@ -157,20 +170,6 @@ class LimitedFolder:
 
     def __exit__(self, *exc: object) -> None:
         self.cleanup()
-
-
-class _limited_reader:
-    """A file object that stops after `limit` bytes (copyfileobj reads through it)."""
-
-    def __init__(self, handle, limit: int) -> None:
-        self.handle, self.left = handle, limit
-
-    def read(self, size: int = -1) -> bytes:
-        if self.left <= 0:
-            return b""
-        data = self.handle.read(self.left if size < 0 else min(size, self.left))
-        self.left -= len(data)
-        return data
 
 
 def limited_folder(size_mb: int, *, inodes: int = 10_000, root: Path | str | None = None,
