@@ -253,6 +253,21 @@ for top, dirs, files in os.walk("/workspace"):
 print("made 5000 nested folders; one made unreadable")
 print("DONE")
 ''', limits={"inodes": 20000}),
+    _py("tamper_with_the_video", "overwrite, truncate, delete, rename, hard-link and replace the workspace video",
+        r'''
+import glob, shutil
+v = glob.glob("/workspace/*.mp4")[0]
+before = os.path.getsize(v)
+attempt("open the video for writing", lambda: open(v, "r+b").write(b"x"))
+attempt("truncate the video", lambda: os.truncate(v, 0))
+attempt("delete the video", lambda: os.unlink(v))
+attempt("rename the video", lambda: os.rename(v, "/workspace/moved.mp4"))
+attempt("hard-link the video", lambda: os.link(v, "/workspace/hl.mp4"))
+attempt("chmod the video", lambda: os.chmod(v, 0o666))
+attempt("replace the video by a rename over it", lambda: (open("/workspace/new.mp4", "wb").write(b"x"), os.rename("/workspace/new.mp4", v)))
+print("size unchanged" if os.path.getsize(v) == before else "ESCAPED size changed")
+print("DONE")
+''', min_blocked=7),
     _sh("symlink_planted_in_workspace", "plant symlinks (answer.txt -> a host canary file, rootlink -> /) for the host to follow",
         "ln -s \"$RT_CANARY\" /workspace/answer.txt; ln -s / /workspace/rootlink; ln -s \"$RT_CANARY\" /workspace/out.json; "
         "ls -la /workspace; cat /workspace/answer.txt 2>&1 | head -c 200 && echo; echo 'inside, the link resolves in the container only'; echo DONE",

@@ -109,6 +109,14 @@ def test_inode_fill_stops_in_the_kernel(redteam):
     assert inodes <= 2000
 
 
+def test_workspace_video_cannot_be_changed(redteam):
+    """The video is a read-only bind from disk: the kernel refuses every change, even a rename over it."""
+    outcome = redteam["outcomes"]["tamper_with_the_video"]
+    ws = outcome.workspace
+    assert outcome.count("BLOCKED") >= 7 and "size unchanged" in outcome.stdout, outcome.stdout[-800:]
+    assert (ws.video_store / ws.video_name).read_bytes() == ws.video_path.read_bytes()
+
+
 def test_deep_tree_is_cleaned_up(redteam):
     outcome = redteam["outcomes"]["deep_tree"]
     ws = outcome.workspace
