@@ -75,18 +75,18 @@ def test_stretch_keeps_answers_and_scales_event_times(tiny_suite: Path, tmp_path
 def test_duration_variants_make_a_curve(tiny_suite: Path, tmp_path: Path) -> None:
     """Every family with a length to scale is generated again at each length (the planned frame count,
     decoded; the same first events; the generator's own answers; the oracle 100% through the real
-    scorer); cube_count (a static layout under one pan) is cut."""
-    regenerated = ["bolts", "ec_bolts", "block_count", "ec_beeps", "shell_game", "line_crossing"]
+    scorer); cube_count pans a wider layout at the family's density."""
+    regenerated = ["bolts", "ec_bolts", "block_count", "ec_beeps", "shell_game", "line_crossing", "cube_count"]
     out = tmp_path / "dur"
-    variants.make_variants(tiny_suite, "duration", out, tasks=["cube_count", *regenerated])
+    variants.make_variants(tiny_suite, "duration", out, tasks=regenerated)
     raw = json.loads((out / "suite.json").read_text())
     by_family: dict[str, list[float]] = {}
     for d in raw["datasets"]:
         by_family.setdefault(oracle.family_of(d["family"]), []).append(d["fraction"])
-    assert sorted(by_family["cube_count"]) == [0.25, 0.5, 0.75, 1.0]  # static layout: the video is cut
     for family in regenerated:  # generated again, shorter and longer (block_count #1 has no 0.75 plan)
         assert {1.0, 1.5, 2.0} <= set(by_family[family]) <= set(lengths.SCALES), family
         assert f"{family}@150" in raw["variant"]["generated"]
+    assert set(by_family["cube_count"]) == set(lengths.SCALES)
     assert not [s for s in raw["variant"]["skipped"] if "@100" in s or "=1.0:" in s]
     original, suite = load_suite(tiny_suite), load_suite(out)
     for ref in suite.datasets:
@@ -94,8 +94,6 @@ def test_duration_variants_make_a_curve(tiny_suite: Path, tmp_path: Path) -> Non
         items = load_benchmark(ref.bench, ref.data, ref.videos).items
         assert items, ref.family
         assert _score(ref, oracle.predictions(ref.family, suite.family_dir(ref.family), items), items) == 1.0, ref.family
-        if family not in regenerated:
-            continue
         scale = next(d["fraction"] for d in raw["datasets"] if d["family"] == ref.family)
         src, dst = original.family_dir(family), suite.family_dir(ref.family)
         for meta_file in sorted((dst / "gt").glob("*.meta.json")):
@@ -104,7 +102,17 @@ def test_duration_variants_make_a_curve(tiny_suite: Path, tmp_path: Path) -> Non
             assert gt.read_meta(dst, stem).n_frames == planned, (ref.family, stem)
             video = dst / "videos" / f"{stem}.mp4"
             assert abs(sum(1 for _ in read_frames(video)) - planned) <= 1, (ref.family, stem)
+            if scale == 1 and family in lengths.PLANNED:  # LENGTH_SCALE = 1 regenerates the suite's own truth
+                assert gt.tracks_path(dst, stem).read_bytes() == gt.tracks_path(src, stem).read_bytes()
+                assert video.read_bytes() == (original.dataset(family).videos / video.name).read_bytes()
             if family not in lengths.PLANNED:  # planned up to a length constant: a new plan may be drawn
+                continue
+            if family == "cube_count":  # a new layout, s times as wide, with s times the cubes
+                a, b = gt.read_meta(src, stem), gt.read_meta(dst, stem)
+                assert b.answers["count"] == round(scale * a.answers["count"]), (ref.family, stem)
+                if b.params["setting"] == "main":
+                    assert b.params["pan"] == [p * scale for p in a.params["pan"]], (ref.family, stem)
+                    assert b.params["max_visible_per_frame"] < b.answers["count"], (ref.family, stem)
                 continue
             a = [(e.frame, e.kind, e.ids) for e in gt.read_events(src, stem) if e.kind != "occluded"]
             b = [(e.frame, e.kind, e.ids) for e in gt.read_events(dst, stem) if e.kind != "occluded"]
@@ -112,8 +120,6 @@ def test_duration_variants_make_a_curve(tiny_suite: Path, tmp_path: Path) -> Non
                 assert b[:len(a)] == a and (len(b) > len(a)) == (scale > 1), (ref.family, stem)
             else:  # the same first events, then it stops
                 assert 0 < len(b) < len(a) and a[:len(b)] == b, (ref.family, stem)
-            if scale == 1 and family in lengths.PLANNED:  # LENGTH_SCALE = 1 regenerates the suite's own truth
-                assert gt.tracks_path(dst, stem).read_bytes() == gt.tracks_path(src, stem).read_bytes()
 
 
 def test_failure_probes_attribute_an_injected_wrong_step(tiny_suite: Path, tmp_path: Path) -> None:

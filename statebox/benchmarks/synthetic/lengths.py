@@ -9,10 +9,9 @@ the family, not a cut. Families whose scene is a drawn number of events (bolts, 
 block_count, ec_beeps, shell_game: `PLANNED`) are regenerated with `families.common.LENGTH_SCALE`
 set: the plan keeps its first events up to the new end, or draws more from an
 independent stream by the same rules, and the scene lasts exactly the scaled number of
-frames (a quiet tail shorter than one more event). cube_count keeps the cut-video curve
-in variants.make_duration: its scene is static and the pan's length is the layout's
-width (a longer pan over the same cubes is the stretch variant; a wider one changes the
-count's density).
+frames (a quiet tail shorter than one more event). cube_count (also `PLANNED`) pans an s
+times wider layout at the same camera speed with round(s N) cubes, so the cubes per square
+metre panned stay the family's; the layout is drawn again by the family's rules.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ KNOBS: dict[str, tuple[str, str]] = {
     "streaming_window": ("streaming_count", "DURATION"),  # it plans with streaming_count's length
 }
 # families planned as a drawn number of events: regenerated with families.common.LENGTH_SCALE set
-PLANNED = ("bolts", "ec_bolts", "block_count", "ec_beeps", "shell_game")
+PLANNED = ("bolts", "ec_bolts", "block_count", "ec_beeps", "shell_game", "cube_count")
 SCALES = (0.75, 1.0, 1.5, 2.0)
 
 

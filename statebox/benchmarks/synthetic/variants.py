@@ -21,17 +21,13 @@ oracle, the validator and the reports know the family.
   scale by exactly K (frame rate unchanged) and no answer changes. Query times become (K k + 0.5) / fps for a cut after original
   frame k; "the past W seconds" becomes K W seconds. Answers that are times (EOC-Bench
   open-ended) and EC-Bench evidence spans are re-derived from the stretched truth.
-- `duration`: the same task at several lengths for a score-vs-duration curve. Families
-  planned up to a length (line_crossing, swing, lamp_episodes, streaming_count,
-  streaming_window: `lengths.KNOBS`) and families whose scene is a drawn number of
-  events (bolts, ec_bolts, block_count, ec_beeps, shell_game: `lengths.PLANNED`) are generated again
-  at 0.75/1/1.5/2 times their length from the same random stream (`lengths.py`: same
-  first events, then more or fewer; the generator's own answers and query points; a
-  length at which the generator finds no valid plan is left out and listed under
-  `skipped`). cube_count (a static layout seen by one pan) gives the first
-  25/50/75/100% of each video: videos and truth are cut and each answer is re-derived
-  by the oracle from the cut truth. Dataset entries carry `fraction` (the length
-  relative to the original).
+- `duration`: the same task at several lengths for a score-vs-duration curve. Every
+  family with a length to scale is generated again at 0.75/1/1.5/2 times its length from
+  the same random stream (`lengths.py`): families planned up to a length constant
+  (`lengths.KNOBS`) and families whose plan reads `families.common.LENGTH_SCALE`
+  (`lengths.PLANNED`). Nothing is cut: the generator writes its own answers and query
+  points; a length at which it finds no valid plan is left out and listed under
+  `skipped`. Dataset entries carry `fraction` (the length relative to the original).
 - `failure`: failure-mode probes (VSTAT's three failure kinds): for each item of a family
   with an event chain (`FAILURE_FAMILIES`), extra questions on the same video isolate
   event recognition (how many events of the family's kind, in the video or in a time
@@ -76,9 +72,6 @@ from statebox.schema import Item
 KINDS = ("transcript", "stretch", "duration", "failure")
 HEAD = "TEXT ACCOUNT OF THE VIDEO"
 QUESTION_MARK = "\nQuestion: "
-DURATION_FAMILIES = ("cube_count",)  # cut, not regenerated (lengths.py says why); the other counting families
-# are generated again at each length (lengths.regenerated)
-FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 
 
 # ---- transcript ------------------------------------------------------------------------------
@@ -455,7 +448,7 @@ def _rederive(bench: str, family: str, dst: Path, name: str, rows: Any, times_on
     _write_rows(bench, dst / name, rows)
 
 
-def make_duration(suite_dir: Path, out: Path, fractions: tuple[float, ...] = FRACTIONS) -> Path:
+def make_duration(suite_dir: Path, out: Path) -> Path:
     suite = load_suite(suite_dir)
     out = _prepare(out)
     datasets = []
@@ -463,68 +456,23 @@ def make_duration(suite_dir: Path, out: Path, fractions: tuple[float, ...] = FRA
     skipped: list[str] = []
     for ref in suite.datasets:
         family = oracle.family_of(ref.family)
-        if lengths.regenerated(family):  # generated again at each length (lengths.py), shorter and longer
-            for scale in lengths.SCALES:
-                label = f"{family}@{round(scale * 100)}"
-                dst = out / label
-                dst.mkdir(parents=True)
-                made, why = lengths.generate(family, dst, suite.seed, suite.size, scale)
-                skipped += why
-                if made:
-                    module = family_module(family)
-                    generated.append(label)
-                    datasets.append({"family": label, "bench": module.BENCH, "data": f"{label}/{module.ANNOTATION}",
-                                     "videos": f"{label}/videos", "fraction": scale})
-                else:
-                    shutil.rmtree(dst)
+        if not lengths.regenerated(family):  # no length to scale (lengths.py says which)
             continue
-        if family not in DURATION_FAMILIES:
-            continue
-        src = suite.family_dir(ref.family)
-        for p in fractions:
-            label = f"{family}@{round(p * 100)}"
+        for scale in lengths.SCALES:  # generated again at each length (lengths.py), shorter and longer
+            label = f"{family}@{round(scale * 100)}"
             dst = out / label
-            rows = _read_rows(ref.bench, ref.data)
-            cut: dict[str, float] = {}
-            for row in _flat(ref.bench, rows):
-                video = row[_video_key(ref.bench)]
-                stem = Path(video).stem
-                if stem in cut:
-                    continue
-                meta = gt.read_meta(src, stem)
-                n = max(1, round(meta.n_frames * p))
-                cut[stem] = n / meta.fps
-                (dst / "gt").mkdir(parents=True, exist_ok=True)
-                gt.write_jsonl(gt.tracks_path(dst, stem), [r.model_dump(by_alias=True) for r in gt.read_tracks(src, stem)
-                                                           if r.frame < n])
-                events = [e for e in gt.read_events(src, stem) if e.frame < n]
-                gt.write_jsonl(gt.events_path(dst, stem), [e.model_dump() for e in events])
-                new = meta.model_copy(update={"n_frames": n, "duration": round(n / meta.fps, 4),
-                                              "params": dict(meta.params, cut_fraction=p)})
-                gt.meta_path(dst, stem).write_text(gt.dumps(new.model_dump()) + "\n")
-                frames = [f for i, (_, f) in enumerate(read_frames(ref.videos / video)) if i < n]
-                audio = None
-                if family == "ec_beeps":
-
-                    audio = beep_track(n, [e.frame for e in events if e.kind == "beep"])
-                write_mp4(dst / "videos" / video, frames, meta.fps, audio=audio)
-            if ref.bench == "vcbench":
-                kept = [r for r in rows if r["query_time"] < cut[Path(r["video_path"]).stem]]
-                by_id: dict[str, list[dict]] = {}
-                for r in kept:
-                    by_id.setdefault(r["id"], []).append(r)
-                rows = []
-                for qid, group in by_id.items():
-                    for i, r in enumerate(sorted(group, key=lambda r: r["query_index"])):
-                        rows.append(dict(r, query_index=i, q_id=f"{qid}_{i}"))
-                if not rows:
-                    continue
-            _write_rows(ref.bench, dst / ref.data.name, rows)
-            _rederive(ref.bench, family, dst, ref.data.name, rows)
-            datasets.append({"family": label, "bench": ref.bench, "data": f"{label}/{ref.data.name}",
-                             "videos": f"{label}/videos", "fraction": p})
-    return _finish(suite.root, out, datasets, "duration", {"fractions": list(fractions), "scales": list(lengths.SCALES),
-                                                            "generated": generated, "skipped": skipped})
+            dst.mkdir(parents=True)
+            made, why = lengths.generate(family, dst, suite.seed, suite.size, scale)
+            skipped += why
+            if made:
+                module = family_module(family)
+                generated.append(label)
+                datasets.append({"family": label, "bench": module.BENCH, "data": f"{label}/{module.ANNOTATION}",
+                                 "videos": f"{label}/videos", "fraction": scale})
+            else:
+                shutil.rmtree(dst)
+    return _finish(suite.root, out, datasets, "duration", {"scales": list(lengths.SCALES), "generated": generated,
+                                                            "skipped": skipped})
 
 
 def _subset(suite_dir: Path, tasks: list[str], where: Path) -> Path:

@@ -14,6 +14,14 @@ Validity rules enforced when sampling a layout (a layout that breaks one is redr
 - control: every cube is at least 95% visible in every frame;
 - cube centres at least 1.5 cube sizes apart.
 Output: a CP-Bench manifest row `{id, video, count, setting}` per video.
+
+The `duration` variant (lengths.py) sets `common.LENGTH_SCALE` to s: the same task, s
+times as long. The camera trucks at the same speed over an s times longer pan, the
+layout region is s times as wide (its depth is unchanged) and the count is round(s N),
+so the cubes per square metre panned stay the family's; the control camera backs away
+from the layout's centre by max(1, s) to keep every cube in view. The layout is drawn
+again from the same stream under the same rules; the answer is the drawn count. With
+s = 1 (or unset) every number is the suite's own.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from statebox.benchmarks.synthetic.clip import FPS, HEIGHT, WIDTH, event, render_clip, save_clip
+from statebox.benchmarks.synthetic.families import common
 from statebox.benchmarks.synthetic.families.common import LayoutRejected, VideoRecord, layout_signature, rng_for
 from statebox.benchmarks.synthetic.geometry import aim, box_mesh
 from statebox.benchmarks.synthetic.render import Renderer, SceneObject
@@ -64,11 +73,29 @@ def counts_for(seed: int, n: int) -> list[int]:
     return [int(c) for c in rng.permutation(counts)]
 
 
+def length_scale() -> float:
+    """The duration variant's length factor (1.0 in the normal suite: every product below is then exact)."""
+    return common.LENGTH_SCALE or 1.0
+
+
+def x_range() -> tuple[float, float]:
+    return X_RANGE[0] * length_scale(), X_RANGE[1] * length_scale()
+
+
+def pan() -> tuple[float, float]:
+    return PAN[0] * length_scale(), PAN[1] * length_scale()
+
+
+def duration() -> float:
+    return DURATION * length_scale()
+
+
 def sample_positions(rng: np.random.Generator, n: int) -> np.ndarray:
+    x_lo, x_hi = x_range()
     for _ in range(1000):
         pts: list[tuple[float, float]] = []
         for _ in range(400):
-            p = (rng.uniform(*X_RANGE), rng.uniform(*Y_RANGE))
+            p = (rng.uniform(x_lo, x_hi), rng.uniform(*Y_RANGE))
             if all((p[0] - q[0]) ** 2 + (p[1] - q[1]) ** 2 >= MIN_GAP ** 2 for q in pts):
                 pts.append(p)
                 if len(pts) == n:
@@ -77,12 +104,16 @@ def sample_positions(rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 def main_camera(t: float):
-    x = PAN[0] + (PAN[1] - PAN[0]) * t / DURATION
+    start, end = pan()
+    x = start + (end - start) * t / duration()
     return aim((x, MAIN_BACK, MAIN_HEIGHT), (x, 1.8, 0.0), MAIN_FOV, WIDTH, HEIGHT)
 
 
 def control_camera():
-    return aim(CONTROL_POS, (0.0, 1.0, 0.0), CONTROL_FOV, WIDTH, HEIGHT)
+    target = (0.0, 1.0, 0.0)
+    back = max(1.0, length_scale())  # a wider layout: the camera backs away along its line of sight
+    pos = CONTROL_POS if back == 1.0 else tuple(c + back * (p - c) for p, c in zip(CONTROL_POS, target))
+    return aim(pos, target, CONTROL_FOV, WIDTH, HEIGHT)
 
 
 def cubes(positions: np.ndarray) -> list[SceneObject]:
@@ -115,8 +146,12 @@ def check_control(clip, n: int) -> None:
 
 def make_video(family_dir: Path, seed: int, index: int, n: int) -> VideoRecord:
     count = counts_for(seed, n)[index]
+    if common.LENGTH_SCALE is not None:  # the duration variant: the family's density over a longer pan
+        count = round(count * common.LENGTH_SCALE)
+        if count < 2:
+            raise ValueError(f"{count} cube(s): too few to need a pan")
     rng = rng_for(seed, NAME, index)
-    n_frames = int(DURATION * FPS)
+    n_frames = round(duration() * FPS)
     renderer = Renderer(WIDTH, HEIGHT, GROUND)
     for _attempt in range(500):
         positions = sample_positions(rng, count)
@@ -141,7 +176,7 @@ def make_video(family_dir: Path, seed: int, index: int, n: int) -> VideoRecord:
         stem = f"{NAME}_{setting}_{index:04d}"
         events = [event(FPS, 0, "scene", list(range(1, count + 1)), count=count)]
         params = {"setting": setting, "cube_size": CUBE, "positions": layout, "layout": record.layout,
-                  "pan": list(PAN) if setting == "main" else None, "sample_fps": SAMPLE_FPS}
+                  "pan": list(pan()) if setting == "main" else None, "sample_fps": SAMPLE_FPS}
         if setting == "main":
             params.update(probes)
         video = save_clip(family_dir, NAME, stem, clip, events, params, {"count": count})
