@@ -15,12 +15,18 @@ import sys
 import time
 from pathlib import Path
 
+from .decoders import DECODERS
 from .netguard import EVENT_PREFIX
 
 
 def emit(payload: dict) -> None:
     sys.stdout.write(EVENT_PREFIX + json.dumps(payload) + "\n")
     sys.stdout.flush()
+
+
+def _decoder_fields(stats) -> dict:
+    """The decoder a stream was read with, and why the requested one was replaced (None when it was not)."""
+    return {"decoder": stats.decoder, "decoder_fallback": stats.decoder_fallback}
 
 
 def _find_video(path: str | None) -> Path:
@@ -69,17 +75,20 @@ def cmd_track(args: argparse.Namespace) -> int:
     features = features_for(text, list(detector.names.values()))
     with (out / "tracks.jsonl").open("w") as sink:
         log, stats = run_tracking(video, detector, stride=args.stride, batch=args.batch,
-                                  tracker_config=TrackerConfig(), features=features, sink=sink, on_batch=progress)
+                                  tracker_config=TrackerConfig(), features=features, sink=sink, on_batch=progress,
+                                  decoder=args.decoder)
     emit({"event": "frames", "decoded": [f.t for f in log.frames], "stride": args.stride})
     ids = sorted({o.id for f in log.frames for o in f.objects})
     emit({"event": "tracked", "frames": stats.frames_read, "fps": round(stats.fps, 2), "tracks": len(ids),
-          "detect_s": round(stats.detect_s, 2), "track_s": round(stats.track_s, 2), "wall_s": round(stats.wall_s, 2)})
+          "detect_s": round(stats.detect_s, 2), "track_s": round(stats.track_s, 2), "wall_s": round(stats.wall_s, 2),
+          **_decoder_fields(stats)})
     result = answer_question(text, choices, log)
     payload = result.to_json()
     (out / "answer.json").write_text(json.dumps(payload, indent=2))
     (out / "run.json").write_text(json.dumps({"video": video.name, "frames": stats.frames_read,
                                               "frames_grabbed": stats.frames_grabbed, "fps": stats.fps,
-                                              "wall_s": stats.wall_s, "device": detector.device}, indent=2))
+                                              "wall_s": stats.wall_s, "device": detector.device,
+                                              **_decoder_fields(stats)}, indent=2))
     emit({"event": "answer", **payload})
     return 0
 
@@ -132,7 +141,7 @@ def _track_streams(args: argparse.Namespace) -> int:
         results = run_tracking_many([video for _, video, *_ in active], detector, stride=args.stride,
                                     batch=args.batch, tracker_config=TrackerConfig(),
                                     features=[features_for(text, names) for _, _, text, _, _ in active],
-                                    sinks=sinks, on_batch=progress)
+                                    sinks=sinks, on_batch=progress, decoder=args.decoder)
     finally:
         for sink in sinks:
             sink.close()
@@ -140,12 +149,13 @@ def _track_streams(args: argparse.Namespace) -> int:
         emit({"event": "frames", "stream": i, "decoded": [f.t for f in log.frames], "stride": args.stride})
         ids = sorted({o.id for f in log.frames for o in f.objects})
         emit({"event": "tracked", "stream": i, "frames": stats.frames_read, "tracks": len(ids),
-              "wall_s": round(stats.wall_s, 2), "streams": len(active)})
+              "wall_s": round(stats.wall_s, 2), "streams": len(active), **_decoder_fields(stats)})
         payload = answer_question(text, choices, log).to_json()
         (out / "answer.json").write_text(json.dumps(payload, indent=2))
         (out / "run.json").write_text(json.dumps({"video": video.name, "frames": stats.frames_read,
                                                   "frames_grabbed": stats.frames_grabbed, "wall_s": stats.wall_s,
-                                                  "device": detector.device, "streams": len(active)}, indent=2))
+                                                  "device": detector.device, "streams": len(active),
+                                                  **_decoder_fields(stats)}, indent=2))
         emit({"event": "answer", "stream": i, **payload})
     return 0
 
@@ -179,8 +189,10 @@ def _track_many(args: argparse.Namespace, out: Path) -> int:
                     features.setdefault(name, set()).update(classes)
             with (out / f"{video.stem}.tracks.jsonl").open("w") as sink:
                 log, stats = run_tracking(video, detector, stride=args.stride, batch=args.batch,
-                                          tracker_config=TrackerConfig(), features=features, sink=sink)
-            emit({"event": "tracked", "video": video.name, "frames": stats.frames_read, "fps": round(stats.fps, 2)})
+                                          tracker_config=TrackerConfig(), features=features, sink=sink,
+                                          decoder=args.decoder)
+            emit({"event": "tracked", "video": video.name, "frames": stats.frames_read, "fps": round(stats.fps, 2),
+                  **_decoder_fields(stats)})
             for q in video_questions:
                 until = q.get("until")
                 part = log if until is None else replace(log, frames=[f for f in log.frames if f.t < until])
@@ -239,6 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--stride", type=int, default=1)
     t.add_argument("--batch", type=int, default=8)
     t.add_argument("--device", default="auto")
+    t.add_argument("--decoder", choices=DECODERS, default="auto",
+                   help="thread | process (OpenCV in a child process) | torchcodec (NVDEC on a GPU) | auto (thread)")
     t.add_argument("--progress-every", type=int, default=4)
     t.set_defaults(func=cmd_track)
     q = sub.add_parser("peer", help="ultralytics' own model.track loop over videos (accuracy comparisons)")

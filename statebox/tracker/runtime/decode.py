@@ -4,6 +4,10 @@ Decoding and inference then overlap: while the detector works on batch k (in tor
 native threads, which release the GIL), this thread already decodes batch k+1. Frames
 skipped by `stride` are only grabbed (demuxed and decoded but never converted to a
 numpy image), the cheapest way OpenCV has to move forward.
+
+`opencv_batches` is the one loop that turns a video into batches: the thread reader here
+and the process reader (`decode_process.py`) both run it, so they hand out the same frames
+byte for byte. The other decoders and the choice between them: `decoders.open_reader`.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import queue
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import cv2
 import numpy as np
@@ -21,7 +26,7 @@ import numpy as np
 class FrameBatch:
     indices: list[int] = field(default_factory=list)  # frame numbers in the video
     times: list[float] = field(default_factory=list)  # seconds
-    images: list[np.ndarray] = field(default_factory=list)  # BGR, as OpenCV decodes
+    images: list[np.ndarray] = field(default_factory=list)  # BGR uint8 (h, w, 3), as OpenCV decodes
 
 
 @dataclass
@@ -30,6 +35,18 @@ class VideoInfo:
     frame_count: int
     width: int
     height: int
+
+
+@dataclass
+class Counts:
+    """What a decoder has done so far, updated as it goes (read by progress reports)."""
+
+    read: int = 0  # frames decoded to images (the ones the detector sees)
+    grabbed: int = 0  # every frame the decoder moved past
+
+
+class DecodeError(RuntimeError):
+    """A decoder failed while reading a video (the message names the video and the cause)."""
 
 
 def probe(path: Path) -> VideoInfo:
@@ -48,9 +65,53 @@ def probe(path: Path) -> VideoInfo:
         cap.release()
 
 
-class FrameReader:
-    """Iterate over `FrameBatch`es of every `stride`-th frame, decoded by a background thread."""
+def frame_time(index: int, fps: float) -> float:
+    """A frame's time as every decoder reports it (so decoders agree on times, not just frames)."""
+    return round(index / fps, 4)
 
+
+def opencv_batches(path: Path, fps: float, stride: int, batch: int, counts: Counts,
+                   stop: threading.Event | None = None) -> Iterator[FrameBatch]:
+    """Batches of every `stride`-th frame of `path`, decoded by OpenCV; `counts` follows along.
+
+    The last batch may be short. Stops early (between frames) once `stop` is set."""
+    cap = cv2.VideoCapture(str(path))
+    try:
+        index = 0
+        current = FrameBatch()
+        while stop is None or not stop.is_set():
+            if index % stride == 0:
+                ok, image = cap.read()
+                if not ok:
+                    break
+                current.indices.append(index)
+                current.times.append(frame_time(index, fps))
+                current.images.append(image)
+                counts.read += 1
+                if len(current.images) == batch:
+                    counts.grabbed += 1
+                    index += 1
+                    yield current
+                    current = FrameBatch()
+                    continue
+            elif not cap.grab():
+                break
+            counts.grabbed += 1
+            index += 1
+        if current.images:
+            yield current
+    finally:
+        cap.release()
+
+
+class FrameReader:
+    """Iterate over `FrameBatch`es of every `stride`-th frame, decoded by a background thread.
+
+    Subclasses change where batches come from (`_batches`), not the hand-over: a bounded
+    queue of `prefetch` batches, an exception in the thread re-raised in the consumer, and
+    `close()` that stops the thread wherever it is."""
+
+    kind = "thread"
     _DONE = object()
 
     def __init__(self, path: Path, *, stride: int = 1, batch: int = 8, prefetch: int = 4) -> None:
@@ -60,46 +121,36 @@ class FrameReader:
         self.info = probe(self.path)
         self.stride = stride
         self.batch = batch
-        self.frames_read = 0  # frames decoded to images (the ones the detector sees)
-        self.frames_grabbed = 0  # every frame the decoder moved past
+        self.counts = Counts()
         self._queue: queue.Queue = queue.Queue(maxsize=prefetch)
         self._error: BaseException | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="sbtracker-decode", daemon=True)
         self._thread.start()
 
+    @property
+    def frames_read(self) -> int:
+        return self.counts.read
+
+    @property
+    def frames_grabbed(self) -> int:
+        return self.counts.grabbed
+
+    def _batches(self) -> Iterator[FrameBatch]:
+        return opencv_batches(self.path, self.info.fps, self.stride, self.batch, self.counts, self._stop)
+
     def _run(self) -> None:
-        cap = cv2.VideoCapture(str(self.path))
         try:
-            fps = self.info.fps
-            index = 0
-            current = FrameBatch()
-            while not self._stop.is_set():
-                if index % self.stride == 0:
-                    ok, image = cap.read()
-                    if not ok:
-                        break
-                    current.indices.append(index)
-                    current.times.append(round(index / fps, 4))
-                    current.images.append(image)
-                    self.frames_read += 1
-                    if len(current.images) == self.batch:
-                        self._queue.put(current)
-                        current = FrameBatch()
-                else:
-                    if not cap.grab():
-                        break
-                self.frames_grabbed += 1
-                index += 1
-            if current.images:
-                self._queue.put(current)
+            for fb in self._batches():
+                if self._stop.is_set():
+                    break
+                self._queue.put(fb)
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer
             self._error = exc
         finally:
-            cap.release()
             self._queue.put(self._DONE)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[FrameBatch]:
         while True:
             item = self._queue.get()
             if item is self._DONE:

@@ -16,7 +16,7 @@ from typing import Callable, TextIO
 
 import numpy as np
 
-from .decode import FrameReader
+from .decoders import Reader, open_reader
 from .detect import Detector
 from .tracklog import FrameTracks, TrackedObject, TrackLog
 
@@ -42,6 +42,8 @@ class RunStats:
     detect_s: float = 0.0
     track_s: float = 0.0
     wall_s: float = 0.0
+    decoder: str = ""  # the decoder that read the stream (decoders.DECODERS)
+    decoder_fallback: str | None = None  # why the requested decoder was replaced, if it was
 
     @property
     def fps(self) -> float:
@@ -97,18 +99,19 @@ def run_tracking(
     features: dict[str, set[str]] | None = None,
     sink: TextIO | None = None,
     on_batch: Callable[[RunStats], None] | None = None,
+    decoder: str = "auto",
 ) -> tuple[TrackLog, RunStats]:
     """One video: `run_tracking_many` with a single stream (the same code path, so the same tracks)."""
     (log, stats), = run_tracking_many([Path(video)], detector, stride=stride, batch=batch,
                                       tracker_config=tracker_config, features=[features or {}],
-                                      sinks=[sink], on_batch=on_batch)
+                                      sinks=[sink], on_batch=on_batch, decoder=decoder)
     return log, stats
 
 
 @dataclass
 class _Stream:
     video: Path
-    reader: FrameReader
+    reader: Reader
     tracker: ObjectTracker
     wanted: list
     sink: TextIO | None
@@ -126,8 +129,9 @@ def run_tracking_many(
     features: list[dict[str, set[str]]] | None = None,
     sinks: list[TextIO | None] | None = None,
     on_batch: Callable[[RunStats], None] | None = None,
+    decoder: str = "auto",
 ) -> list[tuple[TrackLog, RunStats]]:
-    """Many videos through one detector: decode (one thread per stream) -> detect (the next batches of
+    """Many videos through one detector: decode (one reader per stream) -> detect (the next batches of
     every stream in one forward pass) -> track (one ByteTrack state per stream), in frame order per stream.
 
     Each step takes the next `batch` frames of every stream that still has frames, so one
@@ -138,7 +142,9 @@ def run_tracking_many(
     stream's log is the one a single-stream run of that video gives (tested).
     `features[i]` maps a feature name (features.FEATURES) to the classes it is measured on
     for stream i; `sinks[i]` gets stream i's frames as JSON lines as they are tracked.
-    `on_batch` gets the aggregate stats after every step. Returns (log, stats) per stream;
+    `on_batch` gets the aggregate stats after every step. `decoder` picks each stream's
+    decoder (`decoders.open_reader`: thread, process, torchcodec or auto; the one used and
+    any fallback reason land in the stream's stats). Returns (log, stats) per stream;
     every stream's `wall_s` is the whole run's.
     """
     from collections import deque
@@ -158,10 +164,11 @@ def run_tracking_many(
     pool = ThreadPoolExecutor(max_workers=max(1, detector.workers), thread_name_prefix="sbtracker-detect")
     try:
         for video, feats, sink in zip(videos, features, sinks):
-            reader = FrameReader(video, stride=stride, batch=batch)
+            reader = open_reader(video, stride=stride, batch=batch, decoder=decoder, device=detector.device)
             tracker = ObjectTracker(detector.names, reader.info.fps / stride, tracker_config or TrackerConfig())
             wanted = [(FEATURES[name], name, classes) for name, classes in (feats or {}).items()]
-            streams.append(_Stream(video, reader, tracker, wanted, sink, [], RunStats()))
+            streams.append(_Stream(video, reader, tracker, wanted, sink, [],
+                                   RunStats(decoder=reader.kind, decoder_fallback=getattr(reader, "fallback", None))))
 
         def steps():
             """[(stream, FrameBatch)] per step: the next batch of every stream that has one."""
