@@ -109,7 +109,7 @@ def test_process_reader_hands_out_the_thread_readers_frames(clip, stride, batch)
 
 def test_frames_stay_valid_after_the_slot_is_reused(clip):
     """The consumer keeps frames for several batches: later batches must not overwrite earlier ones."""
-    reader = ProcessFrameReader(clip, stride=1, batch=2, slots=2)
+    reader = ProcessFrameReader(clip, stride=1, batch=4, ring=2)  # the child rewrites each slot many times
     kept = []
     for fb in reader:
         kept.append([im.copy() for im in fb.images])
@@ -157,7 +157,7 @@ def test_an_exception_in_the_child_reaches_the_consumer_with_its_cause(clip, mon
 
 
 def test_a_child_that_dies_is_an_error_naming_its_exit_code(clip):
-    reader = ProcessFrameReader(clip, stride=1, batch=1, slots=2)
+    reader = ProcessFrameReader(clip, stride=1, batch=1, ring=2)
     it = iter(reader)
     next(it)
     os.kill(reader.pid, signal.SIGKILL)
@@ -170,7 +170,7 @@ def test_a_child_that_dies_is_an_error_naming_its_exit_code(clip):
 
 
 def test_shared_memory_and_pids_limits_fall_back_to_the_thread_with_a_reason(clip, monkeypatch):
-    monkeypatch.setattr(decode_process, "shm_free_bytes", lambda folder="/dev/shm": 64 * 96 * 3 * 8)
+    monkeypatch.setattr(decode_process, "shm_free_bytes", lambda folder="/dev/shm": 64 * 96 * 3 * 3)  # half: 1.5 frames
     reader = open_reader(clip, stride=1, batch=8, decoder="process")
     assert reader.kind == "thread" and "shared memory" in reader.fallback and "/dev/shm" in reader.fallback
     assert sum(len(fb.images) for fb in _read_all(reader)) == 37
@@ -187,12 +187,14 @@ def test_shared_memory_and_pids_limits_fall_back_to_the_thread_with_a_reason(cli
     reader.close()
 
 
-def test_slots_shrink_to_fit_shared_memory_before_falling_back(clip, monkeypatch):
-    slot = 64 * 96 * 3 * 8
-    monkeypatch.setattr(decode_process, "shm_free_bytes", lambda folder="/dev/shm": 5 * slot)  # half = 2.5 slots
-    reader = ProcessFrameReader(clip, stride=1, batch=8, slots=4)
-    assert reader.slots == 2
-    assert sum(len(fb.images) for fb in _read_all(reader)) == 37
+def test_the_ring_shrinks_to_fit_shared_memory_before_falling_back(clip, monkeypatch):
+    assert ProcessFrameReader(clip, stride=1, batch=8).ring == 16  # two batches when there is room
+    monkeypatch.setattr(decode_process, "shm_free_bytes", lambda folder="/dev/shm": 64 * 96 * 3 * 7)  # half: 3.5 frames
+    reader = ProcessFrameReader(clip, stride=1, batch=8)
+    assert reader.ring == 3  # fewer frames than a batch: the receiver thread drains the ring as frames arrive
+    got = _read_all(reader)
+    assert [len(fb.images) for fb in got] == [8, 8, 8, 8, 5]
+    assert [im.tobytes() for fb in got for im in fb.images] == [im.tobytes() for _, im in _plain_opencv(clip, 1)]
 
 
 def test_auto_is_the_thread_reader_and_unknown_decoders_are_refused(clip):

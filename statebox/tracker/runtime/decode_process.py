@@ -43,9 +43,11 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import queue
 import secrets
 import subprocess
 import sys
+import threading
 import time
 import traceback
 import weakref
@@ -109,10 +111,13 @@ def _segment(size: int) -> int:
 
 
 def child_main() -> None:
-    """The child: decode batches into the slots the parent hands over, until the video ends or it says stop.
+    """The child: decode frames into the ring slots the parent hands over, until the video ends or it says stop.
 
     argv[1] is a JSON object: path, fps, stride, batch, shape, and the inherited descriptors
-    shm_fd, shm_size, slots_fd (free slot numbers in; None = stop), out_fd (messages out)."""
+    shm_fd, shm_size, slots_fd (free slot numbers in; None = stop), out_fd (messages out).
+    Messages: ("frame", slot, None | an odd-sized frame), then ("batch", indices, times,
+    read, grabbed) after a batch's frames; ("done", read, grabbed) at the end; ("error",
+    type, text, traceback)."""
     a = json.loads(sys.argv[1])
     slots_in = Connection(a["slots_fd"], writable=False)
     out = Connection(a["out_fd"], readable=False)
@@ -120,29 +125,23 @@ def child_main() -> None:
     try:
         buf = mmap.mmap(a["shm_fd"], a["shm_size"])
         shape = tuple(a["shape"])
-        batch = a["batch"]
         frame_bytes = int(np.prod(shape))
         counts = Counts()
-        batches = opencv_batches(Path(a["path"]), a["fps"], a["stride"], batch, counts)
-        while True:
-            try:
-                slot = slots_in.recv()
-            except EOFError:  # the parent is gone
-                return
-            if slot is None:  # stop
-                return
-            fb = next(batches, None)
-            if fb is None:
-                out.send(("done", counts.read, counts.grabbed))
-                return
-            odd: dict[int, np.ndarray] = {}
-            base = slot * batch * frame_bytes
-            for k, image in enumerate(fb.images):
+        for fb in opencv_batches(Path(a["path"]), a["fps"], a["stride"], a["batch"], counts):
+            for image in fb.images:
+                try:
+                    slot = slots_in.recv()
+                except EOFError:  # the parent is gone
+                    return
+                if slot is None:  # stop
+                    return
                 if image.shape == shape and image.dtype == np.uint8:
-                    np.ndarray(shape, np.uint8, buffer=buf, offset=base + k * frame_bytes)[...] = image
+                    np.ndarray(shape, np.uint8, buffer=buf, offset=slot * frame_bytes)[...] = image
+                    out.send(("frame", slot, None))
                 else:
-                    odd[k] = image
-            out.send(("batch", slot, fb.indices, fb.times, odd, counts.read, counts.grabbed))
+                    out.send(("frame", slot, image))
+            out.send(("batch", fb.indices, fb.times, counts.read, counts.grabbed))
+        out.send(("done", counts.read, counts.grabbed))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
         try:
             out.send(("error", type(exc).__name__, str(exc), traceback.format_exc()))
@@ -153,32 +152,90 @@ def child_main() -> None:
             buf.close()
 
 
-def _shutdown(proc: subprocess.Popen, slots_out: Connection, results: Connection, buf: mmap.mmap) -> None:
-    """Stop the child (asking, then terminating, then killing) and free the segment. Runs once (weakref.finalize)."""
+_DONE = object()
+
+
+def _receive(name: str, results: Connection, slots_out: Connection, buf: mmap.mmap, shape: tuple[int, int, int],
+             counts: Counts, ready: queue.Queue, stop: threading.Event, proc: subprocess.Popen) -> None:
+    """The parent's receiver thread: copy each frame out of its slot as it arrives, hand the slot back, and
+    queue whole batches (a bounded queue: when the consumer lags, this thread waits and so does the child).
+
+    A module function, not a method, so a reader dropped unclosed can still be finalized."""
+    frame_bytes = int(np.prod(shape))
+    images: list[np.ndarray] = []
+    error: BaseException | None = None
+    try:
+        while not stop.is_set():
+            try:
+                message = results.recv()
+            except (EOFError, OSError):
+                if stop.is_set():
+                    return
+                try:
+                    code = proc.wait(5.0)
+                except subprocess.TimeoutExpired:
+                    code = None
+                raise DecodeError(f"{name}: the decoder process ended (exit code {code}) before the end of the "
+                                  f"video, after {counts.read} frames") from None
+            kind = message[0]
+            if kind == "frame":
+                _, slot, odd = message
+                if odd is None:
+                    view = np.ndarray(shape, np.uint8, buffer=buf, offset=slot * frame_bytes)
+                    odd = view.copy()
+                    del view  # no export of the mapping may outlive this line (close() unmaps it)
+                images.append(odd)
+                try:
+                    slots_out.send(slot)
+                except OSError:  # the child already finished: nothing to hand back
+                    pass
+            elif kind == "batch":
+                _, indices, times, counts.read, counts.grabbed = message
+                ready.put(FrameBatch(list(indices), list(times), images))
+                images = []
+            elif kind == "done":
+                _, counts.read, counts.grabbed = message
+                return
+            else:
+                _, type_name, text, trace = message
+                raise DecodeError(f"{name}: decoding in the decoder process failed: {type_name}: {text}\n"
+                                  f"child traceback:\n{trace}")
+    except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+        error = exc
+    finally:
+        ready.put((_DONE, error))
+
+
+def _shutdown(proc: subprocess.Popen, slots_out: Connection, results: Connection, buf: mmap.mmap,
+              stop: threading.Event, ready: queue.Queue, receiver: threading.Thread) -> None:
+    """Stop the child (asking, then terminating, then killing), the receiver thread, and free the segment.
+    Runs once (weakref.finalize)."""
+    stop.set()
     try:
         slots_out.send(None)
     except (OSError, ValueError):
         pass
     deadline = time.monotonic() + CLOSE_WAIT_S
-    while proc.poll() is None and time.monotonic() < deadline:
-        try:
-            if results.poll(0.05):
-                results.recv()  # drained, so the child is never stuck sending
-        except (EOFError, OSError):
-            try:
-                proc.wait(0.05)
-            except subprocess.TimeoutExpired:
-                pass
+    while receiver.is_alive() and time.monotonic() < deadline:
+        try:  # drained, so the receiver is never stuck on a full queue (and the child on a full pipe)
+            ready.get(timeout=0.05)
+        except queue.Empty:
+            pass
     if proc.poll() is None:
-        proc.terminate()
         try:
-            proc.wait(2.0)
+            proc.wait(max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    for conn in (slots_out, results):
-        conn.close()
-    buf.close()
+            proc.terminate()
+            try:
+                proc.wait(2.0)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    slots_out.close()  # the receiver (if it still waits on a silent child) sees EOF once the child is gone
+    receiver.join(2.0)
+    results.close()
+    if not receiver.is_alive():
+        buf.close()
 
 
 class ProcessFrameReader:
@@ -187,9 +244,11 @@ class ProcessFrameReader:
 
     kind = "process"
 
-    def __init__(self, path: Path, *, stride: int = 1, batch: int = 8, slots: int = 3) -> None:
-        if stride < 1 or batch < 1 or slots < 2:
-            raise ValueError("stride and batch must be >= 1, slots >= 2")
+    def __init__(self, path: Path, *, stride: int = 1, batch: int = 8, prefetch: int = 4,
+                 ring: int | None = None) -> None:
+        """`ring` frames of shared memory (default two batches, fewer when /dev/shm is short; at least 2)."""
+        if stride < 1 or batch < 1 or prefetch < 1:
+            raise ValueError("stride, batch and prefetch must be >= 1")
         self.path = Path(path)
         self.info = probe(self.path)
         self.stride, self.batch = stride, batch
@@ -197,31 +256,29 @@ class ProcessFrameReader:
         h, w = self.info.height, self.info.width
         if h <= 0 or w <= 0:
             raise DecoderUnavailable(f"{self.path.name}: the frame size is unknown before decoding")
-        self._shape = (h, w, 3)
-        slot_bytes = batch * h * w * 3
+        shape = (h, w, 3)
+        frame_bytes = h * w * 3
         free = shm_free_bytes()
         if free is None:
             raise DecoderUnavailable(f"no {SHM_DIR} here")
-        while slots > 2 and slots * slot_bytes > SHM_SHARE * free:
-            slots -= 1
-        if slots * slot_bytes > SHM_SHARE * free:
+        ring = max(2, min(ring or 2 * batch, int(SHM_SHARE * free) // frame_bytes))
+        if ring * frame_bytes > SHM_SHARE * free:
             raise DecoderUnavailable(
-                f"{slots} slots of {batch} frames of {w}x{h} need {slots * slot_bytes / 2**20:.1f} MiB of "
-                f"shared memory; {SHM_DIR} has {free / 2**20:.1f} MiB free (at most {SHM_SHARE:.0%} is used)")
+                f"{ring} frames of {w}x{h} need {ring * frame_bytes / 2**20:.1f} MiB of shared memory; "
+                f"{SHM_DIR} has {free / 2**20:.1f} MiB free (at most {SHM_SHARE:.0%} is used)")
         left = pids_left()
         if left is not None and left < child_pids() + PIDS_MARGIN:
             raise DecoderUnavailable(f"only {left} pids left in this container; a decoder process needs "
                                      f"~{child_pids()} and {PIDS_MARGIN} stay free")
-        self.slots, self._slot_bytes = slots, slot_bytes
-        size = slots * slot_bytes
+        self.ring = ring
+        size = ring * frame_bytes
         fd = _segment(size)
         buf = mmap.mmap(fd, size)
         slots_r, slots_w = os.pipe()
         out_r, out_w = os.pipe()
-        self._slots_out = Connection(slots_w, readable=False)
-        self._results = Connection(out_r, writable=False)
-        self._buf = buf
-        args = {"path": str(self.path), "fps": self.info.fps, "stride": stride, "batch": batch, "shape": self._shape,
+        slots_out = Connection(slots_w, readable=False)
+        results = Connection(out_r, writable=False)
+        args = {"path": str(self.path), "fps": self.info.fps, "stride": stride, "batch": batch, "shape": shape,
                 "shm_fd": fd, "shm_size": size, "slots_fd": slots_r, "out_fd": out_w}
         root = Path(__file__).resolve().parents[__package__.count(".") + 1]
         code = (f"import sys; sys.path.insert(0, {str(root)!r}); "
@@ -231,7 +288,7 @@ class ProcessFrameReader:
                                           pass_fds=(fd, slots_r, out_w), stdin=subprocess.DEVNULL,
                                           stdout=subprocess.DEVNULL)
         except OSError as exc:
-            for conn in (self._slots_out, self._results):
+            for conn in (slots_out, results):
                 conn.close()
             buf.close()
             raise DecoderUnavailable(f"cannot start a decoder process: {exc}") from exc
@@ -240,9 +297,16 @@ class ProcessFrameReader:
             # each side sees EOF when the other is gone and unmapping frees the segment
             for own in (slots_r, out_w, fd):
                 os.close(own)
-        self._close = weakref.finalize(self, _shutdown, self._proc, self._slots_out, self._results, buf)
-        for slot in range(slots):
-            self._slots_out.send(slot)
+        self._ready: queue.Queue = queue.Queue(maxsize=prefetch)
+        stop = threading.Event()
+        receiver = threading.Thread(target=_receive, name="sbtracker-decode-receiver", daemon=True,
+                                    args=(self.path.name, results, slots_out, buf, shape, self.counts, self._ready,
+                                          stop, self._proc))
+        self._close = weakref.finalize(self, _shutdown, self._proc, slots_out, results, buf, stop, self._ready,
+                                       receiver)
+        for slot in range(ring):
+            slots_out.send(slot)
+        receiver.start()
 
     @property
     def frames_read(self) -> int:
@@ -256,42 +320,16 @@ class ProcessFrameReader:
     def pid(self) -> int:
         return self._proc.pid
 
-    def _receive(self) -> tuple:
-        try:
-            return self._results.recv()
-        except (EOFError, OSError):
-            pass
-        try:
-            code = self._proc.wait(5.0)
-        except subprocess.TimeoutExpired:
-            code = None
-        raise DecodeError(f"{self.path.name}: the decoder process ended (exit code {code}) "
-                          f"before the end of the video, after {self.counts.read} frames")
-
     def __iter__(self) -> Iterator[FrameBatch]:
         if not self._close.alive:
             raise DecodeError(f"{self.path.name}: the reader is closed")
         while True:
-            message = self._receive()
-            kind = message[0]
-            if kind == "done":
-                self.counts.read, self.counts.grabbed = message[1], message[2]
+            item = self._ready.get()
+            if isinstance(item, tuple) and item and item[0] is _DONE:
+                if item[1] is not None:
+                    raise item[1]
                 return
-            if kind == "error":
-                _, name, text, trace = message
-                raise DecodeError(f"{self.path.name}: decoding in the decoder process failed: {name}: {text}\n"
-                                  f"child traceback:\n{trace}")
-            _, slot, indices, times, odd, read, grabbed = message
-            n = len(indices)
-            view = np.ndarray((self.batch, *self._shape), np.uint8, buffer=self._buf, offset=slot * self._slot_bytes)
-            block = view[:n].copy()
-            del view  # no export of the mapping may outlive this line (close() unmaps it)
-            try:
-                self._slots_out.send(slot)
-            except OSError:  # the child already finished (it sent "done" after reading ahead): nothing to return
-                pass
-            self.counts.read, self.counts.grabbed = read, grabbed
-            yield FrameBatch(list(indices), list(times), [odd.get(k, block[k]) for k in range(n)])
+            yield item
 
     def close(self) -> None:
         self._close()
