@@ -494,7 +494,8 @@ def _subset(suite_dir: Path, tasks: list[str], where: Path) -> Path:
 STEPS = ("event", "entity", "update", "final")
 ORDINAL = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
 FAILURE_FAMILIES = ("bolts", "cup_drops", "ec_bolts", "shell_game", "block_count", "morse_light", "line_crossing",
-                    "swing", "lamp_episodes", "ec_beeps")  # the families with an event chain (see failure.py)
+                    "swing", "lamp_episodes", "ec_beeps",  # the families with an event chain (see failure.py)
+                    "cube_count", "eoc_objects", "streaming_count", "streaming_window")  # failure.SCENES
 
 
 def _bolt_probes(src: Path, stem: str, rng_pick: int, loosen: bool = False) -> list[tuple[str, str, Any, list[str]]]:
@@ -548,6 +549,8 @@ def _cup_probes(src: Path, stem: str, rng_pick: int) -> list[tuple[str, str, Any
 
 def _final_doc(family: str, bench: str, row: dict, src: Path) -> dict | None:
     """The item's own question as the chain's final step, as a VSTAT doc (None: not a whole-video question)."""
+    if family in failure.SCENES:
+        return failure.final_doc(family, row, src)
     if bench == "vstat":
         return dict(row)
 
@@ -594,7 +597,7 @@ def make_failure(suite_dir: Path, out: Path) -> Path:
             elif family == "cup_drops":
                 made = [(step, q, a, c, {}) for step, q, a, c in _cup_probes(src, stem, n * 7 + 3)]
             else:
-                made = failure.probes(family, src, stem, n * 7 + 3)
+                made = failure.probes(family, src, stem, n * 7 + 3, doc)
             for step, question, answer, choices, extra in made:
                 probe = vstat_doc(family, f"{parent}::{step}", doc["video_path"], question, answer, choices or None,
                                   element=doc["state_element"], structure="Atomic", challenge=step)
