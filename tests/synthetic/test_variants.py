@@ -76,7 +76,8 @@ def test_duration_variants_make_a_curve(tiny_suite: Path, tmp_path: Path) -> Non
     """Every family with a length to scale is generated again at each length (the planned frame count,
     decoded; the same first events; the generator's own answers; the oracle 100% through the real
     scorer); cube_count pans a wider layout at the family's density."""
-    regenerated = ["bolts", "ec_bolts", "block_count", "ec_beeps", "shell_game", "line_crossing", "cube_count"]
+    regenerated = ["bolts", "ec_bolts", "block_count", "ec_beeps", "shell_game", "line_crossing", "cube_count",
+                   "morse_light"]
     out = tmp_path / "dur"
     variants.make_variants(tiny_suite, "duration", out, tasks=regenerated)
     raw = json.loads((out / "suite.json").read_text())
@@ -120,6 +121,9 @@ def test_duration_variants_make_a_curve(tiny_suite: Path, tmp_path: Path) -> Non
                 assert b[:len(a)] == a and (len(b) > len(a)) == (scale > 1), (ref.family, stem)
             else:  # the same first events, then it stops
                 assert 0 < len(b) < len(a) and a[:len(b)] == b, (ref.family, stem)
+            if family == "morse_light":  # the same first letters, then more or fewer
+                word, text = gt.read_meta(src, stem).answers["text"], gt.read_meta(dst, stem).answers["text"]
+                assert text.startswith(word) if scale >= 1 else word.startswith(text), (stem, word, text)
 
 
 def test_failure_probes_attribute_an_injected_wrong_step(tiny_suite: Path, tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ KNOBS: dict[str, tuple[str, str]] = {
     "streaming_window": ("streaming_count", "DURATION"),  # it plans with streaming_count's length
 }
 # families planned as a drawn number of events: regenerated with families.common.LENGTH_SCALE set
-PLANNED = ("bolts", "ec_bolts", "block_count", "ec_beeps", "shell_game", "cube_count")
+PLANNED = ("bolts", "ec_bolts", "block_count", "ec_beeps", "shell_game", "cube_count", "morse_light")
 SCALES = (0.75, 1.0, 1.5, 2.0)
 
 

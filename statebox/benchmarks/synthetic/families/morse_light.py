@@ -4,6 +4,14 @@ Timing follows the standard: a dot lasts one unit, a dash three, the gap inside 
 letter one unit, between letters three. The unit is 0.3 or 0.4 s (3 or 4 frames at
 10 fps), so dots, dashes and gaps stay distinct at the frame rate. The answer is the
 lower-case word (VSTAT text answers are compared lower-cased and stripped).
+
+The `duration` variant (lengths.py) sets `common.LENGTH_SCALE` to s: the scene lasts
+exactly round(s x frames), with the same lead, unit and lamp. The message keeps its
+first letters and, in a longer scene, goes on with letters drawn uniformly from the
+Morse alphabet (an independent, spawned stream) while each still ends at least
+MIN_TAIL frames before the end; a shorter scene drops letters from the end until the
+message fits. A message with no dot (the unit could not be told from the flashes) or
+no letter is no valid plan (the length is skipped). The answer is the flashed letters.
 """
 
 from __future__ import annotations
@@ -11,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from statebox.benchmarks.synthetic.clip import FPS, HEIGHT, WIDTH, event, render_clip, save_clip
+from statebox.benchmarks.synthetic.families import common
 from statebox.benchmarks.synthetic.families.common import VideoRecord, layout_signature, rng_for, vstat_doc
 from statebox.benchmarks.synthetic.geometry import Sphere, aim, box_mesh, frustum_mesh
 from statebox.benchmarks.synthetic.render import Renderer, SceneObject
@@ -32,6 +41,7 @@ GROUND = (120, 150, 178)  # BGR: a desk
 QUESTION = ("The lamp flashes a word in International Morse code (a short flash is a dot, a long flash a dash). "
             "What is the word? Answer with the word only.")
 BULB_ON, BULB_OFF = (150, 235, 255), (150, 160, 165)
+MIN_TAIL = 8  # frames of dark lamp after the last flash (the tail is drawn from 8..14)
 
 
 def n_videos(size: str) -> int:
@@ -51,6 +61,37 @@ def flashes(word: str, unit: int) -> list[tuple[int, int]]:
     return out
 
 
+def code_frames(word: str, unit: int) -> int:
+    """Frames from the first flash's start to the last flash's end (0: no letter)."""
+    pattern = flashes(word, unit)
+    return pattern[-1][0] + pattern[-1][1] if pattern else 0
+
+
+def rescaled(rng, word: str, unit: int, lead: int, n_frames: int) -> tuple[str, int]:
+    """The message and frame count of a scene LENGTH_SCALE times `n_frames` long (see the docstring)."""
+    target = common.scaled_frames(n_frames)
+    if target == n_frames:  # the suite's own length: the suite's own word
+        return word, n_frames
+
+    def fits(w: str) -> bool:
+        return bool(w) and lead + code_frames(w, unit) + MIN_TAIL <= target
+
+    if fits(word):
+        more = common.more_events(rng)
+        while True:
+            letter = sorted(MORSE)[int(more.integers(0, len(MORSE)))]
+            if not fits(word + letter):
+                break
+            word += letter.lower()
+    while word and not fits(word):
+        word = word[:-1]
+    if not word:
+        raise ValueError("no letter fits")
+    if "." not in "".join(MORSE[c] for c in word.upper()):
+        raise ValueError(f"{word!r} has no dot: the unit cannot be told")
+    return word, target
+
+
 def lamp(on: bool, x: float) -> SceneObject:
     base = frustum_mesh((x, 0.0), 0.0, 0.42, 0.36, 0.1, (60, 60, 64), 24, gloss=0.4)
     pole = box_mesh((x, 0.0), 0.1, (0.07, 0.07, 1.25), 0.0, (150, 150, 155), 0.5)
@@ -67,7 +108,10 @@ def make_video(family_dir: Path, seed: int, index: int, n: int) -> VideoRecord:
     lamp_x = float(rng.uniform(-0.6, 0.6))
     pattern = flashes(word, unit)
     end = lead + pattern[-1][0] + pattern[-1][1]
-    n_frames = end + int(rng.integers(8, 15))
+    n_frames = end + int(rng.integers(MIN_TAIL, 15))
+    if common.LENGTH_SCALE is not None:  # the duration variant (lengths.py)
+        word, n_frames = rescaled(rng, word, unit, lead, n_frames)
+        pattern = flashes(word, unit)
     lit = [False] * n_frames
     for start, length in pattern:
         for f in range(lead + start, lead + start + length):
@@ -85,4 +129,5 @@ def make_video(family_dir: Path, seed: int, index: int, n: int) -> VideoRecord:
     video = save_clip(family_dir, NAME, stem, clip, events, params, {"text": word})
     doc = vstat_doc(NAME, stem, video, QUESTION, word, element="Attribute", structure="Sequence",
                     challenge="symbolic decoding")
-    return VideoRecord(stem, [doc], layout_signature([WORDS.index(word), unit, lead, lamp_x]))
+    key = [WORDS.index(word)] if word in WORDS else [ord(c) for c in word]  # a longer or shorter message
+    return VideoRecord(stem, [doc], layout_signature([*key, unit, lead, lamp_x]))
