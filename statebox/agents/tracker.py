@@ -73,6 +73,17 @@ class TrackerAgent:
             return self._batcher.submit(ctx)
         return self.run_single(ctx)
 
+    def expect_group(self, attempt_ids: list[str]) -> None:
+        """These attempts (a cluster task's group) are about to `run` at once from their own threads:
+        they share one container whatever the order and timing of their arrival (`_Batcher.expect`)."""
+        if self._batcher is not None:
+            self._batcher.expect(attempt_ids)
+
+    def left_group(self, attempt_id: str) -> None:
+        """An expected attempt is done (or failed before its agent ran): stop waiting for it."""
+        if self._batcher is not None:
+            self._batcher.left(attempt_id)
+
     def run_single(self, ctx: AttemptContext) -> Session:
         """One attempt, one container (`track --question-file ... --out /out`)."""
         assert ctx.engine is not None and ctx.workspace is not None, "the tracker runs in a sandbox"
@@ -313,32 +324,59 @@ class _Batcher:
     The harness runs attempts on a thread pool (`-c N`); with `group=N` the first caller
     waits up to `wait_s` for others (or until `size` have arrived), runs them all in one
     container and hands each caller its own session. Attempts only share a container with
-    attempts of the same engine and policy. Nothing changes in the runner: each attempt
-    is still planned, prepared, audited, scored and stored on its own.
+    attempts of the same sandbox provider and policy (the key is the run's provider under
+    each attempt's `AttemptSandboxes`, which is new per attempt). Nothing changes in the
+    runner: each attempt is still planned, prepared, audited, scored and stored on its own.
+
+    `expect(ids)` names attempts known to run together (a Ray task's group on a cluster
+    node, `harness/cluster_worker.py`): the first of them to arrive waits for all the
+    others instead of `wait_s`, until each has arrived or been declared gone (`left(id)`:
+    it failed before its agent ran), so the group is one container however long their
+    workspaces took to prepare. A retry after an infrastructure failure is not expected
+    again: it groups with whatever arrives within `wait_s`.
     """
+
+    EXPECT_TIMEOUT_S = 1800.0  # a safety net only: every expected attempt arrives or is declared gone
 
     def __init__(self, run_group, size: int, wait_s: float) -> None:
         self._run_group = run_group
         self.size = size
         self.wait_s = wait_s
-        self._lock = threading.Lock()
-        self._open: dict[tuple, _Group] = {}  # the group still taking members, per (engine, policy)
+        self._cond = threading.Condition()
+        self._open: dict[tuple, _Group] = {}  # the group still taking members, per (provider, policy)
+        self._expected: set[str] = set()  # attempt ids named by expect() that have not arrived or left
+
+    def expect(self, attempt_ids: list[str]) -> None:
+        with self._cond:
+            self._expected |= set(attempt_ids)
+
+    def left(self, attempt_id: str) -> None:
+        with self._cond:
+            self._expected.discard(attempt_id)
+            self._cond.notify_all()
 
     def submit(self, ctx: AttemptContext) -> Session:
-        key = (id(ctx.engine), ctx.policy.model_dump_json())
+        provider = getattr(ctx.engine, "provider", ctx.engine)  # AttemptSandboxes wraps the run's provider
+        key = (id(provider), ctx.policy.model_dump_json())
         future: Future = Future()
-        with self._lock:
+        with self._cond:
             group = self._open.get(key)
             leader = group is None
             if leader:
-                group = self._open[key] = _Group()
+                group = self._open[key] = _Group(expected=ctx.attempt.attempt_id in self._expected)
+            self._expected.discard(ctx.attempt.attempt_id)
             group.members.append((ctx, future))
             if len(group.members) >= self.size:
-                group.full.set()
                 del self._open[key]  # closed: the next caller starts a new group
+            self._cond.notify_all()
         if leader:
-            group.full.wait(self.wait_s)
-            with self._lock:
+            with self._cond:
+                deadline = time.monotonic() + (self.EXPECT_TIMEOUT_S if group.expected else self.wait_s)
+                while self._open.get(key) is group:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or (group.expected and not self._expected):
+                        break
+                    self._cond.wait(left)
                 if self._open.get(key) is group:
                     del self._open[key]
                 batch = list(group.members)
@@ -356,4 +394,4 @@ class _Batcher:
 @dataclass
 class _Group:
     members: list = field(default_factory=list)
-    full: threading.Event = field(default_factory=threading.Event)
+    expected: bool = False  # its leader was named by expect(): it waits for every expected attempt

@@ -9,7 +9,10 @@ RAY_ADDRESS), `ray://host:10001` (Ray Client) or a head's `host:port` as `ray st
 - Placement is Ray's: each batch is a task asking `num_cpus` (a node's CPUs are its attempt
   slots) and, for a tracker attempt on a GPU policy, `num_gpus=1`, so it lands on a GPU node;
   tasks SPREAD over the nodes. Host-side agents (oracle, chance) go in batches of
-  `HOST_BATCH` (one task, one transaction of rows); an attempt that sees a video is one task.
+  `HOST_BATCH` (one task, one transaction of rows); an attempt that sees a video is one task,
+  except tracker attempts run with `--option group=N`: up to N consecutive ones are one task
+  and one container on its node (`cluster_worker.run_group`), so a GPU node serves N attempts
+  per GPU. A batch never mixes agents (`_runs`: how many attempts of the same agent follow).
 - Each node runs attempts with its own engine, gateway (key in its environment), workspaces
   and honeytokens (`cluster_worker.py`). Videos are shipped once per node through Ray's object
   store; an attempt's folder comes back packed with its row, is unpacked into
@@ -250,6 +253,8 @@ class RayExecutor(AttemptExecutor):
         self._lock = threading.Lock()
         self.per_node: dict[str, int] = {}
         self._log = None
+        self._runs: dict[str, int] = {}  # attempt id -> attempts of the same agent from it on, in dispatch order
+        self._finished: list[tuple[Any, ResultRow]] = []  # rows of a group one of whose attempts failed
 
     # -------------------------------------------------------------- start
 
@@ -286,6 +291,13 @@ class RayExecutor(AttemptExecutor):
             self.gpu_agents.add("tracker")
         if "tracker" in agents and ctx.policy.gpu == "require" and total_gpus == 0:
             problems.append("the policy requires a GPU for the tracker but no node of the cluster has one")
+        if "tracker" in agents and ctx.policy.gpu == "require" and self.preflight:
+            # a node may declare GPUs to Ray (`ray start --num-gpus`) that its engine cannot give a container
+            for r in reports:
+                if r.get("resources", {}).get("GPU", 0) > 0 and not r.get("gpu_runtime"):
+                    problems.append(f"{r['node']}: offers {r['resources']['GPU']:g} GPU to Ray but its Docker engine gives "
+                                    "containers none (no NVIDIA runtime or CDI spec; `statebox sandbox doctor` there), "
+                                    "and the policy requires a GPU for the tracker")
         if problems:
             raise UserError("the cluster cannot run this run:\n" + "\n".join(problems))
         self._spec = [ray.put(self._run_spec(ctx)), f"{ctx.config.run_id}:{time.time_ns()}"]
@@ -293,6 +305,8 @@ class RayExecutor(AttemptExecutor):
             if p.attempt.agent in self.sandboxed:
                 key = self._video_key(p)
                 self._video_uses[key] = self._video_uses.get(key, 0) + 1
+        self._runs = same_agent_runs(ctx.todo)
+        self.group_sizes = {name: cluster_group_size(agent) for name, agent in agents.items() if name in self.sandboxed}
         self._log = open(Path(ctx.run_dir) / CLUSTER_LOG, "a")
 
     def _policy_ref(self, ctx: DispatchContext) -> str:
@@ -315,7 +329,12 @@ class RayExecutor(AttemptExecutor):
         return max(1, self.ctx.config.concurrency)
 
     def batch_size(self, next_attempt) -> int:
-        return 1 if next_attempt.attempt.agent in self.sandboxed else self.host_batch
+        """Host-side attempts `host_batch` to a task, a tracker group `group` to a task, any other
+        attempt that sees a video alone; never past the last attempt of the same agent (the runner
+        takes the next attempts in plan order, which holds each agent's attempts together)."""
+        agent = next_attempt.attempt.agent
+        cap = self.group_sizes.get(agent, 1) if agent in self.sandboxed else self.host_batch
+        return max(1, min(cap, self._runs.get(next_attempt.attempt.attempt_id, 1)))
 
     @staticmethod
     def _video_path(p) -> Path:
@@ -382,7 +401,20 @@ class RayExecutor(AttemptExecutor):
                 raise UserError(f"attempt {batch[0].attempt.attempt_id}: the cluster task failed: "
                                 f"{str(cause or exc).splitlines()[0][:300]}") from None
         del ref
-        return self._place(result, batch)
+        return self.collect_rows(result, batch)
+
+    def collect_rows(self, result: dict[str, Any], batch) -> list[ResultRow]:
+        """The rows of a finished task. A tracker group one of whose attempts raised on the node
+        (`result["error"]`) still has the others' rows: they are kept for `stop` to write, and
+        the run stops as it would for that one attempt (on one host: its thread's error)."""
+        rows = self._place(result, batch)
+        error = result.get("error")
+        if error:
+            by_id = {p.attempt.attempt_id: p for p in batch}
+            self._finished.extend((by_id[r.attempt_id], r) for r in rows)
+            message = f"attempt {error['attempt_id']}: {error.get('message') or error.get('type')}"
+            raise UserError(message if error.get("user_error") else f"{message} (on the cluster node, {error.get('type')})")
+        return rows
 
     def _place(self, result: dict[str, Any], batch) -> list[ResultRow]:
         """Folders first (into RUN_DIR/attempts/), then the rows go back to the runner to be written."""
@@ -398,11 +430,16 @@ class RayExecutor(AttemptExecutor):
         self._engines.add(who.get("docker_host", ""))
         self.per_node[who["node"]] = self.per_node.get(who["node"], 0) + len(rows)
         if self._log is not None:
+            # `task`: the first attempt of the Ray task that ran it (a tracker group shares one task and container)
+            task = batch[0].attempt.attempt_id if batch else ""
             for row in rows:
                 self._log.write(json.dumps({"attempt_id": row.attempt_id, "node": who["node"], "node_id": who["node_id"],
-                                            "docker_host": who.get("docker_host", "")}) + "\n")
+                                            "docker_host": who.get("docker_host", ""), "task": task,
+                                            "group": int(result.get("group", 1))}) + "\n")
             self._log.flush()
-        if [r.attempt_id for r in rows] != [p.attempt.attempt_id for p in batch]:
+        expected = [p.attempt.attempt_id for p in batch]
+        got = [r.attempt_id for r in rows]
+        if got != expected and not (result.get("error") and got == [a for a in expected if a in set(got)]):
             raise UserError("the cluster returned rows for other attempts than it was given")
         return rows
 
@@ -428,6 +465,9 @@ class RayExecutor(AttemptExecutor):
             pass
 
     def stop(self, pending: dict[Future, list], record: Callable[..., None]) -> None:
+        finished, self._finished = self._finished, []
+        if finished:  # the other attempts of a group whose one attempt stopped the run
+            record(finished)
         ray = getattr(self, "ray", None)
         if ray is None:
             return
@@ -444,7 +484,9 @@ class RayExecutor(AttemptExecutor):
             for fut in [f for f in pending if f.done()]:
                 batch = pending.pop(fut)
                 try:
-                    rows = self._place(fut.result(), batch)
+                    result = fut.result()
+                    rows = self._place(result, batch)
+                    batch = [p for p in batch if p.attempt.attempt_id in {r.attempt_id for r in rows}]
                     # A task may come back after our sweep removed its container (a cancel does not
                     # always reach a worker blocked on the engine): an attempt that did not end
                     # "ok" during a stop may have been ended by the stop, so it gets no row and
@@ -492,6 +534,24 @@ class RayExecutor(AttemptExecutor):
         finally:
             os.close(saved)
             self._saved_stdout = None
+
+
+def same_agent_runs(todo: list) -> dict[str, int]:
+    """attempt id -> how many attempts of the same agent follow it in dispatch order (itself included)."""
+    runs: dict[str, int] = {}
+    count, agent = 0, None
+    for p in reversed(todo):
+        count = count + 1 if p.attempt.agent == agent else 1
+        agent = p.attempt.agent
+        runs[p.attempt.attempt_id] = count
+    return runs
+
+
+def cluster_group_size(agent: Any) -> int:
+    """Attempts of `agent` per Ray task: the tracker's `group` option (one container each), else 1."""
+    from statebox.harness.cluster_worker import group_size
+
+    return group_size(agent)
 
 
 def _future_of(ref) -> Future:

@@ -392,20 +392,96 @@ def run_batch(spec_holder: list, jobs: list, videos: dict[str, tuple[str, str, l
             shutil.rmtree(folder_of, ignore_errors=True)
             results.append((row.model_dump(), blob))
         return {"who": node_identity(), "results": results}
-    for job in jobs:
+    def placed(job: Any) -> Any:
         aid = job.attempt.attempt_id
         shipped = videos.get(aid)
         if shipped is not None:
             key, rel, ref = shipped
             run.materialise_video(key, rel, ref)
-        job = run.options_for(job.model_copy(update={"dataset": job.dataset.model_copy(
+        return run.options_for(job.model_copy(update={"dataset": job.dataset.model_copy(
             update={"videos": str(run.video_folder(videos[aid][0])) if shipped else job.dataset.videos})}))
-        row = run_attempt(job, run.services)
-        folder = run.staging / ATTEMPTS_DIR / aid
-        blob = pack_folder(folder) if folder.exists() else b""
-        shutil.rmtree(folder, ignore_errors=True)
-        results.append((row.model_dump(), blob))
+
+    agent = run.services.agents.get(jobs[0].attempt.agent) if jobs else None
+    if len(jobs) > 1 and group_size(agent) > 1 and all(j.attempt.agent == jobs[0].attempt.agent for j in jobs):
+        return run_group(run, [placed(j) for j in jobs], agent)
+    for job in jobs:
+        row = run_attempt(placed(job), run.services)
+        results.append(_packed(run, row))
     return {"who": node_identity(), "results": results}
+
+
+def group_size(agent: Any) -> int:
+    """How many attempts of `agent` share one container (the tracker's `group` option; else 1)."""
+    return int(getattr(agent, "group", 1) or 1) if hasattr(agent, "expect_group") else 1
+
+
+def _packed(run: NodeRun, row: Any) -> tuple[dict[str, Any], bytes]:
+    folder = run.staging / ATTEMPTS_DIR / row.attempt_id
+    blob = pack_folder(folder) if folder.exists() else b""
+    shutil.rmtree(folder, ignore_errors=True)
+    return row.model_dump(), blob
+
+
+def run_group(run: NodeRun, jobs: list, agent: Any) -> dict[str, Any]:
+    """A tracker group (one Ray task): every attempt runs the whole attempt seam (`run_attempt`:
+    its own folder, workspace mount, honeytokens, audit, score, row) in its own thread, and the
+    agent, told to expect exactly these attempts (`expect_group`), runs them in ONE container.
+
+    Rows come back together when the group ends. An attempt whose thread raised (a full disk
+    on the node, a bug) costs only itself: the others' rows and folders come back, with
+    `error` naming what stopped it (the head records those rows, then stops the run as it
+    would for a single attempt). A cancel (the head stopping the run: a KeyboardInterrupt in
+    this, the task's main thread) stops every member: the run's services are cancelled (no
+    row for a cancelled attempt), this node's containers of the run removed, and it re-raises.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from statebox.harness.runner import run_attempt
+
+    ids = [j.attempt.attempt_id for j in jobs]
+    agent.expect_group(ids)
+
+    def one(job: Any) -> Any:
+        try:
+            return run_attempt(job, run.services)
+        finally:  # arrived and finished, or failed before its agent ran: the group stops waiting for it
+            agent.left_group(job.attempt.attempt_id)
+
+    pool = ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="group")
+    futures = [pool.submit(one, j) for j in jobs]
+    try:
+        for fut in futures:
+            try:
+                fut.result()
+            except Exception:  # noqa: BLE001 - looked at below, per attempt
+                pass
+    except BaseException:  # a cancel (KeyboardInterrupt) or the worker exiting: stop every member
+        run.services.cancel.set()
+        run.services.stop_containers()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    results, error = [], None
+    for aid, fut in zip(ids, futures):
+        exc = fut.exception()
+        if exc is None:
+            results.append(_packed(run, fut.result()))
+        elif error is None:
+            error = {"attempt_id": aid, "type": type(exc).__name__, "message": str(exc).splitlines()[0][:300] if str(exc) else "",
+                     "user_error": _is_user_error(exc)}
+            shutil.rmtree(run.staging / ATTEMPTS_DIR / aid, ignore_errors=True)
+        else:
+            shutil.rmtree(run.staging / ATTEMPTS_DIR / aid, ignore_errors=True)
+    out: dict[str, Any] = {"who": node_identity(), "results": results, "group": len(jobs)}
+    if error is not None:
+        out["error"] = error
+    return out
+
+
+def _is_user_error(exc: BaseException) -> bool:
+    from statebox.errors import UserError
+
+    return isinstance(exc, UserError)
 
 
 # ---------------------------------------------------------------- doctor, sweep, images
