@@ -3,9 +3,10 @@
 The whole-suite check (every failure family, the first item of each) is
 `test_variants.test_failure_probes_attribute_an_injected_wrong_step`; here every item of the
 four scene families: all four steps present, the oracle right on each through the real
-scorer, an injected wrong step attributed to that step, and annotated answers that really
-are compared with an independent reading of the truth (corrupted events make the oracle
-disagree).
+scorer, an injected wrong step attributed to that step, the finals being the items' own
+questions, the tracker abstaining on every probe by name, and annotated answers that
+really are compared with an independent reading of the truth (corrupted events make the
+oracle disagree).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from statebox.benchmarks.synthetic import failure, oracle, variants
 from statebox.benchmarks.synthetic import groundtruth as gt
 from statebox.benchmarks.synthetic.suite import load_suite
 from statebox.scoring import score_predictions
+from statebox.tracker.runtime.programs import match_rule
 
 SCENES = list(failure.SCENES)
 
@@ -76,12 +78,25 @@ def test_scene_finals_are_the_items_own_questions(tiny_suite: Path, tmp_path: Pa
         elif family == "eoc_objects":
             want = {r["idx"]: r["answer"][0].upper() for r in raw if r["choice_type"] == "single-choice"}
             assert {p: f.target for p, f in finals.items()} == want
-            assert all("<object 0>" not in f.question and "red box" in f.question for f in finals.values())
+            assert all("<object 0> (the object marked with a red box in the last frame)" in f.question
+                       for f in finals.values())
         else:
             last = {}
             for r in raw:
                 last[r["id"]] = (r["query_time"], r["count"])
             assert {p: (f.meta["probe_time"], f.target) for p, f in finals.items()} == last
+
+
+def test_tracker_rules_abstain_by_name_on_every_probe(tiny_suite: Path, tmp_path: Path) -> None:
+    """The tracker answers a probe with no program: each matches its named `failure_probe` abstention;
+    the finals match a rule (a program, or a named abstention such as the EOC object prompt), never
+    the catch-all `none`."""
+    for ref, _, items, _ in _variant(tiny_suite, tmp_path / "fail", SCENES):
+        for item in items:
+            found = match_rule(item.question)
+            assert found is not None, (ref.family, item.question)
+            if item.meta["probe_step"] != "final":
+                assert found[0].name == "failure_probe", (ref.family, item.question, found[0].name)
 
 
 def test_annotations_from_events_are_checked_against_the_tracks(tiny_suite: Path, tmp_path: Path) -> None:

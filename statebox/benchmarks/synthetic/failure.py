@@ -29,14 +29,19 @@ the VSTAT final):
   rows; probe times avoid frames where a cube is half in view or half hidden.
 - eoc_objects (single-choice rows: past start mat, present motion, future mat): event =
   moves (an object leaves its mat) in a window; entity = which object (cube, cup, ball)
-  makes the k-th move; update = the marked object's mat at T (after the k-th move). The
-  marked object is the red box drawn into the last frame (the oracle finds it by the
-  prompt box, the annotation by the generator's `marked`).
+  starts to move in a window around the k-th move alone; update = the marked object's
+  mat at T (after the k-th move). The marked object is `<object 0>`, the red box drawn
+  into the last frame (the oracle finds it by the prompt box, the annotation by the
+  generator's `marked`).
 - streaming_count / streaming_window (one final per question: its last query point):
   event = entries of the asked kind (O1-Snap: entries and exits) between the previous
-  and an earlier query point; entity = whether the k-th entering object of that kind
-  had been in view before (what separates unique counts from entries); update = the
-  question at that earlier query point (the generator's own count).
+  and an earlier query point; entity = whether the object of that kind entering in a
+  window around one entry alone had been in view before (what separates unique counts
+  from entries); update = the question at that earlier query point (the generator's own
+  count), as "Look at the video up to T seconds only".
+Every probe names its time ("between a and b seconds into the video", "in the first T
+seconds", "T seconds into the video?", "look at the video up to"): the wording the
+tracker's `failure_probe` rule abstains on by name.
 """
 
 from __future__ import annotations
@@ -293,7 +298,7 @@ def probe_answer(family: str, rows: list[gt.TrackRow], item_meta: dict, question
 SCENES = ("cube_count", "eoc_objects", "streaming_count", "streaming_window")
 OWN_FINAL = ("eoc_objects", "streaming_count", "streaming_window")  # final answered by `final_answer`: the
 # family's oracle reads a query time or the EOC prompt, which a VSTAT doc does not carry as such
-MARKED = "the object marked with a red box in the last frame"
+MARKED = "<object 0> (the object marked with a red box in the last frame)"
 CALM = (0.25, 0.75)  # a visible / in-frame fraction inside this range is a threshold a probe time avoids
 
 
@@ -337,7 +342,7 @@ def final_doc(family: str, row: dict, src: Path) -> dict | None:
 
 
 def _until(t: float, question: str) -> str:
-    return f"Consider the video only up to {t:.2f} seconds into it (the moment this question is asked). {question}"
+    return f"Look at the video up to {t:.2f} seconds only (the moment this question is asked). {question}"
 
 
 def _calm_frame(rows_at: dict[int, list[gt.TrackRow]], lo: int, hi: int, want: int) -> int:
@@ -394,8 +399,8 @@ def _cube_probes(rows: list[gt.TrackRow], meta: gt.VideoMeta, pick: int) -> list
     calm = [p for p in near if _calm_frame(rows_at, p[0], p[0], -1) == p[0] and _calm_frame(rows_at, p[1], p[1], -1) == p[1]]
     f1, f2 = next((p for p in calm if seen.get(p[0], set()) & seen.get(p[1], set())), (calm or near)[0])
     t1, t2 = _secs(f1, fps), _secs(f2, fps)
-    out.append(("entity", f"How many of the cubes that are at least half visible {t1} seconds into the video are "
-                          f"still at least half visible {t2} seconds into it (the same cubes, seen again)?",
+    out.append(("entity", f"Of the cubes at least half visible {t1} seconds into the video, how many (the same "
+                          f"cubes, seen again) are still at least half visible {t2} seconds into the video?",
                 len(seen.get(f1, set()) & seen.get(f2, set())), [], {"probe_times": [float(t1), float(t2)]}))
     t_frame = _calm_frame(rows_at, spans[k][1], spans[k + 1][0] - 1 if k + 1 < len(spans) else n_frames - 1,
                           _gap_after(spans, k, n_frames))
@@ -415,13 +420,15 @@ def _eoc_probes(events: list[gt.GtEvent], meta: gt.VideoMeta, pick: int,
     last = min(len(spans) - 1, k + pick % 2)
     a_frame, b_frame = _gap_before(spans, k), _gap_after(spans, last, n_frames)
     a, b = _secs(a_frame, fps), _secs(b_frame, fps)
+    a1, b1 = _secs(_gap_before(spans, k), fps), _secs(_gap_after(spans, k, n_frames), fps)  # the k-th move alone
     box = {"box": final["box"]}
     out: list[tuple[str, str, Any, list[str], dict]] = [
         ("event", f"How many times does an object start sliding from one mat to another between {a} and {b} seconds "
                   "into the video?", sum(1 for s, _ in spans if a_frame < s <= b_frame), [],
          {"probe_window": [float(a), float(b)]}),
-        ("entity", f"The {ORDINAL[k]} time an object slides from one mat to another, which object is it?",
-         f"the {eoc.CLASSES[moves[k].ids[0] - 1]}", [f"the {c}" for c in eoc.CLASSES], {"probe_k": k + 1})]
+        ("entity", f"Which object starts sliding from one mat to another between {a1} and {b1} seconds into the "
+                   "video?", f"the {eoc.CLASSES[moves[k].ids[0] - 1]}", [f"the {c}" for c in eoc.CLASSES],
+         {"probe_window": [float(a1), float(b1)]})]
     t_frame = _gap_after(spans, k, n_frames)
     t = _secs(t_frame, fps)
     marked = str(meta.params["marked"])
@@ -460,18 +467,23 @@ def _stream_probes(events: list[gt.GtEvent], meta: gt.VideoMeta, pick: int,
     out: list[tuple[str, str, Any, list[str], dict]] = [
         ("event", f"How many times does {what} {where}? (An object is in view when at least half of it is inside "
                   "the picture.)", len(in_window(i)), [], extra | {"probe_window": [a, b], "probe_kinds": list(kinds)})]
-    entries = [e for e in changes if e.kind == "enter"][:len(ORDINAL)]
+    entries = [e for e in changes if e.kind == "enter"]
     seen_before = [any(x.ids[0] == e.ids[0] for x in entries[:m]) for m, e in enumerate(entries)]
+    alone = [m for m, e in enumerate(entries) if sum(x.frame == e.frame for x in entries) == 1]  # one per frame
     # the first entry of a kind is new by definition: asked only when there is no other
-    upto = [m for m, e in enumerate(entries) if e.frame <= frames[i] and m] or list(range(1, len(entries))) or [0]
-    again = [m for m in upto if m < len(entries) and seen_before[m]]
-    upto = [m for m in upto if m < len(entries)]
+    upto = [m for m in alone if entries[m].frame <= frames[i] and m] or [m for m in alone if m] or alone
+    again = [m for m in alone if seen_before[m]]  # a returning object, whenever it comes back
     pool = again if pick % 2 and again else upto
     if pool:
         m = pool[(pick // 2) % len(pool)]
-        out.append(("entity", f"The {ORDINAL[m]} time a {kind} comes into view, is it a {kind} that had already been "
-                              f"in view earlier in the video? (The {sc.PLURAL[kind]} differ in colour.)",
-                    "yes" if seen_before[m] else "no", YES_NO, extra | {"probe_k": m + 1}))
+        lo = entries[m - 1].frame if m > 0 else -1
+        hi = entries[m + 1].frame if m + 1 < len(entries) else meta.n_frames
+        a1, b1 = _time(max(lo, (lo + entries[m].frame) // 2), fps), _time(min((entries[m].frame + hi) // 2,
+                                                                                 meta.n_frames - 1), fps)
+        out.append(("entity", f"Is the {kind} that comes into view between {a1:.2f} and {b1:.2f} seconds into the "
+                              f"video one that had already been in view earlier? (The {sc.PLURAL[kind]} differ in "
+                              "colour.)", "yes" if seen_before[m] else "no", YES_NO,
+                    extra | {"probe_window": [a1, b1]}))
     out.append(("update", _until(b, question), counts[i], [], extra | {"probe_time": b}))
     return out
 
@@ -497,10 +509,11 @@ def scene_answer(family: str, rows: list[gt.TrackRow], item_meta: dict, choices:
             a, b = item_meta["probe_window"]
             return str(sum(1 for f, _ in starts if a < f / fps < b))
         if step == "entity":
-            if int(item_meta["probe_k"]) > len(starts):
-                return "none"  # the tracks show fewer moves than the question counts
-            oid = starts[int(item_meta["probe_k"]) - 1][1]
-            return measure.letter_for(choices, f"the {next(r.cls for r in rows if r.id == oid)}")
+            a, b = item_meta["probe_window"]
+            movers = [oid for f, oid in starts if a < f / fps < b]
+            if len(movers) != 1:
+                return "none"  # the tracks show no single move in the window
+            return measure.letter_for(choices, f"the {next(r.cls for r in rows if r.id == movers[0])}")
         target = _marked_id(rows, item_meta)
         t = float(item_meta["probe_time"])
         mat = [r.state.get("mat") for r in sorted(rows, key=lambda r: r.frame) if r.id == target and r.time < t][-1]
@@ -511,11 +524,12 @@ def scene_answer(family: str, rows: list[gt.TrackRow], item_meta: dict, choices:
         return str(sum(1 for f, _, entering in _view_changes(rows, kind)
                        if a < f / fps < b and ("exit" in item_meta["probe_kinds"] or entering)))
     if step == "entity":
+        a, b = item_meta["probe_window"]
         entries = measure.enter_frames(rows, kind)
-        if int(item_meta["probe_k"]) > len(entries):
-            return "none"  # the tracks show fewer entries than the question counts
-        _, oid = entries[int(item_meta["probe_k"]) - 1]
-        again = any(o == oid for _, o in entries[:int(item_meta["probe_k"]) - 1])
+        inside = [(f, oid) for f, oid in entries if a < f / fps < b]
+        if len(inside) != 1:
+            return "none"  # the tracks show no single entry in the window
+        again = any(oid == inside[0][1] and f < inside[0][0] for f, oid in entries)
         return measure.letter_for(choices, "yes" if again else "no")
     return _stream_count(family, rows, item_meta, fps)
 
