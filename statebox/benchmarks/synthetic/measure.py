@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from statebox.benchmarks.synthetic import groundtruth as gt
-from statebox.benchmarks.synthetic.families.cup_drops import dict_text, set_text
+from statebox.benchmarks.synthetic.families.cup_drops import ORDINALS, dict_text, set_text
 from statebox.benchmarks.synthetic.families.ec_bolts import turn_runs
 from statebox.benchmarks.synthetic.families.ec_common import clips_text, span
 from statebox.benchmarks.synthetic.families.eoc_objects import MATS
@@ -268,9 +268,8 @@ def cup_drops(rows: list[gt.TrackRow], item: Item) -> str:
     per_frame = [counts(f) for f in frames]
     changes = [f for f in range(1, len(per_frame)) if per_frame[f] != per_frame[f - 1]]
     q = item.question.lower()
-    ordinals = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh")
     if "fall into" in q:
-        k = next(i + 1 for i, w in enumerate(ordinals) if f"the {w} ball" in q)
+        k = next(i + 1 for i, w in enumerate(ORDINALS) if f"the {w} ball" in q)
         drops = []
         for f in changes:
             for cup in range(3):
@@ -278,7 +277,7 @@ def cup_drops(rows: list[gt.TrackRow], item: Item) -> str:
                     drops.append(cup)
         answer = f"{('left', 'middle', 'right')[drops[k - 1]]} cup" if len(drops) >= k else ""
     elif "right after" in q:
-        m = next(i + 1 for i, w in enumerate(ordinals) if f"the {w} time" in q)
+        m = next(i + 1 for i, w in enumerate(ORDINALS) if f"the {w} time" in q)
         state = per_frame[changes[m - 1]] if len(changes) >= m else per_frame[-1]
         answer = set_text([c for c in range(3) if state[c]])
     elif "each cup" in q:

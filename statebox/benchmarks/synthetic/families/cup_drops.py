@@ -12,6 +12,14 @@ visible, so what each cup holds must be remembered. Four VSTAT MCQ docs per vide
 The cups' ground-truth state holds the ids of the balls inside (`balls`); a cup's
 content changes on the frame a falling ball disappears into it, or a lifted ball
 first shows above its rim.
+
+The `duration` variant (lengths.py) sets `common.LENGTH_SCALE` to s: the scene lasts
+exactly round(s x frames). The plan keeps its first operations while each starts at
+least END_MARGIN before the end (the shortest gap after an operation plus the final
+0.6 s), or goes on drawing operations by the same rules from an independent (spawned)
+stream; the k-th-ball / m-th-change questions are drawn from the kept plan as usual
+(ordinals up to ORDINALS' last). A plan with no drop or fewer than two changes is no
+valid plan (the length is skipped).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from itertools import combinations
 from pathlib import Path
 
 from statebox.benchmarks.synthetic.clip import FPS, HEIGHT, WIDTH, event, render_clip, save_clip
+from statebox.benchmarks.synthetic.families import common
 from statebox.benchmarks.synthetic.families.common import VideoRecord, ease, layout_signature, lerp, rng_for, vstat_doc
 from statebox.benchmarks.synthetic.geometry import Sphere, aim, frustum_mesh
 from statebox.benchmarks.synthetic.render import Renderer, SceneObject
@@ -39,6 +48,11 @@ PLACES = ("left", "middle", "right")
 CUP_RB, CUP_RT, CUP_H = 0.42, 0.34, 0.75
 BALL_R = 0.16
 TOP = 2.9
+GAP = (1.4, 2.0)  # seconds from one operation's start to the next one's
+END_MARGIN = GAP[0] + 0.6  # an operation starts at least this long before the video ends
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
+            "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
+            "twentieth")  # the k-th ball / m-th change of the questions (a longer scene of the duration variant)
 
 
 def n_videos(size: str) -> int:
@@ -61,21 +75,45 @@ def dict_text(counts: list[int]) -> str:
 class Plan:
     def __init__(self, rng) -> None:
         self.ops: list[tuple[str, int, int, float]] = []  # kind, cup, ball id, start time
-        contents: list[list[int]] = [[], [], []]
-        ball, t = 10, 0.6
+        self.contents: list[list[int]] = [[], [], []]
+        self.ball, t = 10, 0.6
         for _ in range(int(rng.integers(4, 8))):
-            full = [c for c in range(3) if contents[c]]
-            if full and rng.random() < 0.3:
-                cup = int(rng.choice(full))
-                self.ops.append(("lift", cup, contents[cup].pop(), t))
-            else:
-                cup = int(rng.integers(0, 3))
-                ball += 1
-                contents[cup].append(ball)
-                self.ops.append(("drop", cup, ball, t))
-            t += float(rng.uniform(1.4, 2.0))
+            t = self._draw(rng, t)
         self.duration = round(t + 0.6, 1)
-        self.colour = {b: BALL_COLOURS[int(rng.integers(0, len(BALL_COLOURS)))] for b in range(11, ball + 1)}
+        self.colour = {b: BALL_COLOURS[int(rng.integers(0, len(BALL_COLOURS)))] for b in range(11, self.ball + 1)}
+        if common.LENGTH_SCALE is not None:  # the duration variant (lengths.py)
+            self._rescale(rng, t)
+
+    def _draw(self, rng, t: float) -> float:
+        """Append one operation starting at t (the family's rules); returns the next one's start."""
+        full = [c for c in range(3) if self.contents[c]]
+        if full and rng.random() < 0.3:
+            cup = int(rng.choice(full))
+            self.ops.append(("lift", cup, self.contents[cup].pop(), t))
+        else:
+            cup = int(rng.integers(0, 3))
+            self.ball += 1
+            self.contents[cup].append(self.ball)
+            self.ops.append(("drop", cup, self.ball, t))
+        return t + float(rng.uniform(*GAP))
+
+    def _rescale(self, rng, t: float) -> None:
+        """Refit the plan to LENGTH_SCALE times its length (see the module docstring)."""
+        n_frames = common.scaled_frames(int(self.duration * FPS))
+        if n_frames == int(self.duration * FPS):  # the suite's own length: the suite's own plan
+            return
+        last = n_frames / FPS - END_MARGIN  # the latest start of an operation
+        if all(start <= last for *_, start in self.ops):
+            more = common.more_events(rng)
+            while t <= last:
+                t = self._draw(more, t)
+                if self.ball not in self.colour:  # a new ball (a lift takes out one already coloured)
+                    self.colour[self.ball] = BALL_COLOURS[int(more.integers(0, len(BALL_COLOURS)))]
+        self.ops = [op for op in self.ops if op[3] <= last]
+        drops = sum(1 for op in self.ops if op[0] == "drop")
+        if not drops or len(self.ops) < 2 or drops > len(ORDINALS) or len(self.ops) > len(ORDINALS) + 1:
+            raise ValueError(f"{len(self.ops)} operations, {drops} drops: no question of the family fits")
+        self.duration = common.duration_for(n_frames, FPS)
 
     def state(self, t: float) -> tuple[list[list[int]], list[tuple[int, float, float, float]]]:
         """Cup contents at t and the balls in flight (id, x, y, z)."""
@@ -142,7 +180,7 @@ def make_video(family_dir: Path, seed: int, index: int, n: int) -> VideoRecord:
     mid_set = set_text([c for c in range(3) if mid[c]])
     dict_pool = [dict_text([max(0, v + d) for v, d in zip(final, delta)])
                  for delta in ((1, 0, 0), (0, 1, 0), (0, 0, 1), (-1, 1, 0), (0, -1, 1), (1, 0, -1), (1, -1, 0))]
-    ordinal = {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth", 6: "sixth", 7: "seventh"}
+    ordinal = dict(enumerate(ORDINALS, 1))
     attrib = f"{PLACES[drops[k - 1]['ids'][1] - 1]} cup"
     questions = [
         ("Which cups hold at least one ball at the end of the video?", final_set, _choices(rng, final_set, subsets),
