@@ -213,3 +213,14 @@ def test_torchcodec_missing_falls_back_with_the_import_error(clip):
     reader = open_reader(clip, decoder="torchcodec")
     assert reader.kind == "thread" and "torchcodec cannot be imported" in reader.fallback
     reader.close()
+
+
+def test_pids_left_reads_cgroup_v2_and_v1(tmp_path):
+    assert decode_process.pids_left(tmp_path) is None  # nothing there: unknown
+    (tmp_path / "pids").mkdir()
+    (tmp_path / "pids" / "pids.max").write_text("256\n")
+    (tmp_path / "pids" / "pids.current").write_text("40\n")
+    assert decode_process.pids_left(tmp_path) == 216  # v1: the pids controller's own folder
+    (tmp_path / "pids.max").write_text("max\n")
+    (tmp_path / "pids.current").write_text("3\n")
+    assert decode_process.pids_left(tmp_path) is None  # v2, unlimited

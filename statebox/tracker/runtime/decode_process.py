@@ -77,16 +77,19 @@ def shm_free_bytes(folder: str = SHM_DIR) -> int | None:
     return st.f_bavail * st.f_frsize
 
 
-def pids_left() -> int | None:
-    """Pids this cgroup may still start (None when unlimited or unknown: cgroup v2's files)."""
-    try:
-        limit = Path("/sys/fs/cgroup/pids.max").read_text().strip()
-        current = int(Path("/sys/fs/cgroup/pids.current").read_text().strip())
-    except (OSError, ValueError):
-        return None
-    if limit == "max":
-        return None
-    return int(limit) - current
+def pids_left(cgroup: Path = Path("/sys/fs/cgroup")) -> int | None:
+    """Pids this container may still start (None when unlimited or unknown).
+
+    Inside a container its own cgroup is mounted at /sys/fs/cgroup: cgroup v2 has pids.max
+    there, cgroup v1 (e.g. Docker with the cgroupfs driver) under pids/."""
+    for folder in (cgroup, cgroup / "pids"):
+        try:
+            limit = (folder / "pids.max").read_text().strip()
+            current = int((folder / "pids.current").read_text().strip())
+        except (OSError, ValueError):
+            continue
+        return None if limit == "max" else int(limit) - current
+    return None
 
 
 def child_pids() -> int:

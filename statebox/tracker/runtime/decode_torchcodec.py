@@ -25,11 +25,14 @@ from .decode import FrameBatch, FrameReader, frame_time
 from .decode_process import DecoderUnavailable
 
 try:  # optional: in the tracker image, not in the host's venv
+    import torchcodec
     from torchcodec.decoders import VideoDecoder
 except Exception as exc:  # noqa: BLE001 - ImportError, or torchcodec's own RuntimeError when FFmpeg is missing
     VideoDecoder = None
+    torchcodec_version: str | None = None
     IMPORT_ERROR: str | None = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
 else:
+    torchcodec_version = torchcodec.__version__
     IMPORT_ERROR = None
 
 
