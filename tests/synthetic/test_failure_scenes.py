@@ -125,3 +125,31 @@ def test_annotations_from_events_are_checked_against_the_tracks(tiny_suite: Path
         rows = {p["id"]: p for p in preds}
         wrong = {i.meta["probe_step"] for i in items if not _right(i, rows[i.id])}
         assert wrong and wrong <= {"event", "entity", "update"}, (ref.family, wrong)
+
+
+def test_variants_of_another_suite_to_the_same_out_read_that_suite(tiny_suite: Path, tmp_path: Path) -> None:
+    """`--tasks` writes a subset suite beside `--out` with links to the source folders; a later run on
+    another suite with the same `--out` must follow the new suite, not the links the first run left."""
+    other = tmp_path / "other"
+    shutil.copytree(tiny_suite, other)
+    family = other / "cube_count"
+    manifest = family / "cpbench_manifest.jsonl"
+    main = json.loads(next(line for line in manifest.read_text().splitlines() if '"main"' in line))
+    old, new = Path(main["video"]).stem, "cube_count_main_0099"  # the other suite: one main video, another name
+    for path in list((family / "gt").glob(f"{old}.*")) + [family / "videos" / f"{old}.mp4"]:
+        path.rename(path.with_name(path.name.replace(old, new)))
+    manifest.write_text(gt.dumps(dict(main, id=new, video=f"{new}.mp4")) + "\n")
+    out = tmp_path / "fail"
+    parents = []
+    for source in (tiny_suite, other):
+        variants.make_variants(source, "failure", out, tasks=["cube_count"])
+        ref = load_suite(out).datasets[0]
+        items = load_benchmark(ref.bench, ref.data, ref.videos).items
+        assert _score_all(ref, items) == 1.0
+        parents.append(sorted({i.meta["parent"] for i in items}))
+    assert parents[1] == [new] and new not in parents[0]
+
+
+def _score_all(ref, items) -> float:
+    preds = oracle.predictions(ref.family, load_suite(ref.data.parent.parent).family_dir(ref.family), items)
+    return score_predictions("vstat", items, preds, n_boot=0, chance=False).metrics["score"]

@@ -429,7 +429,8 @@ def _eoc_probes(events: list[gt.GtEvent], meta: gt.VideoMeta, pick: int,
         ("entity", f"Which object starts sliding from one mat to another between {a1} and {b1} seconds into the "
                    "video?", f"the {eoc.CLASSES[moves[k].ids[0] - 1]}", [f"the {c}" for c in eoc.CLASSES],
          {"probe_window": [float(a1), float(b1)]})]
-    t_frame = _gap_after(spans, k, n_frames)
+    # after the k-th move; before it when it is the last (cut while under way: nothing rests after it)
+    t_frame = _gap_after(spans, k, n_frames) if k + 1 < len(spans) else _gap_before(spans, k)
     t = _secs(t_frame, fps)
     marked = str(meta.params["marked"])
     mat = str(meta.params["start"][marked])

@@ -484,6 +484,8 @@ def _subset(suite_dir: Path, tasks: list[str], where: Path) -> Path:
     where.mkdir(parents=True, exist_ok=True)
     for d in raw["datasets"]:
         link = where / d["family"]
+        if link.is_symlink() and link.resolve() != (suite.root / d["family"]).resolve():
+            link.unlink()  # left by variants of another suite written to the same --out
         if not link.exists():
             link.symlink_to(suite.root / d["family"], target_is_directory=True)
     (where / SUITE_FILE).write_text(gt.dumps(raw) + "\n")
