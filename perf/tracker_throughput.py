@@ -13,6 +13,13 @@ warm-up, alternating rounds:
 - HOTA / IDF1 / MOTA of both sides against the generated suite's exact per-frame tracks
   (trackeval), on every video given.
 
+Each side runs in a process of its own (ultralytics changes process-wide thread settings;
+measured in one process, the side that ran second inherited them), one side at a time.
+statebox's forward pass runs in bf16 on a CPU that computes it natively (AVX512-BF16/AMX;
+`--precision fp32` for the fp32 figure; ultralytics' loop has no reduced precision on CPUs)
+and in fp16 on a GPU, as ultralytics' does there. The load average before and after is
+printed and kept in the JSON line (the targets are ratios because the machine is shared).
+
 By default it runs in the tracker container (network none, all cores, a GPU when the
 engine offers one); `--no-docker` runs the same module in this Python (torch and
 ultralytics installed here: machines whose GPU containers cannot reach), as does
@@ -158,6 +165,10 @@ def main() -> int:
     ap.add_argument("--imgsz", type=int, default=320)
     ap.add_argument("--compare-reference", action="store_true", help="also time the previous host-side detection path")
     ap.add_argument("--no-docker", action="store_true", help="run in this Python (needs torch + ultralytics here)")
+    ap.add_argument("--precision", default="auto", help="statebox's forward pass: auto (fp16 on a GPU, bf16 on a CPU "
+                                                       "with native bf16, else fp32) | fp32 | fp16 | bf16")
+    ap.add_argument("--compile", default="off", help="statebox's torch.compile: off | inductor | reduce-overhead | "
+                                                     "cudagraphs | aot_eager (inductor needs a C compiler)")
     args = ap.parse_args()
     if args.streams < 1:
         raise SystemExit("--streams must be >= 1")
@@ -173,25 +184,30 @@ def main() -> int:
             pairs = default_videos(work)
         weights = tc.resolve_weights(args.weights)
         bench_args = ["--device", args.device, "--streams", str(args.streams), "--rounds", str(args.rounds),
-                      "--batch", str(args.batch), "--imgsz", str(args.imgsz)]
+                      "--batch", str(args.batch), "--imgsz", str(args.imgsz), "--precision", args.precision,
+                      "--compile", args.compile]
         if args.compare_reference:
             bench_args.append("--compare-reference")
-        started = time.monotonic()
+        started, load_before = time.monotonic(), os.getloadavg()
         if args.no_docker:
             from statebox.tracker.runtime.bench import bench
 
             r = bench([v for v, _ in pairs], str(weights), args.imgsz, 0.1, args.device, args.rounds, args.batch,
-                      streams=args.streams, truth=[t for _, t in pairs], compare_reference=args.compare_reference)
+                      streams=args.streams, truth=[t for _, t in pairs], compare_reference=args.compare_reference,
+                      precision=args.precision, compile=args.compile)
             where = "this Python"
         else:
             r = run_in_container(pairs, weights, bench_args, work)
             where = "the tracker container"
-        print(f"videos {', '.join(r['videos'])}; weights {weights.name}; device {r['device']} (half={r['half']}); "
-              f"imgsz {r['imgsz']}, batch {r['batch']}; {time.monotonic() - started:.0f}s in {where}")
+        print(f"videos {', '.join(r['videos'])}; weights {weights.name}; device {r['device']}; statebox "
+              f"{r.get('precision')} (compile {r.get('compile')}), ultralytics {r.get('peer_precision')}; imgsz "
+              f"{r['imgsz']}, batch {r['batch']}; each side in its own process; {time.monotonic() - started:.0f}s in {where}")
         for name, rows in r["rounds"].items():
             per_round = ", ".join(f"{x['fps']:.1f}" for x in rows)
+            cpu = ", ".join(f"{x.get('cpu_ms_per_frame', 0):.0f}" for x in rows)
             print(f"  single stream {name:24} median {r['median_fps'][name]:8.1f} fps  (rounds: {per_round}; "
-                  f"{rows[-1]['frames']} frames, {rows[-1]['track_ids']} track ids, {rows[-1]['torch_threads']} torch threads)")
+                  f"CPU ms/frame: {cpu}; {rows[-1]['frames']} frames, {rows[-1]['track_ids']} track ids, "
+                  f"{rows[-1]['torch_threads']} torch threads)")
         print(f"  single-stream ratio statebox / ultralytics: {r['single_stream_ratio']:.2f}x")
         print(f"  {r['streams']} stream(s) in one process: {r['multi_stream_fps']:.1f} fps aggregate "
               f"({r['multi_stream_frames']} frames); detector-only ceiling at batch {r['ceiling_batch']}: "
@@ -200,14 +216,18 @@ def main() -> int:
         for side, m in (r.get("metrics") or {}).items():
             print(f"  {side:12} HOTA {m['HOTA']:.3f}  IDF1 {m['IDF1']:.3f}  MOTA {m['MOTA']:.3f}  "
                   f"DetA {m['DetA']:.3f}  AssA {m['AssA']:.3f}  ID switches {m['IDSW']}  ({m['videos']} videos)")
+        load = {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]}
+        print(f"  load average (1, 5, 15 min) before {load['before']}, after {load['after']} on {os.cpu_count()} CPUs")
         checks = targets(r)
         for name, state in checks.items():
             print(f"  target {name}: {state}")
         print(json.dumps({"device": r["device"], "imgsz": r["imgsz"], "batch": r["batch"],
+                          "precision": r.get("precision"), "compile": r.get("compile"),
                           "single_stream_ratio": r["single_stream_ratio"], "median_fps": r["median_fps"],
                           "streams": r["streams"], "multi_stream_fps": r["multi_stream_fps"],
                           "detector_ceiling_fps": r["detector_ceiling_fps"], "gpu_util": r["gpu_util"],
-                          "hota": r.get("hota"), "metrics": r.get("metrics"), "targets": checks}))
+                          "hota": r.get("hota"), "metrics": r.get("metrics"), "load_average": load,
+                          "targets": checks}))
         return 0
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -8,7 +8,11 @@ Prints one line `RESULT <json>` with what the host test asserts on:
 - `detect`: `Detector.detect_arrays` against `Detector.detect_reference` on every frame
   of the videos (detections matched by class and IoU; box and score differences);
 - `streams`: whether each stream's tracks.jsonl from one `run_tracking_many` over all
-  videos is byte-for-byte the file a single-stream `run_tracking` writes.
+  videos is byte-for-byte the file a single-stream `run_tracking` writes;
+- `compile`: the detector under `torch.compile` (Dynamo's graph capture with the `eager`
+  backend: the image has no C compiler for inductor) against the eager detector on one batch.
+The detector runs in its default precision (`auto`: bf16 on a CPU that computes it natively,
+else fp32), so `detect` measures that precision against the fp32 previous path.
 """
 
 from __future__ import annotations
@@ -99,7 +103,7 @@ def check_detect(detector: Detector, videos: list[str]) -> dict:
                 matched += int(ok.sum())
                 box_err += list(np.abs(ref.xyxy[strong][ok] - xyxy[best[ok]]).max(1))
                 score_err += list(np.abs(ref.confidence[strong][ok] - conf[best[ok]]))
-    return {"reference": ref_n, "matched": matched, "box_max": float(max(box_err, default=0)),
+    return {"precision": detector.precision, "fast_path": detector.fast, "reference": ref_n, "matched": matched, "box_max": float(max(box_err, default=0)),
             "box_p99": float(np.percentile(box_err, 99)) if box_err else 0.0,
             "score_max": float(max(score_err, default=0)), "score_mean": float(np.mean(score_err)) if score_err else 0.0}
 
@@ -119,6 +123,20 @@ def check_streams(detector: Detector, videos: list[str]) -> dict:
                 "".join(json.dumps(f.to_json()) + "\n" for f in log.frames) == m for (log, _), m in zip(results, multi))}
 
 
+def check_compile(weights: str, detector: Detector, video: str) -> dict:
+    """One batch through a Dynamo-captured detector and the eager one: the same detections."""
+    cap = cv2.VideoCapture(video)
+    frames = [cap.read()[1] for _ in range(8)]
+    compiled = Detector(DetectorConfig(weights=weights, device="cpu", compile="eager"))
+    mine, ref = compiled.detect_arrays(frames), detector.detect_arrays(frames)
+    counts = [(len(a[0]), len(b[0])) for a, b in zip(mine, ref)]
+    box = max((float(np.abs(a[0] - b[0]).max(initial=0)) for a, b in zip(mine, ref) if len(a[0]) == len(b[0])), default=0)
+    score = max((float(np.abs(a[1] - b[1]).max(initial=0)) for a, b in zip(mine, ref) if len(a[0]) == len(b[0])),
+                default=0)
+    return {"counts": counts, "box": box, "score": score, "precision": compiled.precision,
+            "compiled": type(compiled.forward).__name__}
+
+
 def main() -> int:
     weights, _out, *videos = sys.argv[1:]
     torch.set_num_threads(1)
@@ -126,7 +144,7 @@ def main() -> int:
     cap = cv2.VideoCapture(videos[0])
     frames = [cap.read()[1] for _ in range(4)]
     result = {"nms": check_nms(), "pre": check_pre(frames), "detect": check_detect(detector, videos),
-              "streams": check_streams(detector, videos)}
+              "streams": check_streams(detector, videos), "compile": check_compile(weights, detector, videos[0])}
     print("RESULT " + json.dumps(result), flush=True)
     return 0
 

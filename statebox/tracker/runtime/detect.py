@@ -29,7 +29,9 @@ class DetectorConfig:
     conf: float = 0.1  # ByteTrack's second stage uses detections down to this
     iou: float = 0.5  # NMS; at ultralytics' 0.7 two overlapping objects also got a merged box (measured: cube counts 0.50 -> 0.90)
     device: str = "cpu"  # "cpu" | "cuda" | "cuda:0"
-    half: bool | None = None  # None = half precision exactly when on a GPU
+    half: bool | None = None  # True = fp16, False = fp32; None = `precision` decides
+    precision: str = "auto"  # "auto" (fp16 on a GPU, bf16 on a CPU that computes it natively, else fp32) | "fp32" | "fp16" | "bf16"
+    compile: str = "off"  # torch.compile of the network: "off" | a backend or mode, see COMPILE_MODES
     agnostic: bool = True  # one box per object even when two classes fire on it (the tracker votes on the class)
     device_pre: bool = True  # letterbox, normalisation and NMS as torch ops on `device`; False = the previous host path
 
@@ -53,6 +55,82 @@ def available_cpus() -> int:
         except (OSError, ValueError):
             pass
     return max(1, n)
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU computes bfloat16 in hardware (AVX512-BF16 or AMX): oneDNN's bf16 convolutions
+    then run ~2.8x faster than fp32 (measured, yolov8n at batch 8); without it they are emulated, and slower."""
+    try:
+        flags = next((line for line in open("/proc/cpuinfo") if line.startswith("flags")), "").split()
+    except OSError:
+        return False
+    return "amx_bf16" in flags or "avx512_bf16" in flags
+
+
+def resolve_precision(config: DetectorConfig, device: str) -> str:
+    """The forward pass's number format: an explicit `half` wins (old callers), then `precision`."""
+    if config.half is not None:
+        return "fp16" if config.half else "fp32"
+    if config.precision != "auto":
+        if config.precision not in {"fp32", "fp16", "bf16"}:
+            raise ValueError(f"precision must be auto, fp32, fp16 or bf16, not {config.precision!r}")
+        if config.precision == "fp16" and device == "cpu":
+            raise ValueError("fp16 runs on a GPU; on a CPU use bf16 or fp32")
+        return config.precision
+    if device != "cpu":
+        return "fp16"
+    return "bf16" if cpu_has_native_bf16() else "fp32"
+
+
+# torch.compile settings by name: (backend, mode). "inductor" and "reduce-overhead" (inductor + CUDA graphs)
+# generate code and need a C compiler (inductor's CPU kernels; triton's launcher on a GPU): the tracker image
+# has none. "cudagraphs" captures CUDA graphs without code generation; "aot_eager" traces the same graph and
+# runs it eagerly, "eager" only captures it with Dynamo (what CI can run on a CPU without a compiler: the
+# captured graph's detections are the eager ones).
+COMPILE_MODES: dict[str, tuple[str, str | None]] = {
+    "inductor": ("inductor", None),
+    "reduce-overhead": ("inductor", "reduce-overhead"),
+    "max-autotune": ("inductor", "max-autotune"),
+    "cudagraphs": ("cudagraphs", None),
+    "aot_eager": ("aot_eager", None),
+    "eager": ("eager", None),
+}
+
+
+def build_forward(net, precision: str, compile: str, device: str):
+    """The callable the fast path runs: ultralytics' fused network (`AutoBackend.model`, called directly:
+    channels-last in, (predictions, raw) out), in `precision`, optionally under torch.compile.
+
+    bf16 on a CPU converts a copy of the network (the fp32 one stays for `detect_reference` and
+    `model.predict`) except the head's final step: the box and class branches hand their outputs
+    back in fp32 and the distribution-to-box decoding (DFL, anchors, strides) runs in fp32, so a box
+    edge at x=300 is not rounded to bf16's 2-pixel steps there. The backbone's features in bf16 move
+    boxes by a fraction of a pixel and scores by < 0.01 (tested against the fp32 path).
+    """
+    import copy
+
+    import torch
+
+    inner = net.model
+    if precision == "bf16":
+        inner = copy.deepcopy(inner).to(torch.bfloat16)
+        head = inner.model[-1]
+        head.dfl.float()
+        to_fp32 = lambda _module, _inputs, output: output.float()  # noqa: E731
+        for branch in (*head.cv2, *head.cv3):
+            branch.register_forward_hook(to_fp32)
+    inner = inner.to(memory_format=torch.channels_last).eval()
+    if compile != "off":
+        if compile not in COMPILE_MODES:
+            raise ValueError(f"compile must be off or one of {', '.join(COMPILE_MODES)}, not {compile!r}")
+        backend, mode = COMPILE_MODES[compile]
+        if backend == "cudagraphs" and not device.startswith("cuda"):
+            raise ValueError("compile=cudagraphs needs a CUDA device")
+        inner = torch.compile(inner, backend=backend, mode=mode, dynamic=False)
+    return inner
+
+
+DTYPE_NAMES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
 def resolve_device(requested: str) -> str:
@@ -83,15 +161,20 @@ class Detector:
 
         self.config = config
         self.device = resolve_device(config.device)
-        self.half = (self.device != "cpu") if config.half is None else config.half
+        self.precision = resolve_precision(config, self.device)
+        self.half = self.precision == "fp16"  # the predictor's (and the reference path's) precision
         self.model = YOLO(config.weights, task="detect")
         self.names: dict[int, str] = dict(self.model.names)
         # One call builds the predictor: fused model on the device, in half precision on a GPU.
         self._predict([np.zeros((config.imgsz, config.imgsz, 3), np.uint8)])
         self.net = self.model.predictor.model
-        self.fast = getattr(self.net, "pt", False) and not getattr(self.net, "end2end", False)
+        # A PyTorch checkpoint (ultralytics 8.4's AutoBackend says `format == "pt"`; older ones set `pt`):
+        # the fast path. Anything else (exported formats, end-to-end heads) goes through `model.predict`.
+        pt = getattr(self.net, "format", None) == "pt" or getattr(self.net, "pt", False) is True
+        self.fast = pt and not getattr(self.net, "end2end", False)
         if self.fast:
             self.net.to(memory_format=torch.channels_last)
+            self.forward = build_forward(self.net, self.precision, config.compile, self.device)
         # On CPUs torch gets every core the container grants (ultralytics sets cores - 1, leaving
         # one for its data loader; decoding here is a light thread). This pays only with
         # OpenMP's passive waiting (OMP_WAIT_POLICY=PASSIVE, set in the image): spinning
@@ -152,9 +235,9 @@ class Detector:
             h, w = shape[:2]
             lb = letterbox_params(h, w, self.config.imgsz, int(self.net.stride), auto=True)
             frames = torch.from_numpy(np.stack([images[i] for i in idx]))  # one host->device copy per group
-            x = preprocess(frames, lb, self.device, self.half)
+            x = preprocess(frames, lb, self.device, self.precision)
             with torch.inference_mode():
-                preds = self.net(x)
+                preds = self.forward(x)
                 rows = postprocess(preds, self.config.conf, self.config.iou, self.config.agnostic, lb)
             for j, part in zip(idx, split_rows(rows, len(idx))):
                 out[j] = part
@@ -198,13 +281,13 @@ class Detector:
         self.claim_threads()
         lb = letterbox_params(shape[0], shape[1], self.config.imgsz, int(self.net.stride), auto=True)
         x = torch.rand(batch, 3, lb.out_h, lb.out_w, device=self.device)
-        x = (x.half() if self.half else x).contiguous(memory_format=torch.channels_last)
+        x = x.to(getattr(torch, DTYPE_NAMES[self.precision])).contiguous(memory_format=torch.channels_last)
         with torch.inference_mode():
-            self.net(x)  # warm-up (allocations, cuDNN algorithm choice)
+            self.forward(x)  # warm-up (allocations, cuDNN algorithm choice, compilation)
             _sync(self.device)
             passes, started = 0, time.perf_counter()
             while passes < 3 or time.perf_counter() - started < seconds:
-                self.net(x)
+                self.forward(x)
                 passes += 1
                 if self.device.startswith("cuda") and passes % 10 == 0:
                     _sync(self.device)
@@ -252,7 +335,7 @@ def letterbox_params(h: int, w: int, imgsz: int, stride: int = 32, auto: bool = 
     return Letterbox(h, w, new_h, new_w, round(dh - 0.1), round(dh + 0.1), round(dw - 0.1), round(dw + 0.1))
 
 
-def preprocess(frames, lb: Letterbox, device: str, half: bool):
+def preprocess(frames, lb: Letterbox, device: str, precision: str | bool = "fp32"):
     """uint8 NHWC BGR frames (a CPU tensor) -> the network's NCHW RGB input on `device`, as torch ops there.
 
     Resizing is bilinear with half-pixel centres and no antialiasing, to whole intensities:
@@ -273,7 +356,9 @@ def preprocess(frames, lb: Letterbox, device: str, half: bool):
         else:
             x = F.interpolate(x.float(), size=size, mode="bilinear", align_corners=False).round_().clamp_(0, 255)
     x = F.pad(x.flip(1).float(), (lb.left, lb.right, lb.top, lb.bottom), value=114.0).div_(255)  # RGB, 0..1
-    return (x.half() if half else x).contiguous(memory_format=torch.channels_last)
+    if isinstance(precision, bool):  # the old signature: half or not
+        precision = "fp16" if precision else "fp32"
+    return x.to(getattr(torch, DTYPE_NAMES[precision])).contiguous(memory_format=torch.channels_last)
 
 
 def postprocess(preds, conf: float, iou: float, agnostic: bool, lb: Letterbox, max_det: int = 300):
