@@ -33,9 +33,11 @@ oracle, the validator and the reports know the family.
   event recognition (how many events of the family's kind, in the video or in a time
   window), entity association (which entity the k-th event involved; families with one
   object skip it) and state update (the state right after the k-th event), beside the
-  final question (a non-VSTAT family's question becomes a whole-video VSTAT doc); all
-  written as VSTAT docs. `attribute` names the first failing step of each item from
-  per-question correctness. See `failure.py` for the chains.
+  final question (a non-VSTAT family's question becomes a VSTAT doc); all written as
+  VSTAT docs. cube_count, eoc_objects and the streaming families have no chain: their
+  probes and finals are read from the scene (`failure.SCENES`). `attribute` names the
+  first failing step of each item from per-question correctness. See `failure.py` for
+  the chains.
 """
 
 from __future__ import annotations
