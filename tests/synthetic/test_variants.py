@@ -9,9 +9,12 @@ from pathlib import Path
 
 from statebox.benchmarks import load_benchmark
 from statebox.benchmarks.synthetic import groundtruth as gt
-from statebox.benchmarks.synthetic import lengths, oracle, variants
+from statebox.benchmarks.synthetic import lengths, measure, oracle, variants
+from statebox.benchmarks.synthetic.families import common, cup_drops
+from statebox.benchmarks.synthetic.families.common import rng_for
 from statebox.benchmarks.synthetic.suite import load_suite
 from statebox.benchmarks.synthetic.video import read_frames
+from statebox.schema import Item
 from statebox.scoring import score_predictions
 
 HEADLINE = {"vstat": "score", "vcbench": "gpa", "cpbench": "accuracy", "ecbench": "counting_accuracy",
@@ -77,7 +80,7 @@ def test_duration_variants_make_a_curve(tiny_suite: Path, tmp_path: Path) -> Non
     decoded; the same first events; the generator's own answers; the oracle 100% through the real
     scorer); cube_count pans a wider layout at the family's density."""
     regenerated = ["bolts", "ec_bolts", "block_count", "ec_beeps", "shell_game", "line_crossing", "cube_count",
-                   "morse_light"]
+                   "morse_light", "cup_drops", "eoc_objects"]
     out = tmp_path / "dur"
     variants.make_variants(tiny_suite, "duration", out, tasks=regenerated)
     raw = json.loads((out / "suite.json").read_text())
@@ -117,6 +120,18 @@ def test_duration_variants_make_a_curve(tiny_suite: Path, tmp_path: Path) -> Non
                 continue
             a = [(e.frame, e.kind, e.ids) for e in gt.read_events(src, stem) if e.kind != "occluded"]
             b = [(e.frame, e.kind, e.ids) for e in gt.read_events(dst, stem) if e.kind != "occluded"]
+            if family == "eoc_objects":  # the same earlier moves, more (by the other objects) or fewer; then the
+                # marked object's last move, cut at the same point of it
+                before, after = gt.read_meta(src, stem), gt.read_meta(dst, stem)
+                assert after.params["marked"] == before.params["marked"] and b[-1][2] == a[-1][2], stem
+                assert abs(after.answers["ago_s"] - before.answers["ago_s"]) <= 0.1 + 1e-9, stem
+                assert after.answers["start_mat"] == before.answers["start_mat"], stem
+                if scale > 1:
+                    assert b[:len(a) - 1] == a[:-1] and len(b) > len(a), stem
+                    assert all(ids != a[-1][2] for _, _, ids in b[len(a) - 1:-1]), stem  # distractors: the others
+                elif scale < 1:
+                    assert len(b) < len(a) and b[:-1] == a[:len(b) - 1], stem
+                continue
             if scale >= 1:  # the same first events, then more
                 assert b[:len(a)] == a and (len(b) > len(a)) == (scale > 1), (ref.family, stem)
             else:  # the same first events, then it stops
@@ -124,6 +139,34 @@ def test_duration_variants_make_a_curve(tiny_suite: Path, tmp_path: Path) -> Non
             if family == "morse_light":  # the same first letters, then more or fewer
                 word, text = gt.read_meta(src, stem).answers["text"], gt.read_meta(dst, stem).answers["text"]
                 assert text.startswith(word) if scale >= 1 else word.startswith(text), (stem, word, text)
+
+
+def test_cup_drops_questions_read_every_ordinal_a_longer_plan_asks() -> None:
+    """A 2x cup_drops plan has more drops than the suite's seven; the oracle reads each ordinal the
+    generator writes (no "the seventh ball" read inside "the seventeenth ball")."""
+    rows = []
+    n = len(cup_drops.ORDINALS)
+    for f in range(n + 1):  # frame f > 0: a ball drops into cup f % 3 as the one before leaves its cup
+        for c in range(3):
+            rows.append(gt.TrackRow(frame=f, time=f / 10, id=c + 1, cls="cup", box=[100 * c, 0, 100 * c + 50, 50],
+                                    amodal_box=[100 * c, 0, 100 * c + 50, 50], visible=1.0, in_frame=1.0,
+                                    state={"balls": [10 + f] if f and f % 3 == c else []}))
+    places = ["left cup", "middle cup", "right cup"]
+    alone = [cup_drops.set_text([c]) for c in range(3)]
+    for k, word in enumerate(cup_drops.ORDINALS, 1):
+        q = f"The three cups look the same. Which cup did the {word} ball dropped in the video fall into?"
+        item = Item(id="x", benchmark="vstat", video="x.mp4", question=q, choices=places, answer_type="mcq")
+        assert measure.cup_drops(rows, item) == "ABC"[k % 3], word
+        q = f"Right after the {word} time a ball went into or came out of a cup, which cups held at least one ball?"
+        item = Item(id="x", benchmark="vstat", video="x.mp4", question=q, choices=alone, answer_type="mcq")
+        assert measure.cup_drops(rows, item) == "ABC"[k % 3], word
+    common.LENGTH_SCALE = 2.0
+    try:
+        plans = [cup_drops.Plan(rng_for(0, "cup_drops", i)) for i in range(30)]
+    finally:
+        common.LENGTH_SCALE = None
+    drops = [sum(op[0] == "drop" for op in p.ops) for p in plans]
+    assert max(drops) > 7 and max(len(p.ops) for p in plans) <= n + 1
 
 
 def test_failure_probes_attribute_an_injected_wrong_step(tiny_suite: Path, tmp_path: Path) -> None:

@@ -5,13 +5,27 @@ lamp_episodes, streaming_count, streaming_window) are generated again with that
 constant scaled, from the same (seed, family, index) random stream: the plan draws the
 same events first and simply keeps going (or stops) at the new length, and the
 generator writes its own answers and query points, so every length is a real item of
-the family, not a cut. Families whose scene is a drawn number of events (bolts, ec_bolts,
-block_count, ec_beeps, shell_game: `PLANNED`) are regenerated with `families.common.LENGTH_SCALE`
-set: the plan keeps its first events up to the new end, or draws more from an
-independent stream by the same rules, and the scene lasts exactly the scaled number of
-frames (a quiet tail shorter than one more event). cube_count (also `PLANNED`) pans an s
-times wider layout at the same camera speed with round(s N) cubes, so the cubes per square
-metre panned stay the family's; the layout is drawn again by the family's rules.
+the family, not a cut. Families whose plan reads `families.common.LENGTH_SCALE`
+(`PLANNED`) are regenerated with it set; each family module's docstring says how its
+plan refits, and with the variable unset no plan reads it (the normal suite's bytes do
+not depend on it), while at scale 1 each plan is the suite's own:
+- bolts, ec_bolts, block_count, ec_beeps, shell_game, cup_drops (a drawn number of
+  events): the plan keeps its first events up to the new end, or draws more from an
+  independent (spawned) stream by the same rules, and the scene lasts exactly the
+  scaled number of frames (a quiet tail shorter than one more event); cup_drops'
+  k-th-ball / m-th-change questions then use ordinals past "seventh"
+  (`cup_drops.ORDINALS`).
+- morse_light: the message keeps its first letters and goes on with letters drawn from
+  the Morse alphabet (or drops its last ones) to fill the scaled length.
+- cube_count: an s times longer pan (same camera speed) over an s times wider layout
+  with round(s N) cubes, so the cubes per square metre panned stay the family's; the
+  layout is drawn again by the family's rules.
+- eoc_objects: the video still ends part-way through the marked object's last move; the
+  earlier moves keep their times (a shorter scene drops the later ones), a longer one
+  adds distractor moves by the other two objects, and the last move goes to the mat
+  then free.
+A length at which the generator finds no valid plan raises in the generator; the item
+is left out and its reason returned (suite.json's `variant.skipped`).
 """
 
 from __future__ import annotations
@@ -32,7 +46,8 @@ KNOBS: dict[str, tuple[str, str]] = {
     "streaming_window": ("streaming_count", "DURATION"),  # it plans with streaming_count's length
 }
 # families planned as a drawn number of events: regenerated with families.common.LENGTH_SCALE set
-PLANNED = ("bolts", "ec_bolts", "block_count", "ec_beeps", "shell_game", "cube_count", "morse_light")
+PLANNED = ("bolts", "ec_bolts", "block_count", "ec_beeps", "shell_game", "cube_count", "morse_light",
+           "cup_drops", "eoc_objects")
 SCALES = (0.75, 1.0, 1.5, 2.0)
 
 

@@ -12,10 +12,10 @@ import numpy as np
 SIZES = ("tiny", "small", "full")
 
 # The `duration` variant (lengths.py) sets this to a length factor while it regenerates a
-# family whose scene is a drawn number of events (bolts, ec_bolts, block_count, ec_beeps,
-# shell_game): the plan keeps its first events and stops where the shorter scene ends, or
-# draws more events from `more_events(rng)` to fill the longer one. None (the normal
-# suite): no plan looks at it, so the suite's bytes do not depend on it.
+# family of `lengths.PLANNED`: the plan keeps its first events and stops where the shorter
+# scene ends, or draws more events from `more_events(rng)` to fill the longer one (each
+# family's docstring says how). None (the normal suite): no plan looks at it, so the
+# suite's bytes do not depend on it.
 LENGTH_SCALE: float | None = None
 
 

@@ -15,6 +15,16 @@ Five rows per video, all about `<object 0>`:
 - Future, Trajectory and Motion Prediction (single-choice): which mat will it reach?
 Ground-truth state: `mat` (the mat an object rests on, null while moving) and
 `moving` (`left`, `right` or null).
+
+The `duration` variant (lengths.py) sets `common.LENGTH_SCALE` to s: the video lasts
+exactly round(s x frames) and is cut at the same fraction of the marked object's last
+move, which now starts where that leaves it. The moves before it keep their times while
+each ends at least GAP[0] before the last move starts (a shorter scene drops the later
+ones); a longer scene adds distractor moves by the two other objects, drawn by the
+family's rules from an independent (spawned) stream, then a still dwell shorter than
+one more move. The marked object's last move goes to whichever mat is then free, and
+every answer is the generator's, from the new plan; a plan whose last move would start
+before the family's first-move time is no valid plan (the length is skipped).
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ import cv2
 import numpy as np
 
 from statebox.benchmarks.synthetic.clip import FPS, HEIGHT, WIDTH, event, render_clip, save_clip
+from statebox.benchmarks.synthetic.families import common
 from statebox.benchmarks.synthetic.families.common import VideoRecord, ease, layout_signature, lerp, rng_for
 from statebox.benchmarks.synthetic.geometry import Sphere, aim, box_mesh, frustum_mesh
 from statebox.benchmarks.synthetic.render import Renderer, SceneObject
@@ -43,6 +54,8 @@ MAT_BGR = {"red": (50, 50, 190), "blue": (170, 90, 40), "green": (60, 150, 60), 
 MAT_X = (-2.1, -0.7, 0.7, 2.1)
 OBJ_COLOUR = {"cube": (190, 118, 52), "cup": (48, 52, 182), "ball": (40, 205, 240)}
 MOVE_S = 1.6
+FIRST = (0.6, 1.2)  # seconds before the first move starts
+GAP = (0.4, 1.0)  # seconds of stillness between one move's end and the next one's start
 LETTERS = "abcd"
 PROMPT_RED = (0, 0, 255)
 
@@ -58,17 +71,47 @@ class Plan:
         self.start = {k: m for k, m in zip(kinds, mats)}
         where = dict(self.start)
         self.moves: list[tuple[str, int, int, float]] = []  # kind, from mat, to mat, start time
-        t = float(rng.uniform(0.6, 1.2))
+        t = float(rng.uniform(*FIRST))
         for _ in range(int(rng.integers(3, 6))):
             free = ({0, 1, 2, 3} - set(where.values())).pop()
             kind = str(rng.choice(kinds))
             t = round(t * FPS) / FPS  # moves start on a frame
             self.moves.append((kind, where[kind], free, t))
             where[kind] = free
-            t += MOVE_S + float(rng.uniform(0.4, 1.0))
+            t += MOVE_S + float(rng.uniform(*GAP))
         self.marked = self.moves[-1][0]
         # the cut: part-way through the last move
-        self.cut_frame = int(round((self.moves[-1][3] + float(rng.uniform(0.35, 0.65)) * MOVE_S) * FPS))
+        self.cut_part = float(rng.uniform(0.35, 0.65))
+        self.cut_frame = int(round((self.moves[-1][3] + self.cut_part * MOVE_S) * FPS))
+
+    def rescale(self, more) -> None:
+        """Refit the plan to LENGTH_SCALE times its length (see the module docstring); `more` is the
+        independent stream the added distractor moves are drawn from."""
+        n_frames = common.scaled_frames(self.cut_frame + 1)
+        if n_frames == self.cut_frame + 1:  # the suite's own length: the suite's own plan
+            return
+        cut = n_frames - 1
+        last_start = (cut - round(self.cut_part * MOVE_S * FPS)) / FPS
+        room = last_start - GAP[0]  # every earlier move ends by then
+        if last_start < FIRST[0]:
+            raise ValueError(f"the marked object's last move would start at {last_start:g} s")
+        kept = [m for m in self.moves[:-1] if m[3] + MOVE_S <= room]
+        where = dict(self.start)
+        for kind, _, to, _ in kept:
+            where[kind] = to
+        if kept and len(kept) == len(self.moves) - 1:  # a longer scene: distractor moves by the other objects
+            others = [k for k in CLASSES if k != self.marked]
+            while True:
+                t = round((kept[-1][3] + MOVE_S + float(more.uniform(*GAP))) * FPS) / FPS
+                kind = str(more.choice(others))
+                if t + MOVE_S > room:
+                    break
+                free = ({0, 1, 2, 3} - set(where.values())).pop()
+                kept.append((kind, where[kind], free, t))
+                where[kind] = free
+        free = ({0, 1, 2, 3} - set(where.values())).pop()
+        self.moves = kept + [(self.marked, where[self.marked], free, last_start)]
+        self.cut_frame = cut
 
     def poses(self, t: float) -> dict[str, tuple[float, float, int | None, str | None]]:
         """kind -> (x, y, mat or None, moving direction or None)."""
@@ -146,6 +189,8 @@ def rle(mask: np.ndarray) -> dict:
 def make_video(family_dir: Path, seed: int, index: int, n: int) -> VideoRecord:
     rng = rng_for(seed, NAME, index)
     plan = balanced_plan(rng, index)
+    if common.LENGTH_SCALE is not None:  # the duration variant (lengths.py)
+        plan.rescale(common.more_events(rng))
     renderer = Renderer(WIDTH, HEIGHT, GROUND, noise_sigma=1.5, seed=int(rng.integers(1 << 31)))
     cam = aim((0.0, -5.2, 3.4), (0.0, 0.4, 0.2), 62.0, WIDTH, HEIGHT)
     n_frames = plan.cut_frame + 1
