@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from statebox.harness.report import write_report_output
-from statebox.harness.summary import print_leaderboard, wide_console
+from statebox.harness.summary import attribution_table, print_leaderboard, wide_console
 from statebox.harness.trust import trust_table
 
 
@@ -36,6 +36,7 @@ def register(app: typer.Typer) -> None:
                 "attempts": result.n_rows,
                 "results": [{**s.to_json(), **(result.trust.entry(s.agent, s.dataset) if result.trust else {})}
                             for s in result.scores],
+                "failure_attribution": result.failure_attribution,  # {agent: {dataset: {step: n}}}, first epoch
             }
             sys.stdout.write(json.dumps(payload, default=str) + "\n")
             return
@@ -43,4 +44,6 @@ def register(app: typer.Typer) -> None:
         print_leaderboard(result.scores, console)
         if result.trust is not None:
             console.print(trust_table(result.trust))
+        if result.attribution:
+            console.print(attribution_table(result.attribution))
         console.print(f"report: {result.describe()}")

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from statebox.agents.base import make_agent
 from statebox.errors import UserError
 from statebox.harness.aggregate import score_run
+from statebox.harness.attribution import attribute_rows, attribution_json
 from statebox.harness.cluster import RayExecutor
 from statebox.harness.cluster_probe import engine_is_default, require_shared_filesystem
 from statebox.harness.plan import (
@@ -27,7 +28,7 @@ from statebox.harness.plan import (
     sweep_variants,
 )
 from statebox.harness.runner import run_planned
-from statebox.harness.summary import print_leaderboard, wide_console
+from statebox.harness.summary import attribution_table, print_leaderboard, wide_console
 from statebox.harness.trust import TrustSettings, run_trust, trust_table
 from statebox.policies.model import load_policy
 
@@ -212,6 +213,7 @@ def execute_run(
     items = {d.spec.label: d.items for d in loaded}
     rows, trust = run_trust(config, loaded, rows, run_dir)  # impossible items and twins never count in the score
     scores = score_run(rows, items)
+    attribution = attribute_rows(rows, items)  # failure-mode variants: parents by first failing step
     if trust is not None:
         for s in scores:
             s.extra["trust"] = trust.results.get((s.agent, s.dataset))
@@ -219,11 +221,14 @@ def execute_run(
             console.print(f"[dim]{note}[/dim]")
     if as_json:
         payload = {"run_dir": str(run_dir),
-                   "results": [{**s.to_json(), **(trust.entry(s.agent, s.dataset) if trust else {})} for s in scores]}
+                   "results": [{**s.to_json(), **(trust.entry(s.agent, s.dataset) if trust else {})} for s in scores],
+                   "failure_attribution": attribution_json(attribution)}
         sys.stdout.write(json.dumps(payload, default=str) + "\n")
     else:
         print_leaderboard(scores, console, title=title)
         if trust is not None:
             console.print(trust_table(trust))
+        if attribution:
+            console.print(attribution_table(attribution))
         console.print(f"results: {run_dir}/results.sqlite  (report: statebox report {run_dir})")
     return scores

@@ -28,11 +28,12 @@ import shutil
 import tempfile
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 from statebox.harness.aggregate import AgentDatasetScore
+from statebox.harness.attribution import FailureAttribution, attribution_json, outcomes
 from statebox.harness.report_assets import CSS, PAGE_JS
 from statebox.harness.trust import trust_html
 from statebox.harness.report_data import (
@@ -186,6 +187,33 @@ def _breakdowns(scores: list[AgentDatasetScore]) -> str:
     return "\n".join(out)
 
 
+def _attribution_html(found: list[FailureAttribution]) -> str:
+    """Per failure-mode dataset, one table: agents x first failing step (number and share of the
+    parent items attributed; the first epoch's, each further epoch on its own line)."""
+    if not found:
+        return ""
+    names = outcomes()
+    by_dataset: dict[str, list[FailureAttribution]] = defaultdict(list)
+    for a in found:
+        by_dataset[a.dataset].append(a)
+    head = "".join(f"<th>{_e(n)}</th>" for n in names)
+    out = []
+    for dataset, group in sorted(by_dataset.items()):
+        out.append(f"<h3>{_e(dataset)}</h3><table class='sortable attribution' data-dataset='{_e(dataset)}'><thead><tr>"
+                   f"<th class=l>agent</th><th>epoch</th><th>parents</th>{head}</tr></thead><tbody>")
+        for a in group:
+            for epoch, counts in sorted(a.by_epoch.items()):
+                total = sum(counts.values())
+                cells = "".join(
+                    f"<td data-step='{_e(n)}' data-n='{counts.get(n, 0)}'>{counts.get(n, 0)}"
+                    f" <small>({_pct(counts.get(n, 0) / total if total else None)}%)</small></td>" for n in names)
+                lead = "" if epoch == a.first_epoch else " class=later-epoch"
+                out.append(f"<tr{lead} data-agent='{_e(a.agent)}' data-epoch='{epoch}'><td class=l><b>{_e(a.agent)}</b></td>"
+                           f"<td>{epoch}</td><td>{total} of {a.parents}</td>{cells}</tr>")
+        out.append("</tbody></table>")
+    return "\n".join(out)
+
+
 def glance_html(summary: RunSummary) -> str:
     """The first screen: the headline sentence and four pictures."""
     scores = summary.scores
@@ -219,6 +247,16 @@ def summary_html(summary: RunSummary, *, plots: bool = True) -> str:
         "<h2>All metrics</h2>", _all_metrics(summary.scores),
         "<h2>Breakdown by label</h2>", _breakdowns(summary.scores),
     ]
+    if summary.attribution:
+        parts += [
+            "<h2 id='h-attribution'>First failing step (failure-mode probes)</h2>",
+            "<p class=sub>Per parent item of a failure-mode variant (<code>statebox bench variants --kind failure</code>): "
+            "the first of its steps answered wrong, in order event recognition, entity association, state update, then "
+            "the item's own question (<i>final</i>: every probe right, the final answer wrong); <i>correct</i>: every "
+            "step right. Correctness as the attempt table's ✓ (all attempts); a parent counts once each of its steps "
+            "has an attempt. The first epoch leads (as the CI); later epochs follow on their own lines.</p>",
+            _attribution_html(summary.attribution),
+        ]
     if plots:
         parts += [
             "<h2>Count confusion matrices</h2>", confusion_svgs(summary.confusions),
@@ -303,6 +341,12 @@ class ReportOutput:
     transcripts_reused: int = 0  # attempts in chunks linked unchanged from the previous report
     transcript_seconds: float = 0.0  # time spent reading and writing transcript chunks (wall)
     trust: Any = None  # harness/trust.py:TrustOutcome when the run mixed impossible items / twins in
+    attribution: list[FailureAttribution] = field(default_factory=list)  # failure-mode variants (harness/attribution.py)
+
+    @property
+    def failure_attribution(self) -> dict[str, dict[str, dict[str, int]]]:
+        """`{agent: {dataset: {step: n}}}` (first epoch): the `failure_attribution` key of `report --json`."""
+        return attribution_json(self.attribution)
 
     def describe(self) -> str:
         if self.single_file:
@@ -389,6 +433,7 @@ def _write_report_output(run_dir: Path, out: Path | None, *, single_file: bool, 
         transcripts_reused=sink.reused_attempts,
         transcript_seconds=sink.transcript_seconds,
         trust=summary.trust,
+        attribution=summary.attribution,
     )
 
 

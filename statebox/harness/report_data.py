@@ -33,6 +33,7 @@ from typing import Any, Iterator
 import orjson
 
 from statebox.harness.aggregate import AgentDatasetScore, ScoreAccumulator, add_comparisons
+from statebox.harness.attribution import AttributionAccumulator, FailureAttribution, probe_parents
 from statebox.harness.store import RESULTS_FILE, ResultRow
 from statebox.schema import Item
 
@@ -530,10 +531,12 @@ class DatasetInfo:
     curve_edges: list[float] = field(default_factory=list)
     # (item id, query index) -> (count truth or None, curve bins the query time falls in), for plots
     plot: dict[tuple[str, int], tuple[int | None, tuple[int, ...]]] = field(default_factory=dict)
+    # a failure-mode variant's parent id -> its probe items (harness/attribution.py); empty otherwise
+    probes: dict[str, list[Item]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, label: str, bench: str, items: list[Item]) -> "DatasetInfo":
-        info = cls(label=label, bench=bench, items=items)
+        info = cls(label=label, bench=bench, items=items, probes=probe_parents(items))
         counts: list[int] = []
         times: list[float] = []
         for pos, item in enumerate(items):
@@ -600,6 +603,8 @@ class RunSummary:
     actions: Vocab
     last_rowid: int = 0
     trust: Any = None  # harness/trust.py:TrustOutcome when the run mixed impossible items / twins in
+    # per (agent, dataset) of a failure-mode variant: parents by first failing step (harness/attribution.py)
+    attribution: list[FailureAttribution] = field(default_factory=list)
 
 
 class ReportPass:
@@ -635,6 +640,8 @@ class ReportPass:
         self._acc: ScoreAccumulator | None = None
         self._epoch: int | None = None
         self._epoch_rows: list[ResultRow] = []
+        self._attr: AttributionAccumulator | None = None
+        self.attribution: list[FailureAttribution] = []
         self._parsed: dict[str, Any] = {}
         self._info_for: str | None = None
         self._group_ids: tuple[str, str, int, int] | None = None
@@ -644,13 +651,18 @@ class ReportPass:
     def _flush_epoch(self) -> None:
         if self._acc is not None and self._epoch_rows:
             self._acc.add_epoch(self._epoch_rows)
+            if self._attr is not None and self._epoch is not None:
+                self._attr.add_epoch(self._epoch, self._epoch_rows)
         self._epoch_rows = []
 
     def _flush_group(self) -> None:
         self._flush_epoch()
         if self._acc is not None and self._acc.rows:
             self.scores.append(self._acc.result())
+            if self._attr is not None:
+                self.attribution.append(self._attr.result())
         self._acc = None
+        self._attr = None
 
     def feed(self, row: ResultRow, rowid: int = 0) -> None:
         key = (row.agent, row.dataset)
@@ -659,6 +671,8 @@ class ReportPass:
             self._group = key
             info = self.datasets.get(row.dataset)
             self._acc = ScoreAccumulator(row.agent, row.dataset, row.bench, info.items if info else [])
+            if info is not None and info.probes:
+                self._attr = AttributionAccumulator(row.agent, row.dataset, info.probes)
             self._epoch = row.epoch
         elif row.epoch != self._epoch:
             self._flush_epoch()
@@ -752,6 +766,7 @@ class ReportPass:
             self.sink.close()
         self.scores.sort(key=lambda s: (s.agent, s.dataset))
         self.scores = add_comparisons(self.scores)  # best-of rows of budget sweeps; beats-the-prior marks
+        self.attribution.sort(key=lambda a: (a.agent, a.dataset))
         return RunSummary(
             scores=self.scores,
             n_rows=self.n,
@@ -764,6 +779,7 @@ class ReportPass:
             statuses=self.statuses,
             actions=self.actions,
             last_rowid=self.last_rowid,
+            attribution=self.attribution,
         )
 
 

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from statebox.harness.aggregate import AgentDatasetScore
+from statebox.harness.attribution import FailureAttribution, outcomes
 
 
 def _pct(value: float | None) -> str:
@@ -71,6 +72,23 @@ def _vs_prior(s: AgentDatasetScore) -> str:
         else:
             notes.append(f"[bold red]NOT above[/] {prior['name']} {_pct(prior['value'])}")
     return "; ".join(notes)
+
+
+def attribution_table(found: list[FailureAttribution]) -> Table:
+    """The report's "first failing step" figures (first epoch) as a terminal table."""
+    names = outcomes()
+    table = Table(title="first failing step (failure-mode probes, first epoch)", pad_edge=False)
+    table.add_column("dataset")
+    table.add_column("agent")
+    table.add_column("parents", justify="right")
+    for name in names:
+        table.add_column(name, justify="right")
+    for a in sorted(found, key=lambda a: (a.dataset, a.agent)):
+        counts = a.counts
+        total = sum(counts.values())
+        table.add_row(a.dataset, a.agent, f"{total}/{a.parents}",
+                      *(f"{counts.get(n, 0)} ({_pct(counts.get(n, 0) / total) if total else '-'}%)" for n in names))
+    return table
 
 
 def print_leaderboard(scores: list[AgentDatasetScore], console: Console | None = None, title: str = "statebox leaderboard") -> None:
