@@ -7,7 +7,8 @@ recognition (did event e happen?), entity association (which object did it?) and
 `meta.parent` and `meta.probe_step`. Per-step accuracy alone does not say why a final answer
 was wrong; attributing each parent to its first failing step (`variants.attribute`: steps in
 `variants.STEPS` order, a wrong final with every probe right is `final`, every step right is
-`correct`) does.
+`correct`) does. A parent whose final is right but a probe wrong is counted at that probe (a lucky
+or shortcut final: `correct` means every step right).
 
 Correctness is the one shared scorer's: each attempt's stored `metrics["correct"]`
 (`scoring.score_query`, the value the attempt table shows as ✓), the all-attempts view (a
@@ -30,7 +31,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from types import ModuleType
+from typing import Iterable
 
 from statebox.harness.store import ResultRow
 from statebox.schema import Item
@@ -43,7 +45,7 @@ def outcomes() -> tuple[str, ...]:
     return (*_variants().STEPS, CORRECT)
 
 
-def _variants() -> Any:
+def _variants() -> ModuleType:
     # imported where used: the synthetic generator pulls in cv2 and PyAV (~0.3 s), which a
     # report of a run without failure-mode probes must not pay for
     from statebox.benchmarks.synthetic import variants
