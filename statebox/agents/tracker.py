@@ -86,43 +86,49 @@ class TrackerAgent:
 
     def run_single(self, ctx: AttemptContext) -> Session:
         """One attempt, one container (`track --question-file ... --out /out`)."""
+        with SessionRecorder(ctx.attempt_dir, time.time(), limits=ctx.policy.recording) as rec:
+            return self._run_alone(ctx, rec)
+
+    def _run_alone(self, ctx: AttemptContext, rec: SessionRecorder, *, first_line: int = 0,
+                   instruction: bool = True, meta_extra: dict | None = None) -> Session:
+        """`run_single`'s container, recorded in `rec`. A member of a group whose container failed
+        runs again here, in its own recorder: `first_line` is how many lines its stdout.log has
+        already (the new lines are appended, so event line numbers go on counting)."""
         assert ctx.engine is not None and ctx.workspace is not None, "the tracker runs in a sandbox"
-        started = time.time()
         input_dir, out_dir, scratch = self._prepare(ctx)
         weights_target = f"{tc.MODELS_MOUNT}/{self.weights.name}"
         command = self.command(weights_target)
-        with SessionRecorder(ctx.attempt_dir, started, limits=ctx.policy.recording) as rec:
-            self._record_launch(ctx, rec, command)
-            state = _StreamState()
-            on_event = self._event_handler(rec, state)
+        self._record_launch(ctx, rec, command, instruction=instruction)
+        state = _StreamState(line_no=first_line)
+        on_event = self._event_handler(rec, state)
 
-            def on_line(line: str) -> None:
-                state.line_no += 1
-                event = tc.parse_event_line(line)
-                if event is not None:
-                    on_event(event, state.line_no)
+        def on_line(line: str) -> None:
+            state.line_no += 1
+            event = tc.parse_event_line(line)
+            if event is not None:
+                on_event(event, state.line_no)
 
-            spec = ContainerSpec(
-                image=ctx.engine.ensure_image(tc.IMAGE_TARGET),
-                command=command,
-                workspace=Path(ctx.workspace.path),
-                policy=ctx.policy,
-                env=dict(tc.OFFLINE_ENV),
-                mounts=[Mount(source=self.weights, target=weights_target, read_only=True),
-                        Mount(source=input_dir, target=tc.INPUT_MOUNT, read_only=True),
-                        Mount(source=scratch.path, target=tc.OUT_MOUNT, read_only=False)],
-                gpu=True,  # a device request only when the engine offers GPUs (runtime or CDI) and policy allows
-                run_id=ctx.attempt.run_id,
-                attempt_id=ctx.attempt.attempt_id,
-            )
-            try:
-                result = ctx.engine.run(spec, ctx.attempt_dir / "stdout.log", ctx.attempt_dir / "stderr.log",
-                                        on_stdout_line=on_line)
-            finally:
-                scratch.copy_out(out_dir)
-                scratch.cleanup()
-            meta = self._meta()
-            return self._finish(ctx, rec, result, out_dir, out_dir, state, meta)
+        spec = ContainerSpec(
+            image=ctx.engine.ensure_image(tc.IMAGE_TARGET),
+            command=command,
+            workspace=Path(ctx.workspace.path),
+            policy=ctx.policy,
+            env=dict(tc.OFFLINE_ENV),
+            mounts=[Mount(source=self.weights, target=weights_target, read_only=True),
+                    Mount(source=input_dir, target=tc.INPUT_MOUNT, read_only=True),
+                    Mount(source=scratch.path, target=tc.OUT_MOUNT, read_only=False)],
+            gpu=True,  # a device request only when the engine offers GPUs (runtime or CDI) and policy allows
+            run_id=ctx.attempt.run_id,
+            attempt_id=ctx.attempt.attempt_id,
+        )
+        try:
+            result = ctx.engine.run(spec, ctx.attempt_dir / "stdout.log", ctx.attempt_dir / "stderr.log",
+                                    on_stdout_line=on_line)
+        finally:
+            scratch.copy_out(out_dir)
+            scratch.cleanup()
+        meta = {**self._meta(), **(meta_extra or {})}
+        return self._finish(ctx, rec, result, out_dir, out_dir, state, meta)
 
     def run_group(self, ctxs: list[AttemptContext]) -> list[Session]:
         """Several attempts in ONE tracker container: one model load, frames of every attempt's video
@@ -133,8 +139,12 @@ class TrackerAgent:
         own size-limited folder (`/streams/i/out`), copied into its own attempt folder; its
         events, stdout.log (the lines of its stream plus the untagged ones: model load,
         progress, network attempts, which every member records) and session are its own.
-        The container gets the group's summed time limit; a container that fails fails
-        every member. Tracks equal a single-attempt run's (tested).
+        The container gets the group's summed time limit. A container that fails (an exit
+        code, a timeout: the runtime has one process for all streams, so one bad stream
+        ends them all) costs a member that has no answer of its own a second run ALONE, in
+        its own container, recorded in the same session after a harness note
+        (`meta.group.rerun_alone`): one failing attempt costs only itself. Tracks equal a
+        single-attempt run's (tested).
         """
         if not ctxs:
             return []
@@ -194,17 +204,35 @@ class TrackerAgent:
                         scratch.copy_out(out_dir)
                 stderr = (group_in / "stderr.log").read_bytes() if (group_in / "stderr.log").exists() else b""
                 netlog_dir = members[0][5]
+                failed = result.status != "ok" or result.exit_code not in (0, None)
                 sessions = []
-                for i, (ctx, rec, state, _h, _log, out_dir, _s) in enumerate(members):
+                for i, (ctx, rec, state, _h, log, out_dir, _s) in enumerate(members):
                     err = CappedFile(ctx.attempt_dir / "stderr.log", ctx.policy.recording.raw_log_bytes)
                     err.write(stderr[-ctx.policy.recording.raw_log_bytes // 2:])
                     err.close()
+                    group = {"size": len(ctxs), "index": i}
+                    if failed and not state.answer and not (out_dir / "answer.json").is_file():
+                        sessions.append(self._rerun_alone(ctx, rec, state, log, out_dir, result, group))
+                        continue
                     meta = self._meta()
-                    meta["group"] = {"size": len(ctxs), "index": i}
+                    meta["group"] = group
                     sessions.append(self._finish(ctx, rec, result, out_dir, netlog_dir, state, meta))
                 return sessions
         finally:
             remove_tree(group_in)
+
+    def _rerun_alone(self, ctx: AttemptContext, rec: SessionRecorder, state: "_StreamState", log: CappedFile,
+                     out_dir: Path, result, group: dict) -> Session:
+        """A member of a failed group container with no answer of its own runs again in its own
+        container (the group's lines stay first in its stdout.log and events)."""
+        why = result.reason or (f"exit code {result.exit_code}" if result.exit_code not in (0, None) else result.status)
+        rec.add(EventKind.message, f"statebox: the group's container ({group['size']} attempts) ended ({why}) before this "
+                "attempt's answer; it runs again alone, in its own container",
+                data={"role": "harness", "group": group, "group_status": result.status, "group_exit_code": result.exit_code})
+        log.close()
+        remove_tree(out_dir)  # the group's partial output: the new run writes its own
+        return self._run_alone(ctx, rec, first_line=state.line_no, instruction=False,
+                               meta_extra={"group": {**group, "rerun_alone": True}})
 
     # ------------------------------------------------------------------ shared by run and run_group
 
@@ -224,8 +252,10 @@ class TrackerAgent:
         return input_dir, out_dir, scratch
 
     @staticmethod
-    def _record_launch(ctx: AttemptContext, rec: SessionRecorder, command: list[str], group: dict | None = None) -> None:
-        rec.add(EventKind.message, ctx.instruction, data={"role": "user"})
+    def _record_launch(ctx: AttemptContext, rec: SessionRecorder, command: list[str], group: dict | None = None,
+                       instruction: bool = True) -> None:
+        if instruction:
+            rec.add(EventKind.message, ctx.instruction, data={"role": "user"})
         # statebox chose this command and its mounts (/input, /models, /out), not an agent:
         # it is recorded as a harness message, so the auditor judges only what ran inside
         # (the runtime's own network guard events below are still audited)

@@ -86,9 +86,9 @@ class Cluster:
             stdout=open(log, "w"), stderr=subprocess.STDOUT)
         _wait_engine(self.engine_b, self.dockerd, log)
 
-    def start_node(self, name: str, head: bool, docker_host: str | None) -> None:
+    def start_node(self, name: str, head: bool, docker_host: str | None, extra: tuple[str, ...] = ()) -> None:
         common = ["--num-cpus=2", "--object-store-memory=100000000", f"--resources={json.dumps({'node_' + name: 1})}",
-                  "--dashboard-agent-listen-port=0", "--metrics-export-port=0", "--block"]
+                  "--dashboard-agent-listen-port=0", "--metrics-export-port=0", "--block", *extra]
         if head:
             cmd = [RAY, "start", "--head", f"--port={self.port}", "--include-dashboard=false", f"--ray-client-server-port={_free_port()}",
                    f"--temp-dir={self.root / 'ray'}", *common]

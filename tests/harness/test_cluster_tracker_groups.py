@@ -137,3 +137,289 @@ def test_a_failed_attempt_of_a_group_keeps_the_others_rows(tmp_path):
     # rows for an attempt it was not given are refused, error or not
     with pytest.raises(UserError, match="other attempts"):
         ex._place({"who": {"node": "g", "node_id": "n1"}, "results": results[::-1], "group": 3, "error": {"attempt_id": "x"}}, batch)
+
+
+# ------------------------------------------------------------------ on a real cluster
+
+RUN_ID = "trk-grp"  # one run id for every run below: the same attempt ids, so rows compare directly
+
+
+@pytest.fixture(scope="module")
+def tracker_suite(tmp_path_factory) -> Path:
+    from statebox.benchmarks.synthetic.suite import make_suite
+
+    out = tmp_path_factory.mktemp("tsuite")
+    make_suite(out, size="tiny", seed=0, tasks=["cube_count"])  # 4 items, one question each
+    return out
+
+
+@pytest.fixture(scope="module")
+def tracker_image(docker_engine) -> str:
+    from statebox.tracker import container as tc
+
+    return tc.tracker_image(progress=print)  # built from this tree if missing
+
+
+def _save(run_dir: Path, suite: Path, group: int, concurrency: int, policy: str = "default") -> Path:
+    from statebox.harness.plan import RunConfig, datasets_from_suite
+
+    run_dir.mkdir(parents=True)
+    options = {"tracker": {"extra": {"group": group}}} if group > 1 else {}
+    RunConfig(run_id=RUN_ID, agents=["tracker", "oracle"], datasets=datasets_from_suite(suite), concurrency=concurrency,
+              suite=str(suite), agent_options=options, policy=policy).save(run_dir)
+    return run_dir
+
+
+def _run(run_dir: Path, *extra: str, timeout: int = 900) -> tuple[subprocess.CompletedProcess, float, float]:
+    started = time.time()
+    done = subprocess.run(STATEBOX + ["run", "--resume", str(run_dir), "--json", *extra], capture_output=True, text=True,
+                          timeout=timeout)
+    return done, started, time.time()
+
+
+def _sessions(run_dir: Path, agent: str = "tracker") -> dict[str, dict]:
+    return {f.parent.name: json.loads(f.read_text()) for f in sorted((run_dir / "attempts").glob(f"{agent}-*/session.json"))}
+
+
+def _tracks(run_dir: Path) -> dict[str, bytes]:
+    return {f.parent.parent.name: f.read_bytes() for f in sorted((run_dir / "attempts").glob("tracker-*/tracker-out/tracks.jsonl"))}
+
+
+def _store_ids(run_dir: Path) -> list[str]:
+    if not (run_dir / "results.sqlite").exists():
+        return []
+    con = sqlite3.connect(run_dir / "results.sqlite")
+    try:
+        return [r[0] for r in con.execute("SELECT attempt_id FROM results")]
+    except sqlite3.OperationalError:  # the table is not there yet
+        return []
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def single_host(docker_engine, tracker_image, tracker_suite, tmp_path_factory) -> Path:
+    """The reference: the same plan on one host, one container per tracker attempt (no group)."""
+    run_dir = _save(tmp_path_factory.mktemp("single") / "run", tracker_suite, group=1, concurrency=4)
+    done, _, _ = _run(run_dir)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def gpu_cluster(docker_engine, tracker_image):
+    from test_cluster import Cluster
+
+    root = Path("/tmp") / f"sbx-ray-g{os.getpid()}"  # short: unix socket paths are limited to 108 bytes
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir()
+    c = Cluster(root)
+    try:
+        c.start_node("a", head=True, docker_host=None, extra=("--num-gpus=0",))
+        c.wait_nodes(1)
+        c.start_node("g", head=False, docker_host=None, extra=("--num-gpus=1",))  # a logical GPU: Ray's bookkeeping only
+        c.wait_nodes(2)
+        yield c
+    finally:
+        c.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _cluster_log(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "cluster.jsonl").read_text().splitlines() if line.strip()]
+
+
+def _check_own_files(run_dir: Path) -> None:
+    """Each tracker attempt's folder holds its own stream only: its answer event, its tagged stdout lines."""
+    from statebox.recorder import read_events
+
+    for aid, session in _sessions(run_dir).items():
+        folder = run_dir / "attempts" / aid
+        group = session["meta"].get("group")
+        answers = [e for e in read_events(folder) if e.kind.value == "tool_output" and e.data.get("event") == "answer"]
+        assert len(answers) == 1, aid
+        assert (folder / "tracker-out" / "tracks.jsonl").is_file() and (folder / "tracker-input" / "question.json").is_file()
+        if group:
+            i = group["index"]
+            assert answers[0].data["stream"] == i
+            log = (folder / "stdout.log").read_text()
+            assert f'"stream": {i}' in log
+            assert all(f'"stream": {j}' not in log for j in range(group["size"]) if j != i), aid
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_single_host_group_option_shares_a_container(single_host, tracker_suite, tmp_path):
+    """`-c 4 --option group=4` on one host: the runner's four threads' attempts run in one container
+    (each attempt's own AttemptSandboxes used to keep them apart), with the reference's answers and tracks."""
+    from test_cluster import _rows
+    from test_streaming_session import _container_creates
+
+    run_dir = _save(tmp_path / "run", tracker_suite, group=4, concurrency=4)
+    done, started, ended = _run(run_dir)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _rows(run_dir) == _rows(single_host)
+    assert _tracks(run_dir) == _tracks(single_host) and len(_tracks(run_dir)) == 4
+    assert _container_creates(RUN_ID, started, ended) == 1
+    assert sorted(s["meta"]["group"]["index"] for s in _sessions(run_dir).values()) == [0, 1, 2, 3]
+    _check_own_files(run_dir)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_tracker_groups_run_on_the_gpu_node_in_one_container_each(gpu_cluster, single_host, tracker_suite, tmp_path):
+    from test_cluster import _containers, _rows
+    from test_streaming_session import _container_creates
+
+    run_dir = _save(tmp_path / "run", tracker_suite, group=3, concurrency=2)
+    done, started, ended = _run(run_dir, "--cluster", gpu_cluster.address)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = _rows(run_dir)
+    assert rows == _rows(single_host)  # same attempts, answers, verdicts and scores as one host, one container each
+    assert _tracks(run_dir) == _tracks(single_host) and len(_tracks(run_dir)) == 4  # byte for byte
+    single_frames = {a: s["frames"]["decoded"] for a, s in _sessions(single_host).items()}
+    assert {a: s["frames"]["decoded"] for a, s in _sessions(run_dir).items()} == single_frames
+    log = _cluster_log(run_dir)
+    assert sorted(e["attempt_id"] for e in log) == sorted(r[0] for r in rows)  # one line per attempt
+    tracker = [e for e in log if e["attempt_id"].startswith("tracker-")]
+    assert {e["node"] for e in tracker} == {"g"}  # num_gpus=1: only the node with a (logical) GPU takes them
+    tasks: dict[str, list[str]] = {}
+    for e in tracker:
+        tasks.setdefault(e["task"], []).append(e["attempt_id"])
+    print(f"tracker tasks: {tasks}; nodes: {sorted({e['node'] for e in log})}")
+    assert sorted(len(v) for v in tasks.values()) == [1, 3]  # groups of up to 3: 4 attempts, 2 tasks
+    sessions = _sessions(run_dir)
+    for members in tasks.values():  # the session files say the same: one group per task, indexed 0..n-1
+        if len(members) > 1:
+            assert sorted(sessions[a]["meta"]["group"]["index"] for a in members) == list(range(len(members)))
+            assert all(sessions[a]["meta"]["group"]["size"] == len(members) for a in members)
+    assert all(s["meta"]["gpu"] is False for s in sessions.values())  # no GPU runtime here: the container ran on CPU
+    assert _container_creates(RUN_ID, started, ended) == len(tasks) == 2  # fewer containers than attempts
+    _check_own_files(run_dir)
+    assert _containers(None, RUN_ID) == []
+    assert not (gpu_cluster.root / "node-g" / "runs" / RUN_ID).exists()  # the node's staging folder is gone
+    again, _, _ = _run(run_dir, "--cluster", gpu_cluster.address, timeout=300)  # finished: nothing redone
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert _rows(run_dir) == rows and len(_cluster_log(run_dir)) == len(log)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_head_killed_mid_group_resumes_without_redoing_or_duplicating(gpu_cluster, single_host, tracker_suite, tmp_path):
+    """Rows of a group are written when its task returns (with its folders): a head SIGKILLed while the
+    second group runs keeps the first group's rows; resume runs only the second group, once."""
+    from test_cluster import _containers, _rows, _wait_for
+    from test_streaming_session import _container_creates
+
+    run_dir = _save(tmp_path / "run", tracker_suite, group=2, concurrency=1)
+    head = subprocess.Popen(STATEBOX + ["run", "--resume", str(run_dir), "--json", "--cluster", gpu_cluster.address],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: len([a for a in _store_ids(run_dir) if a.startswith("tracker-")]) == 2
+                  and _containers(None, RUN_ID), 600, "the first group's rows and the second group's container")
+        kept = sorted(_store_ids(run_dir))
+        head.send_signal(signal.SIGKILL)
+        head.wait(timeout=60)
+    finally:
+        if head.poll() is None:
+            head.kill()
+            head.wait(timeout=60)
+    first_group = sorted(a for a in kept if a.startswith("tracker-"))
+    assert len(first_group) == 2
+    done, started, ended = _run(run_dir, "--cluster", gpu_cluster.address)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ids = _store_ids(run_dir)
+    assert len(ids) == len(set(ids)) == 8  # 4 tracker + 4 oracle, each once
+    assert _rows(run_dir) == _rows(single_host)
+    assert _tracks(run_dir) == _tracks(single_host)
+    log = _cluster_log(run_dir)
+    assert sorted(e["attempt_id"] for e in log) == sorted(ids)  # the killed head wrote lines only with rows
+    redone = [e for e in log if e["attempt_id"].startswith("tracker-") and e["attempt_id"] not in first_group]
+    assert len(redone) == 2 and len({e["task"] for e in redone}) == 1  # the second group, as one task
+    assert _container_creates(RUN_ID, started, ended) == 1  # resume ran one container: nothing of the first group again
+    _check_own_files(run_dir)
+    _wait_for(lambda: not _containers(None, RUN_ID), 120, "the killed run's container to be removed")
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_gpu_require_is_refused_when_the_gpu_node_cannot_give_a_container_one(gpu_cluster, tracker_suite, tmp_path):
+    from statebox.sandbox.docker import SandboxEngine
+
+    if SandboxEngine().has_gpu_runtime():
+        pytest.skip("this engine gives containers a GPU: `gpu: require` is satisfiable here")
+    policy = tmp_path / "gpu-require.yaml"
+    policy.write_text("description: the tracker must get a GPU\ngpu: require\n")
+    run_dir = _save(tmp_path / "run", tracker_suite, group=2, concurrency=1, policy=str(policy))
+    done, _, _ = _run(run_dir, "--cluster", gpu_cluster.address, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "g: offers 1 GPU to Ray but its Docker engine gives containers none" in done.stderr
+    assert _store_ids(run_dir) == []  # refused before any attempt ran
+
+
+class _CountingEngine:
+    """The real engine, counting the containers it runs."""
+
+    def __init__(self, engine) -> None:
+        self._engine = engine
+        self.runs = 0
+
+    def run(self, *args, **kwargs):
+        self.runs += 1
+        return self._engine.run(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._engine, name)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_one_failing_attempt_of_a_group_costs_only_itself(docker_engine, tracker_image, tracker_suite, limited_dir, tmp_path):
+    """The tracker runtime is one process for all its streams: a stream whose video is missing ends the
+    group's container (exit 2) before any answer. Each member without an answer runs again alone: the
+    two good attempts answer as they would have, the bad one fails on its own, each in its own record."""
+    from statebox.agents.tracker import TrackerAgent
+    from statebox.attempt import AgentOptions, AttemptContext, SecretFacts
+    from statebox.benchmarks import load_benchmark
+    from statebox.benchmarks.synthetic.suite import load_suite
+    from statebox.policies import load_policy
+    from statebox.recorder import read_events
+    from statebox.sandbox.workspace import prepare_workspace
+    from statebox.schema import Attempt, resolve_video
+
+    ds = load_suite(tracker_suite).dataset("cube_count")
+    items = [i for i in load_benchmark(ds.bench, ds.data, ds.videos).items][:3]
+    policy = load_policy("default")
+    workspaces = [prepare_workspace(it, it.queries[0], resolve_video(it, ds.videos), policy, root=tmp_path / f"ws{k}")
+                  for k, it in enumerate(items)]
+    empty = limited_dir(16)  # attempt 1's workspace: its video is not there
+    broken = SimpleNamespace(path=str(empty), video_name="missing.mp4", instruction=workspaces[1].instruction)
+
+    def ctx(k: int, ws) -> AttemptContext:
+        attempt = Attempt(run_id="grp-fail", agent="tracker", item_id=items[k].id)
+        return AttemptContext(attempt=attempt, item=items[k], query=items[k].queries[0], attempt_dir=tmp_path / f"a{k}",
+                              policy=policy, options=AgentOptions(),
+                              secret=SecretFacts(original_name="x.mp4", original_stem="x", item_id=items[k].id, dataset="d"),
+                              workspace=ws, engine=engine)
+
+    engine = _CountingEngine(docker_engine)
+    try:
+        agent = TrackerAgent(AgentOptions(extra={"group": 3}))
+        sessions = agent.run_group([ctx(0, workspaces[0]), ctx(1, broken), ctx(2, workspaces[2])])
+        assert engine.runs == 4  # the group's container, then each member alone
+        assert [s.status for s in sessions] == ["ok", "error", "ok"], [s.reason for s in sessions]
+        assert "exit code 2" in sessions[1].reason
+        for k, s in enumerate(sessions):
+            assert s.meta["group"] == {"size": 3, "index": k, "rerun_alone": True}
+            events = read_events(tmp_path / f"a{k}")
+            notes = [e for e in events if e.kind.value == "message" and "runs again alone" in e.text]
+            assert len(notes) == 1 and notes[0].data["group_exit_code"] == 2
+            assert sum(1 for e in events if e.data.get("role") == "user") == 1  # the question, recorded once
+        for k in (0, 2):
+            assert sessions[k].response and (tmp_path / f"a{k}" / "tracker-out" / "tracks.jsonl").stat().st_size > 0
+            answers = [e for e in read_events(tmp_path / f"a{k}") if e.data.get("event") == "answer"]
+            assert len(answers) == 1 and "stream" not in answers[0].data  # its own single run's answer
+        assert not (tmp_path / "a1" / "tracker-out" / "answer.json").exists()
+    finally:
+        for ws in workspaces:
+            ws.cleanup()
