@@ -11,8 +11,9 @@ response: the scorer counts it wrong and reports abstentions separately.
 
 Agent options: `--weights FILE` (default: the shipped suite model), and `extra` keys
 `stride` (process every n-th frame), `batch`, `imgsz`, `conf`, `device` (auto|cpu|cuda),
-`group` (up to N concurrent attempts share one container: `run_group`; default 1) and
-`group_wait_s` (how long the first attempt of a group waits for others; default 2).
+`group` (up to N concurrent attempts share one container: `run_group`; default 1; on a Ray
+cluster N attempts are one task, `harness/cluster_worker.run_group`) and `group_wait_s` (how
+long the first attempt of a group waits for others; default 2).
 """
 
 from __future__ import annotations
