@@ -48,7 +48,8 @@ class TorchcodecFrameReader(FrameReader):
             raise ValueError("stride and batch must be >= 1")
         self.device = device
         try:
-            self._decoder = VideoDecoder(str(path), device=device, dimension_order="NHWC", seek_mode="exact")
+            self._decoder = VideoDecoder(str(path), device=device, dimension_order="NHWC", seek_mode="exact",
+                                         num_ffmpeg_threads=0)  # FFmpeg picks, as in OpenCV's FFmpeg backend
         except Exception as exc:  # noqa: BLE001 - e.g. no NVDEC for this codec, no CUDA: the caller falls back
             raise DecoderUnavailable(f"torchcodec cannot open {Path(path).name} on {device}: "
                                      f"{type(exc).__name__}: {exc}") from exc
@@ -62,8 +63,9 @@ class TorchcodecFrameReader(FrameReader):
                 return
             stop = min(self.num_frames, start + step)
             frames = self._decoder.get_frames_in_range(start, stop, step=self.stride)
-            rgb = frames.data  # (n, h, w, 3) RGB uint8 on `device`
-            bgr = np.ascontiguousarray(rgb.flip(-1).cpu().numpy())
+            rgb = frames.data.cpu().numpy()  # (n, h, w, 3) RGB uint8; from a GPU, one device->host copy a batch
+            bgr = np.ascontiguousarray(rgb[..., ::-1])  # numpy, not torch.flip: a torch op here would run in
+            # torch's OpenMP pool and fight the detector's forward pass running in another thread
             indices = list(range(start, stop, self.stride))
             self.counts.read += len(indices)
             self.counts.grabbed = stop
