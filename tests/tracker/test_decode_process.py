@@ -224,3 +224,16 @@ def test_pids_left_reads_cgroup_v2_and_v1(tmp_path):
     (tmp_path / "pids.max").write_text("max\n")
     (tmp_path / "pids.current").write_text("3\n")
     assert decode_process.pids_left(tmp_path) is None  # v2, unlimited
+
+
+def test_the_track_command_takes_a_decoder_and_reports_the_one_used():
+    from statebox.tracker.runtime.cli import _decoder_fields, build_parser
+    from statebox.tracker.runtime.track import RunStats
+
+    parse = build_parser().parse_args
+    assert parse(["track", "--weights", "w.pt"]).decoder == "auto"
+    assert parse(["track", "--weights", "w.pt", "--decoder", "process"]).decoder == "process"
+    with pytest.raises(SystemExit):
+        parse(["track", "--weights", "w.pt", "--decoder", "gstreamer"])
+    stats = RunStats(decoder="thread", decoder_fallback="process decoder unavailable: ...")
+    assert _decoder_fields(stats) == {"decoder": "thread", "decoder_fallback": "process decoder unavailable: ..."}

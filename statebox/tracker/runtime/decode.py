@@ -112,6 +112,7 @@ class FrameReader:
     `close()` that stops the thread wherever it is."""
 
     kind = "thread"
+    fallback: str | None = None  # set by decoders.open_reader when this reader replaced the one asked for
     _DONE = object()
 
     def __init__(self, path: Path, *, stride: int = 1, batch: int = 8, prefetch: int = 4) -> None:

@@ -246,6 +246,7 @@ class ProcessFrameReader:
     with the decoding in a child process."""
 
     kind = "process"
+    fallback: str | None = None
 
     def __init__(self, path: Path, *, stride: int = 1, batch: int = 8, prefetch: int = 4,
                  ring: int | None = None) -> None:

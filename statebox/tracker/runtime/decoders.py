@@ -26,7 +26,8 @@ AUTO = "thread"
 
 
 class Reader(Protocol):
-    kind: str
+    kind: str  # the decoder that reads: thread | process | torchcodec
+    fallback: str | None  # why the decoder asked for was replaced by this one (None: it was not)
     info: VideoInfo
     counts: Counts
 
@@ -61,5 +62,5 @@ def open_reader(path: Path, *, stride: int = 1, batch: int = 8, decoder: str = "
         reason = f"{wanted} decoder unavailable: {exc}; using the thread decoder"
     if reader is None:
         reader = FrameReader(path, stride=stride, batch=batch)
-    reader.fallback = reason  # type: ignore[attr-defined]
+    reader.fallback = reason
     return reader

@@ -168,7 +168,7 @@ def run_tracking_many(
             tracker = ObjectTracker(detector.names, reader.info.fps / stride, tracker_config or TrackerConfig())
             wanted = [(FEATURES[name], name, classes) for name, classes in (feats or {}).items()]
             streams.append(_Stream(video, reader, tracker, wanted, sink, [],
-                                   RunStats(decoder=reader.kind, decoder_fallback=getattr(reader, "fallback", None))))
+                                   RunStats(decoder=reader.kind, decoder_fallback=reader.fallback)))
 
         def steps():
             """[(stream, FrameBatch)] per step: the next batch of every stream that has one."""
