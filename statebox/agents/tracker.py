@@ -29,6 +29,7 @@ from pathlib import Path
 
 from statebox.attempt import AgentOptions, AttemptContext
 from statebox.capped_log import CAP_REACHED, CappedFile, clamp_tree, read_tail
+from statebox.errors import UserError
 from statebox.recorder import SessionRecorder
 from statebox.sandbox.spec import ContainerSpec, Mount
 from statebox.sandbox.cleanup import remove_tree
@@ -37,6 +38,9 @@ from statebox.schema import EventKind, Session
 from statebox.tracker import container as tc
 
 
+# the runtime's decoders (sbtracker.decoders.DECODERS; the runtime is not importable on the host:
+# tests/tracker/test_tracking.py checks the two lists agree)
+DECODERS = ("auto", "thread", "process", "torchcodec")
 TRACKER_OUT_MB = 256  # tracks.jsonl of a long video, answer.json, run.json, network.jsonl
 
 
@@ -56,6 +60,10 @@ class TrackerAgent:
         self.imgsz = int(extra.get("imgsz", 320))
         self.conf = float(extra.get("conf", 0.1))
         self.device = str(extra.get("device", "auto"))
+        # `decoder=thread|process|torchcodec|auto` (the runtime's --decoder; auto = thread on the CPU)
+        self.decoder = str(extra.get("decoder", "auto"))
+        if self.decoder not in DECODERS:
+            raise UserError(f"tracker option decoder={self.decoder!r}: expected one of {', '.join(DECODERS)}")
         self.weights = tc.resolve_weights(options.weights)
         # `group=N`: concurrent attempts (the runner's -c) share one container, up to N at a time
         self.group = max(1, int(extra.get("group", 1)))
@@ -67,7 +75,7 @@ class TrackerAgent:
                  ["--question-file", f"{tc.INPUT_MOUNT}/question.json", "--out", tc.OUT_MOUNT])
         return [tc.PYTHON, "-m", "sbtracker.cli", "track", *where, "--weights", weights_in_container,
                 "--imgsz", str(self.imgsz), "--conf", str(self.conf), "--stride", str(self.stride),
-                "--batch", str(self.batch), "--device", self.device]
+                "--batch", str(self.batch), "--device", self.device, "--decoder", self.decoder]
 
     def run(self, ctx: AttemptContext) -> Session:
         if self._batcher is not None:

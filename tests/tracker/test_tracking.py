@@ -232,3 +232,47 @@ def test_concurrent_attempts_with_group_option_share_a_container(docker_engine, 
     finally:
         for ws in workspaces:
             ws.cleanup()
+
+
+def test_decoder_option_reaches_the_runtime_and_bad_values_are_one_line():
+    """`--option decoder=...` becomes the runtime's `--decoder`; the agent's list is the runtime's own."""
+    from statebox.agents import tracker as tracker_agent
+    from statebox.attempt import AgentOptions
+    from statebox.errors import UserError
+    from statebox.tracker.runtime.decoders import DECODERS
+
+    assert tuple(tracker_agent.DECODERS) == tuple(DECODERS)
+    agent = tracker_agent.TrackerAgent(AgentOptions(extra={"decoder": "process"}))
+    command = agent.command("/models/w.pt")
+    assert command[command.index("--decoder") + 1] == "process"
+    default = tracker_agent.TrackerAgent(AgentOptions()).command("/models/w.pt")
+    assert default[default.index("--decoder") + 1] == "auto"
+    with pytest.raises(UserError, match="decoder='gpu-magic'"):
+        tracker_agent.TrackerAgent(AgentOptions(extra={"decoder": "gpu-magic"}))
+
+
+def test_attempt_with_the_process_decoder_reads_its_frames_in_a_child_process(docker_engine, tracker_image,
+                                                                              shipped_weights, tiny_suite, tmp_path):
+    """A harness attempt with `decoder=process` decodes in its own process inside the sandbox (run.json says
+    which decoder read the frames, and no fallback), and answers as the default attempt does."""
+    from statebox.agents.tracker import TrackerAgent
+    from statebox.attempt import AgentOptions
+    from statebox.benchmarks import load_benchmark
+    from statebox.benchmarks.synthetic.suite import load_suite
+    from statebox.sandbox.workspace import prepare_workspace
+    from statebox.schema import resolve_video
+
+    ds = load_suite(tiny_suite).dataset("cube_count")
+    item = next(i for i in load_benchmark(ds.bench, ds.data, ds.videos).items if "control" in i.id)
+    ws = prepare_workspace(item, item.queries[0], resolve_video(item, ds.videos), load_policy("default"),
+                           root=tmp_path / "ws")
+    try:
+        sessions = {name: TrackerAgent(AgentOptions(extra={"decoder": name})).run(
+            _context(item, ws, tmp_path / name, docker_engine)) for name in ("process", "thread")}
+        assert [s.status for s in sessions.values()] == ["ok", "ok"], [s.reason for s in sessions.values()]
+        run = sessions["process"].meta["run"]
+        assert run["decoder"] == "process" and run["decoder_fallback"] is None, run
+        assert sessions["thread"].meta["run"]["decoder"] == "thread"
+        assert sessions["process"].response == sessions["thread"].response
+    finally:
+        ws.cleanup()
