@@ -36,8 +36,11 @@ import socket
 import tarfile
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+from statebox.errors import UserError
 
 ATTEMPTS_DIR = "attempts"
 PACK_LEVEL = 1  # gzip level: logs compress well, and a 2-core node should not spend its time here
@@ -434,8 +437,6 @@ def run_group(run: NodeRun, jobs: list, agent: Any) -> dict[str, Any]:
     this, the task's main thread) stops every member: the run's services are cancelled (no
     row for a cancelled attempt), this node's containers of the run removed, and it re-raises.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
     from statebox.harness.runner import run_attempt
 
     ids = [j.attempt.attempt_id for j in jobs]
@@ -466,11 +467,10 @@ def run_group(run: NodeRun, jobs: list, agent: Any) -> dict[str, Any]:
         exc = fut.exception()
         if exc is None:
             results.append(_packed(run, fut.result()))
-        elif error is None:
-            error = {"attempt_id": aid, "type": type(exc).__name__, "message": str(exc).splitlines()[0][:300] if str(exc) else "",
-                     "user_error": _is_user_error(exc)}
-            shutil.rmtree(run.staging / ATTEMPTS_DIR / aid, ignore_errors=True)
-        else:
+        else:  # no row: its folder is not shipped, and resume redoes it
+            if error is None:
+                error = {"attempt_id": aid, "type": type(exc).__name__, "user_error": isinstance(exc, UserError),
+                         "message": str(exc).splitlines()[0][:300] if str(exc) else ""}
             shutil.rmtree(run.staging / ATTEMPTS_DIR / aid, ignore_errors=True)
     out: dict[str, Any] = {"who": node_identity(), "results": results, "group": len(jobs)}
     if error is not None:
@@ -478,19 +478,11 @@ def run_group(run: NodeRun, jobs: list, agent: Any) -> dict[str, Any]:
     return out
 
 
-def _is_user_error(exc: BaseException) -> bool:
-    from statebox.errors import UserError
-
-    return isinstance(exc, UserError)
-
-
 # ---------------------------------------------------------------- doctor, sweep, images
 
 
 def node_report(targets: list[str], providers: list[str], probe: bool, policy_name: str = "default") -> dict[str, Any]:
     """What `cluster doctor` and the start of a cluster run need to know about this node."""
-    from statebox.errors import UserError
-
     report: dict[str, Any] = {**node_identity(), "code": code_fingerprint(), "problems": [], "images": {},
                               "keys": {}, "gpu_runtime": False, "probe": None}
     where = report["node"]

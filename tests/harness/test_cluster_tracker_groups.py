@@ -423,3 +423,51 @@ def test_one_failing_attempt_of_a_group_costs_only_itself(docker_engine, tracker
     finally:
         for ws in workspaces:
             ws.cleanup()
+
+
+def test_the_node_runs_a_group_in_threads_and_returns_the_rows_of_the_others(tmp_path, monkeypatch):
+    """`cluster_worker.run_group` without Ray: every member through `run_attempt` in its own thread at
+    once (the agent told to expect them, and told when each is done); one raising costs only itself."""
+    from statebox.errors import StorageError
+    from statebox.harness import cluster_worker, runner
+    from statebox.harness.store import ResultRow
+
+    class Agent:
+        group = 3
+
+        def __init__(self) -> None:
+            self.expected: list[str] = []
+            self.left: list[str] = []
+
+        def expect_group(self, ids):
+            self.expected = list(ids)
+
+        def left_group(self, aid):
+            self.left.append(aid)
+
+    barrier = threading.Barrier(3, timeout=30)  # all three must be running at once, or this times out
+
+    def fake_run_attempt(job, services):
+        barrier.wait()
+        aid = job.attempt.attempt_id
+        if aid == "tracker-1":
+            raise StorageError("cannot write the attempt folder: no space left on device (/x)")
+        folder = tmp_path / "staging" / "attempts" / aid
+        folder.mkdir(parents=True)
+        (folder / "session.json").write_text(aid)
+        return ResultRow(attempt_id=aid, run_id="r", agent="tracker", dataset="d", bench="vstat", item_id=aid)
+
+    monkeypatch.setattr(runner, "run_attempt", fake_run_attempt)
+    (tmp_path / "staging" / "attempts" / "tracker-1").mkdir(parents=True)  # what the failed one left on the node
+    agent = Agent()
+    run = SimpleNamespace(staging=tmp_path / "staging", services=SimpleNamespace(cancel=threading.Event()))
+    jobs = [SimpleNamespace(attempt=SimpleNamespace(attempt_id=f"tracker-{k}", agent="tracker")) for k in range(3)]
+    out = cluster_worker.run_group(run, jobs, agent)
+    assert agent.expected == ["tracker-0", "tracker-1", "tracker-2"] and sorted(agent.left) == agent.expected
+    assert [r["attempt_id"] for r, _ in out["results"]] == ["tracker-0", "tracker-2"] and out["group"] == 3
+    assert out["error"]["attempt_id"] == "tracker-1" and out["error"]["user_error"] is True
+    assert "no space left" in out["error"]["message"]
+    assert not (tmp_path / "staging" / "attempts").exists() or not any((tmp_path / "staging" / "attempts").iterdir())
+    dest = tmp_path / "head" / "tracker-2"
+    cluster_worker.unpack_folder(out["results"][1][1], dest)
+    assert (dest / "session.json").read_text() == "tracker-2"
