@@ -1,9 +1,17 @@
-"""perf/tracker_throughput.py's target verdicts: GPU targets never pass off a GPU, nor the CPU one on a GPU."""
+"""perf/tracker_throughput.py: its target verdicts (GPU targets never pass off a GPU, nor the CPU one on a
+GPU), and the bench it runs in the tracker image (each side in its own process; the JSON keys the script
+reads)."""
 
 from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+
+import pytest
+
+from statebox.policies import load_policy
+from statebox.sandbox.docker import ContainerSpec, Mount
+from statebox.tracker import container as tc
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,3 +57,34 @@ def test_on_a_gpu_each_target_is_checked_and_none_passes_by_default():
     assert short["gpu_16_streams_ge_5000fps"] == "missed" and short["gpu_16_streams_ge_half_ceiling"] == "missed"
     big = targets(_result("cuda:0", imgsz=640, streams=16, multi_stream_fps=4000.0, detector_ceiling_fps=6000.0))
     assert big["gpu_16_streams_ge_half_ceiling"] == "met" and big["gpu_16_streams_ge_5000fps"] == "unmeasured"
+
+
+@pytest.mark.docker
+def test_bench_runs_each_side_in_its_own_process(docker_engine, tracker_image, shipped_weights, tiny_suite,
+                                                 writable_dir):
+    """A short bench in the image (every 4th frame of one clip, one round): both sides measured, each in a
+    process of its own (not the parent's), statebox's fast path in its default precision."""
+    video = tiny_suite / "cube_count" / "videos" / "cube_count_main_0000.mp4"
+    command = [tc.PYTHON, "-m", "sbtracker.bench", "--weights", f"{tc.MODELS_MOUNT}/{shipped_weights.name}",
+               "--video", f"/videos/{video.name}", "--device", "cpu", "--rounds", "1", "--stride", "4",
+               "--ceiling-seconds", "0.5"]
+    spec = ContainerSpec(image=tracker_image, command=command, workspace=None, policy=load_policy("default"),
+                         env=dict(tc.OFFLINE_ENV),
+                         mounts=[Mount(source=video, target=f"/videos/{video.name}"),
+                                 Mount(source=shipped_weights, target=f"{tc.MODELS_MOUNT}/{shipped_weights.name}"),
+                                 Mount(source=writable_dir, target=tc.OUT_MOUNT, read_only=False)])
+    lines: list[str] = []
+    result = docker_engine.run(spec, writable_dir / "stdout.log", writable_dir / "stderr.log",
+                               on_stdout_line=lines.append)
+    assert result.status == "ok", (writable_dir / "stderr.log").read_text()[-3000:]
+    found = [tc.parse_event_line(line) for line in "".join(lines).splitlines()]
+    r = next((e for e in found if e and e.get("event") == "bench"), None)
+    assert r is not None, (writable_dir / "stderr.log").read_text()[-3000:]
+    pids = r["side_pids"]
+    assert set(pids) == {"ultralytics", "statebox"} and len({*pids.values(), r["parent_pid"]}) == 3, r
+    assert r["fast_path"] and r["precision"] in {"bf16", "fp32"} and r["peer_precision"] == "fp32", r
+    assert r["rounds"]["ultralytics_track"][0]["frames"] == r["rounds"]["sbtracker"][0]["frames"] == 25, r
+    assert r["rounds"]["ultralytics_track"][0]["torch_threads"] >= 1 and r["single_stream_ratio"] > 0, r
+    for key in ("device", "single_stream_ratio", "streams", "multi_stream_fps", "detector_ceiling_fps", "gpu_util"):
+        assert key in r, key
+    assert r["device"] == "cpu" and r["gpu_util"] is None and r["streams"] == 1 and r["detector_ceiling_fps"] > 0, r

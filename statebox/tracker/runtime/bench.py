@@ -29,6 +29,7 @@ moves it less than wall time). Prints one `SBTRACK {"event": "bench", ...}` line
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -147,7 +148,6 @@ class _Side:
 
 def _side_main(conn, name: str, s: dict) -> None:
     """A side's process: load its model once, then run what the parent asks, timing it here."""
-    import os
     import traceback
 
     try:
@@ -283,6 +283,7 @@ def bench(videos: list[Path], weights: str, imgsz: int, conf: float, device: str
             "batch": batch, "stride": stride, "precision": info["statebox"]["precision"],
             "compile": info["statebox"]["compile"], "fast_path": info["statebox"]["fast_path"],
             "peer_precision": info["ultralytics"]["precision"], "processes": "one per side",
+            "side_pids": {name: i["pid"] for name, i in info.items()}, "parent_pid": os.getpid(),
             "rounds": rows, "median_fps": med,
             "single_stream_ratio": round(med["sbtracker"] / med["ultralytics_track"], 3),
             "ratio": round(med["sbtracker"] / med["ultralytics_track"], 3),
@@ -329,13 +330,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--streams", type=int, default=1)
     p.add_argument("--out", help="folder for both sides' tracks of the videos with truth")
     p.add_argument("--compare-reference", action="store_true", help="also time the previous host-side path")
+    p.add_argument("--ceiling-seconds", type=float, default=3.0, help="how long to time the bare forward pass")
     p.add_argument("--precision", default="auto", help="statebox's forward pass: auto | fp32 | fp16 | bf16")
     p.add_argument("--compile", default="off", help="statebox's torch.compile: off | inductor | reduce-overhead | "
                                                     "cudagraphs | aot_eager")
     args = p.parse_args(argv)
     result = bench([Path(v) for v in args.video], args.weights, args.imgsz, args.conf, args.device, args.rounds,
                    args.batch, args.stride, args.streams, [Path(t) if t else None for t in args.truth],
-                   Path(args.out) if args.out else None, args.compare_reference, precision=args.precision,
+                   Path(args.out) if args.out else None, args.compare_reference, args.ceiling_seconds,
+                   precision=args.precision,
                    compile=args.compile)
     print("SBTRACK " + json.dumps({"event": "bench", **result}), flush=True)
     return 0
