@@ -66,7 +66,8 @@ def cmd_track(args: argparse.Namespace) -> int:
     detector = Detector(DetectorConfig(weights=args.weights, imgsz=args.imgsz, conf=args.conf,
                                        device=args.device, half=None))
     emit({"event": "model", "weights": Path(args.weights).name, "device": detector.device,
-          "half": detector.half, "classes": detector.names, "load_s": round(time.perf_counter() - started, 2)})
+          "half": detector.half, "precision": detector.precision, "classes": detector.names,
+          "load_s": round(time.perf_counter() - started, 2)})
 
     def progress(stats: RunStats) -> None:
         if stats.batches % args.progress_every == 0:
@@ -129,7 +130,8 @@ def _track_streams(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     detector = Detector(DetectorConfig(weights=args.weights, imgsz=args.imgsz, conf=args.conf, device=args.device))
     emit({"event": "model", "weights": Path(args.weights).name, "device": detector.device, "half": detector.half,
-          "classes": detector.names, "load_s": round(time.perf_counter() - started, 2), "streams": len(active)})
+          "precision": detector.precision, "classes": detector.names, "load_s": round(time.perf_counter() - started, 2),
+          "streams": len(active)})
 
     def progress(stats: RunStats) -> None:
         if stats.batches % args.progress_every == 0:
