@@ -67,7 +67,9 @@ class Cluster:
         self.model = None  # the scripted model server behind every node's gateway
 
     def node_env(self, name: str, docker_host: str | None) -> dict[str, str]:
-        env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", STATEBOX_NODE_NAME=name,
+        # RAY_AUTH_MODE: a `ray start --head` turns token auth on when ~/.ray/auth_token exists (any local
+        # `ray.init()` may write one), and this test's drivers carry no token: these throwaway nodes opt out
+        env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled", STATEBOX_NODE_NAME=name,
                    STATEBOX_WORKSPACE_ROOT=str(self.root / f"ws-{name}"), STATEBOX_NODE_ROOT=str(self.root / f"node-{name}"),
                    **self.model_env)
         env.pop("DOCKER_HOST", None)

@@ -141,7 +141,9 @@ def test_a_failed_attempt_of_a_group_keeps_the_others_rows(tmp_path):
 
 # ------------------------------------------------------------------ on a real cluster
 
-RUN_ID = "trk-grp"  # one run id for every run below: the same attempt ids, so rows compare directly
+# one run id for every run below (the same attempt ids, so rows compare directly), its own per test
+# session: container counts and sweeps go by the run label, and another session may share this engine
+RUN_ID = f"trk-grp-{os.getpid()}"
 
 
 @pytest.fixture(scope="module")
@@ -197,13 +199,26 @@ def _store_ids(run_dir: Path) -> list[str]:
         con.close()
 
 
+def _tracker_tag() -> str:
+    from statebox.sandbox.images import image_status
+
+    return image_status("tracker")["tag"]
+
+
 @pytest.fixture(scope="module")
 def single_host(docker_engine, tracker_image, tracker_suite, tmp_path_factory) -> Path:
     """The reference: the same plan on one host, one container per tracker attempt (no group)."""
     run_dir = _save(tmp_path_factory.mktemp("single") / "run", tracker_suite, group=1, concurrency=4)
     done, _, _ = _run(run_dir)
     assert done.returncode == 0, done.stderr[-3000:]
+    (run_dir / "tracker-tag").write_text(_tracker_tag())
     return run_dir
+
+
+def _same_runtime(single_host: Path) -> None:
+    """Answers compare only between runs of the same tracker runtime (its image tag hashes its sources)."""
+    tag = (single_host / "tracker-tag").read_text()
+    assert _tracker_tag() == tag, f"the tracker runtime's sources changed during this test ({tag} -> {_tracker_tag()}): rerun it"
 
 
 @pytest.fixture(scope="module")
@@ -258,6 +273,7 @@ def test_single_host_group_option_shares_a_container(single_host, tracker_suite,
     run_dir = _save(tmp_path / "run", tracker_suite, group=4, concurrency=4)
     done, started, ended = _run(run_dir)
     assert done.returncode == 0, done.stderr[-3000:]
+    _same_runtime(single_host)
     assert _rows(run_dir) == _rows(single_host)
     assert _tracks(run_dir) == _tracks(single_host) and len(_tracks(run_dir)) == 4
     assert _container_creates(RUN_ID, started, ended) == 1
@@ -275,6 +291,7 @@ def test_tracker_groups_run_on_the_gpu_node_in_one_container_each(gpu_cluster, s
     done, started, ended = _run(run_dir, "--cluster", gpu_cluster.address)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = _rows(run_dir)
+    _same_runtime(single_host)
     assert rows == _rows(single_host)  # same attempts, answers, verdicts and scores as one host, one container each
     assert _tracks(run_dir) == _tracks(single_host) and len(_tracks(run_dir)) == 4  # byte for byte
     single_frames = {a: s["frames"]["decoded"] for a, s in _sessions(single_host).items()}
@@ -330,6 +347,7 @@ def test_a_head_killed_mid_group_resumes_without_redoing_or_duplicating(gpu_clus
     assert done.returncode == 0, done.stderr[-3000:]
     ids = _store_ids(run_dir)
     assert len(ids) == len(set(ids)) == 8  # 4 tracker + 4 oracle, each once
+    _same_runtime(single_host)
     assert _rows(run_dir) == _rows(single_host)
     assert _tracks(run_dir) == _tracks(single_host)
     log = _cluster_log(run_dir)
@@ -471,3 +489,34 @@ def test_the_node_runs_a_group_in_threads_and_returns_the_rows_of_the_others(tmp
     dest = tmp_path / "head" / "tracker-2"
     cluster_worker.unpack_folder(out["results"][1][1], dest)
     assert (dest / "session.json").read_text() == "tracker-2"
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_sigterm_mid_group_leaves_no_container_and_resume_finishes(gpu_cluster, tracker_suite, tmp_path):
+    """A stop while a group's container runs: the head cancels the task (a KeyboardInterrupt in the
+    node's task thread: `run_group` cancels the run's services and removes its containers), exits 143
+    with no row for the group, and a resume runs the group again."""
+    from test_cluster import _containers, _wait_for
+
+    run_dir = _save(tmp_path / "run", tracker_suite, group=4, concurrency=1)
+    head = subprocess.Popen(STATEBOX + ["run", "--resume", str(run_dir), "--json", "--cluster", gpu_cluster.address],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: _containers(None, RUN_ID), 600, "the group's container")
+        head.send_signal(signal.SIGTERM)
+        _, err = head.communicate(timeout=180)
+    finally:
+        if head.poll() is None:
+            head.kill()
+            head.wait(timeout=60)
+    assert head.returncode == 143, err[-2000:]
+    assert not [a for a in _store_ids(run_dir) if a.startswith("tracker-")]  # a stopped group has no row
+    _wait_for(lambda: not _containers(None, RUN_ID), 60, "the run's containers to be gone")
+    done, _, _ = _run(run_dir, "--cluster", gpu_cluster.address)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ids = _store_ids(run_dir)
+    assert len(ids) == len(set(ids)) == 8
+    sessions = _sessions(run_dir)
+    assert len(sessions) == 4 and all(s["status"] == "ok" and s["meta"]["group"]["size"] == 4 for s in sessions.values())
+    assert _containers(None, RUN_ID) == []
