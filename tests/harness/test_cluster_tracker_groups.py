@@ -503,7 +503,8 @@ def test_sigterm_mid_group_leaves_no_container_and_resume_finishes(gpu_cluster, 
     head = subprocess.Popen(STATEBOX + ["run", "--resume", str(run_dir), "--json", "--cluster", gpu_cluster.address],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        _wait_for(lambda: _containers(None, RUN_ID), 600, "the group's container")
+        _wait_for(lambda: _containers(None, RUN_ID) or head.poll() is not None, 600, "the group's container")
+        assert head.poll() is None, f"the run ended before its group's container started: {head.communicate()[1][-3000:]}"
         head.send_signal(signal.SIGTERM)
         _, err = head.communicate(timeout=180)
     finally:
