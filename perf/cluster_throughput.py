@@ -105,7 +105,9 @@ class LocalRay:
         root.mkdir(parents=True, exist_ok=True)
         self.address = f"127.0.0.1:{self.port}"
         for k in range(nodes):
-            env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", STATEBOX_NODE_NAME=f"n{k}",
+            # RAY_AUTH_MODE: a ~/.ray/auth_token left by any local ray.init() turns token auth on for
+            # `ray start --head`, and this script's drivers carry no token (as tests/harness/test_cluster.py)
+            env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled", STATEBOX_NODE_NAME=f"n{k}",
                        STATEBOX_WORKSPACE_ROOT=str(root / f"ws{k}"), STATEBOX_NODE_ROOT=str(root / f"node{k}"))
             common = [f"--num-cpus={cpus}", "--object-store-memory=100000000", "--dashboard-agent-listen-port=0",
                       "--metrics-export-port=0", "--block"]

@@ -240,6 +240,22 @@ def gpu_cluster(docker_engine, tracker_image):
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _wait_gpu_free(cluster, timeout_s: float = 300) -> None:
+    """Wait until the cluster's one logical GPU is free again: a previous test's killed head may leave
+    its group task on the GPU node until Ray reaps the dead job's worker (that once starved the next
+    test's group for its whole wait). Fails naming what Ray still reports."""
+    probe = ("import ray, sys; ray.init(address=sys.argv[1], logging_level='ERROR', log_to_driver=False); "
+             "print(ray.available_resources().get('GPU', 0))")
+    deadline, last = time.monotonic() + timeout_s, ""
+    while time.monotonic() < deadline:
+        out = subprocess.run([sys.executable, "-c", probe, cluster.address], capture_output=True, text=True, timeout=120)
+        last = (out.stdout.strip().splitlines() or [out.stderr[-500:]])[-1]
+        if out.returncode == 0 and float(last) >= 1:
+            return
+        time.sleep(2)
+    pytest.fail(f"the GPU node's GPU was still taken {timeout_s:.0f} s after the previous test (available: {last})")
+
+
 def _cluster_log(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "cluster.jsonl").read_text().splitlines() if line.strip()]
 
@@ -318,6 +334,52 @@ def test_tracker_groups_run_on_the_gpu_node_in_one_container_each(gpu_cluster, s
     again, _, _ = _run(run_dir, "--cluster", gpu_cluster.address, timeout=300)  # finished: nothing redone
     assert again.returncode == 0, again.stderr[-2000:]
     assert _rows(run_dir) == rows and len(_cluster_log(run_dir)) == len(log)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_sigterm_mid_group_leaves_no_container_and_resume_finishes(gpu_cluster, tracker_suite, tmp_path):
+    """A stop while a group's container runs: the head cancels the task (a KeyboardInterrupt in the
+    node's task thread: `run_group` cancels the run's services and removes its containers), exits 143
+    with no row for the group, and a resume runs the group again."""
+    from test_cluster import _containers, _wait_for
+
+    _wait_gpu_free(gpu_cluster)
+    earlier = set(_containers(None, RUN_ID))  # other tests of this module share the run id
+
+    def group_container() -> list[str]:
+        out = subprocess.run(["docker", "ps", "--filter", f"label=statebox.run={RUN_ID}", "--filter", "status=running",
+                              "--format", "{{.Names}}"], capture_output=True, text=True).stdout.split()
+        return [name for name in out if name not in earlier]
+
+    run_dir = _save(tmp_path / "run", tracker_suite, group=4, concurrency=1)
+    head = subprocess.Popen(STATEBOX + ["run", "--resume", str(run_dir), "--json", "--cluster", gpu_cluster.address],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(lambda: group_container() or head.poll() is not None, 600, "the group's container")
+        assert head.poll() is None, f"the run ended before its group's container started: {head.communicate()[1][-3000:]}"
+        # Freeze the group's processes so the group cannot finish before the stop reaches it, however
+        # fast this machine tracks (the stop's container removal SIGKILLs stopped processes too).
+        pids = subprocess.run(["docker", "top", group_container()[0], "-eo", "pid"], capture_output=True,
+                              text=True).stdout.split()[1:]
+        for pid in pids:
+            os.kill(int(pid), signal.SIGSTOP)
+        head.send_signal(signal.SIGTERM)
+        _, err = head.communicate(timeout=180)
+    finally:
+        if head.poll() is None:
+            head.kill()
+            head.wait(timeout=60)
+    assert head.returncode == 143, err[-2000:]
+    assert not [a for a in _store_ids(run_dir) if a.startswith("tracker-")]  # a stopped group has no row
+    _wait_for(lambda: not _containers(None, RUN_ID), 60, "the run's containers to be gone")
+    done, _, _ = _run(run_dir, "--cluster", gpu_cluster.address)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ids = _store_ids(run_dir)
+    assert len(ids) == len(set(ids)) == 8
+    sessions = _sessions(run_dir)
+    assert len(sessions) == 4 and all(s["status"] == "ok" and s["meta"]["group"]["size"] == 4 for s in sessions.values())
+    assert _containers(None, RUN_ID) == []
 
 
 @pytest.mark.docker
@@ -489,35 +551,3 @@ def test_the_node_runs_a_group_in_threads_and_returns_the_rows_of_the_others(tmp
     dest = tmp_path / "head" / "tracker-2"
     cluster_worker.unpack_folder(out["results"][1][1], dest)
     assert (dest / "session.json").read_text() == "tracker-2"
-
-
-@pytest.mark.docker
-@pytest.mark.slow
-def test_sigterm_mid_group_leaves_no_container_and_resume_finishes(gpu_cluster, tracker_suite, tmp_path):
-    """A stop while a group's container runs: the head cancels the task (a KeyboardInterrupt in the
-    node's task thread: `run_group` cancels the run's services and removes its containers), exits 143
-    with no row for the group, and a resume runs the group again."""
-    from test_cluster import _containers, _wait_for
-
-    run_dir = _save(tmp_path / "run", tracker_suite, group=4, concurrency=1)
-    head = subprocess.Popen(STATEBOX + ["run", "--resume", str(run_dir), "--json", "--cluster", gpu_cluster.address],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        _wait_for(lambda: _containers(None, RUN_ID) or head.poll() is not None, 600, "the group's container")
-        assert head.poll() is None, f"the run ended before its group's container started: {head.communicate()[1][-3000:]}"
-        head.send_signal(signal.SIGTERM)
-        _, err = head.communicate(timeout=180)
-    finally:
-        if head.poll() is None:
-            head.kill()
-            head.wait(timeout=60)
-    assert head.returncode == 143, err[-2000:]
-    assert not [a for a in _store_ids(run_dir) if a.startswith("tracker-")]  # a stopped group has no row
-    _wait_for(lambda: not _containers(None, RUN_ID), 60, "the run's containers to be gone")
-    done, _, _ = _run(run_dir, "--cluster", gpu_cluster.address)
-    assert done.returncode == 0, done.stderr[-3000:]
-    ids = _store_ids(run_dir)
-    assert len(ids) == len(set(ids)) == 8
-    sessions = _sessions(run_dir)
-    assert len(sessions) == 4 and all(s["status"] == "ok" and s["meta"]["group"]["size"] == 4 for s in sessions.values())
-    assert _containers(None, RUN_ID) == []
