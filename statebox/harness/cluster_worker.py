@@ -36,7 +36,7 @@ import socket
 import tarfile
 import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -451,11 +451,12 @@ def run_group(run: NodeRun, jobs: list, agent: Any) -> dict[str, Any]:
     pool = ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="group")
     futures = [pool.submit(one, j) for j in jobs]
     try:
-        for fut in futures:
-            try:
-                fut.result()
-            except Exception:  # noqa: BLE001 - looked at below, per attempt
-                pass
+        # Wait in short slices, not in one blocking `result()`: Ray's cancel is a KeyboardInterrupt raised
+        # in this thread, and a thread blocked on a lock without a timeout only sees it when every member
+        # has finished (a stopped group's members then ran on, e.g. again alone, and came back as rows).
+        pending = set(futures)
+        while pending:
+            _finished, pending = wait(pending, timeout=0.25)
     except BaseException:  # a cancel (KeyboardInterrupt) or the worker exiting: stop every member
         run.services.cancel.set()
         run.services.stop_containers()

@@ -256,6 +256,21 @@ def _wait_gpu_free(cluster, timeout_s: float = 300) -> None:
     pytest.fail(f"the GPU node's GPU was still taken {timeout_s:.0f} s after the previous test (available: {last})")
 
 
+def _running_group_containers(earlier: set[str]) -> list[str]:
+    """This module's run's running containers that were not there before (other tests share the run id)."""
+    out = subprocess.run(["docker", "ps", "--filter", f"label=statebox.run={RUN_ID}", "--filter", "status=running",
+                          "--format", "{{.Names}}"], capture_output=True, text=True).stdout.split()
+    return [name for name in out if name not in earlier]
+
+
+def _freeze(container: str) -> None:
+    """SIGSTOP every process of a group's container, so the group cannot finish before a stop or kill
+    of the head reaches it, however fast this machine tracks (removing the container SIGKILLs them)."""
+    pids = subprocess.run(["docker", "top", container, "-eo", "pid"], capture_output=True, text=True).stdout.split()[1:]
+    for pid in pids:
+        os.kill(int(pid), signal.SIGSTOP)
+
+
 def _cluster_log(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "cluster.jsonl").read_text().splitlines() if line.strip()]
 
@@ -346,24 +361,13 @@ def test_sigterm_mid_group_leaves_no_container_and_resume_finishes(gpu_cluster, 
 
     _wait_gpu_free(gpu_cluster)
     earlier = set(_containers(None, RUN_ID))  # other tests of this module share the run id
-
-    def group_container() -> list[str]:
-        out = subprocess.run(["docker", "ps", "--filter", f"label=statebox.run={RUN_ID}", "--filter", "status=running",
-                              "--format", "{{.Names}}"], capture_output=True, text=True).stdout.split()
-        return [name for name in out if name not in earlier]
-
     run_dir = _save(tmp_path / "run", tracker_suite, group=4, concurrency=1)
     head = subprocess.Popen(STATEBOX + ["run", "--resume", str(run_dir), "--json", "--cluster", gpu_cluster.address],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        _wait_for(lambda: group_container() or head.poll() is not None, 600, "the group's container")
+        _wait_for(lambda: _running_group_containers(earlier) or head.poll() is not None, 600, "the group's container")
         assert head.poll() is None, f"the run ended before its group's container started: {head.communicate()[1][-3000:]}"
-        # Freeze the group's processes so the group cannot finish before the stop reaches it, however
-        # fast this machine tracks (the stop's container removal SIGKILLs stopped processes too).
-        pids = subprocess.run(["docker", "top", group_container()[0], "-eo", "pid"], capture_output=True,
-                              text=True).stdout.split()[1:]
-        for pid in pids:
-            os.kill(int(pid), signal.SIGSTOP)
+        _freeze(_running_group_containers(earlier)[0])
         head.send_signal(signal.SIGTERM)
         _, err = head.communicate(timeout=180)
     finally:
@@ -390,12 +394,15 @@ def test_a_head_killed_mid_group_resumes_without_redoing_or_duplicating(gpu_clus
     from test_cluster import _containers, _rows, _wait_for
     from test_streaming_session import _container_creates
 
+    earlier = set(_containers(None, RUN_ID))  # other tests of this module share the run id
     run_dir = _save(tmp_path / "run", tracker_suite, group=2, concurrency=1)
     head = subprocess.Popen(STATEBOX + ["run", "--resume", str(run_dir), "--json", "--cluster", gpu_cluster.address],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
+        # one task at a time (-c 1): the second group's container starts after the first group's rows are in
         _wait_for(lambda: len([a for a in _store_ids(run_dir) if a.startswith("tracker-")]) == 2
-                  and _containers(None, RUN_ID), 600, "the first group's rows and the second group's container")
+                  and _running_group_containers(earlier), 600, "the first group's rows and the second group's container")
+        _freeze(_running_group_containers(earlier)[0])
         kept = sorted(_store_ids(run_dir))
         head.send_signal(signal.SIGKILL)
         head.wait(timeout=60)
