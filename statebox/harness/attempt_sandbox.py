@@ -30,8 +30,19 @@ class SandboxTracker:
 
     def __init__(self, cancel: threading.Event | None = None) -> None:
         self.cancel = cancel or threading.Event()
+        # A file whose existence also means "stopping": on a cluster node the head's stop reaches the
+        # run's worker processes as a Ray cancel, which may come after the head's sweep removed their
+        # containers; the sweep writes this file first (cluster_worker.sweep), so no container starts
+        # after it (a group member whose container the sweep removed does not run again alone).
+        self.stop_marker: Path | None = None
         self._sandboxes: "weakref.WeakSet[Sandbox]" = weakref.WeakSet()  # type: ignore[type-arg]
         self._guard = threading.Lock()
+
+    def stopping(self) -> bool:
+        """The run is stopping: its switch is set, or the stop's marker file exists (which sets it)."""
+        if not self.cancel.is_set() and self.stop_marker is not None and self.stop_marker.exists():
+            self.cancel.set()
+        return self.cancel.is_set()
 
     def track(self, sandbox: Sandbox) -> None:
         with self._guard:
@@ -74,7 +85,7 @@ class AttemptSandboxes:
 
     # -- containers
     def _check(self) -> None:
-        if self.tracker is not None and self.tracker.cancel.is_set():
+        if self.tracker is not None and self.tracker.stopping():
             raise Cancelled("the run is stopping; no new container")
 
     def prepared(self, spec: ContainerSpec) -> ContainerSpec:

@@ -45,6 +45,7 @@ from statebox.errors import UserError
 ATTEMPTS_DIR = "attempts"
 PACK_LEVEL = 1  # gzip level: logs compress well, and a 2-core node should not spend its time here
 FILES_DIR = "files"  # in a run's staging folder: the head's files the agents' options name
+STOP_MARKER = "STOPPING"  # in a run's staging folder: written by a stop's sweep before it removes containers
 
 # agent options that name a file on the head (AgentOptions fields; `extra` keys by their ending)
 FILE_FIELDS = ("prompt_template", "weights")
@@ -257,6 +258,7 @@ class NodeRun:
         self.run_id = spec["config"]["run_id"]
         self.staging = node_root() / "runs" / self.run_id
         self.staging.mkdir(parents=True, exist_ok=True)
+        (self.staging / STOP_MARKER).unlink(missing_ok=True)  # a resumed run: the stop it resumes from is over
         config = RunConfig.model_validate(spec["config"])
         if spec.get("policy_yaml") is not None:  # a policy file on the head: the node gets its text
             policy_path = self.staging / "policy.yaml"
@@ -278,6 +280,7 @@ class NodeRun:
         self.config = config
         self.services = start_services(config, self.staging, gateway_options=spec.get("gateway_options") or None,
                                        datasets=datasets)
+        self.services.tracker.stop_marker = self.staging / STOP_MARKER
         self._video_lock = threading.Lock()
 
     def options_for(self, job: Any) -> Any:
@@ -557,6 +560,9 @@ def sweep(run_id: str, engines: list[str], only_dead: bool) -> int:
     from statebox.sandbox.limited_fs import pid_alive
 
     removed = 0
+    staging = node_root() / "runs" / run_id
+    if not only_dead and staging.is_dir():  # a stop: this node's attempts start no container from now on
+        (staging / STOP_MARKER).touch()
     seen = {os.environ.get("DOCKER_HOST", "")} | set(engines)
     for host in seen:
         try:

@@ -355,8 +355,8 @@ def test_tracker_groups_run_on_the_gpu_node_in_one_container_each(gpu_cluster, s
 @pytest.mark.slow
 def test_sigterm_mid_group_leaves_no_container_and_resume_finishes(gpu_cluster, tracker_suite, tmp_path):
     """A stop while a group's container runs: the head cancels the task (a KeyboardInterrupt in the
-    node's task thread: `run_group` cancels the run's services and removes its containers), exits 143
-    with no row for the group, and a resume runs the group again."""
+    node's task thread: `run_group` cancels the run's services and removes its containers) and exits 143
+    with no row for the group, and a resume runs the group again, each attempt once."""
     from test_cluster import _containers, _wait_for
 
     _wait_gpu_free(gpu_cluster)
@@ -375,7 +375,9 @@ def test_sigterm_mid_group_leaves_no_container_and_resume_finishes(gpu_cluster, 
             head.kill()
             head.wait(timeout=60)
     assert head.returncode == 143, err[-2000:]
-    assert not [a for a in _store_ids(run_dir) if a.startswith("tracker-")]  # a stopped group has no row
+    # a stopped group has no row: the frozen group cannot finish, and once the stop's sweep has written
+    # the node's stop marker (before it removes the container) no member starts a container again alone
+    assert not [a for a in _store_ids(run_dir) if a.startswith("tracker-")]
     _wait_for(lambda: not _containers(None, RUN_ID), 60, "the run's containers to be gone")
     done, _, _ = _run(run_dir, "--cluster", gpu_cluster.address)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -383,6 +385,7 @@ def test_sigterm_mid_group_leaves_no_container_and_resume_finishes(gpu_cluster, 
     assert len(ids) == len(set(ids)) == 8
     sessions = _sessions(run_dir)
     assert len(sessions) == 4 and all(s["status"] == "ok" and s["meta"]["group"]["size"] == 4 for s in sessions.values())
+    assert not any(s["meta"]["group"].get("rerun_alone") for s in sessions.values())  # the resume ran the group as one
     assert _containers(None, RUN_ID) == []
 
 

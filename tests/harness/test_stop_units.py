@@ -84,6 +84,31 @@ def _services(engine=None):
     return RunServices(policy=load_policy("default"), provider=engine, run_id="run-x")
 
 
+def test_a_cluster_stops_marker_file_stops_new_containers_before_the_cancel_arrives(tmp_path, monkeypatch):
+    """On a node, the head's stop sweeps containers and Ray's cancel reaches the task later: the sweep's
+    marker file (written before it removes anything) already refuses a new container (a group member
+    whose container was removed does not run again alone), and a resumed run's node clears it."""
+    from statebox.harness import cluster_worker
+    from statebox.harness.attempt_sandbox import AttemptSandboxes
+
+    monkeypatch.setenv("STATEBOX_NODE_ROOT", str(tmp_path))
+    engine = _FakeEngine()
+    services = _services(engine)
+    staging = tmp_path / "runs" / "run-x"
+    staging.mkdir(parents=True)
+    services.tracker.stop_marker = staging / cluster_worker.STOP_MARKER
+    wrapped = AttemptSandboxes(engine, run_id="run-x", attempt_id="a1", tracker=services.tracker)
+    assert wrapped.run(_Spec(), None, None) == "result" and not services.cancel.is_set()
+    cluster_worker.sweep("run-x", [], only_dead=True)  # the end of a run: no marker
+    assert not services.tracker.stop_marker.exists()
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")  # the sweep's engine: none here
+    cluster_worker.sweep("run-x", [], only_dead=False)  # a stop
+    assert services.tracker.stop_marker.exists()
+    with pytest.raises(Cancelled):
+        wrapped.run(_Spec(), None, None)
+    assert services.cancel.is_set() and engine.ran == 1  # the rest of the seam sees the stop too
+
+
 def test_attempt_engine_refuses_new_containers_once_the_run_stops_and_the_sweep_removes_them():
     from statebox.harness.attempt_sandbox import AttemptSandboxes
 
