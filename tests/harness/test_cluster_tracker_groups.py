@@ -447,27 +447,14 @@ def test_gpu_require_is_refused_when_the_gpu_node_cannot_give_a_container_one(gp
     assert _store_ids(run_dir) == []  # refused before any attempt ran
 
 
-class _CountingEngine:
-    """The real engine, counting the containers it runs."""
-
-    def __init__(self, engine) -> None:
-        self._engine = engine
-        self.runs = 0
-
-    def run(self, *args, **kwargs):
-        self.runs += 1
-        return self._engine.run(*args, **kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self._engine, name)
-
-
 @pytest.mark.docker
 @pytest.mark.slow
 def test_one_failing_attempt_of_a_group_costs_only_itself(docker_engine, tracker_image, tracker_suite, limited_dir, tmp_path):
     """The tracker runtime is one process for all its streams: a stream whose video is missing ends the
     group's container (exit 2) before any answer. Each member without an answer runs again alone: the
     two good attempts answer as they would have, the bad one fails on its own, each in its own record."""
+    from tests.tracker.test_tracking import _CountingEngine
+
     from statebox.agents.tracker import TrackerAgent
     from statebox.attempt import AgentOptions, AttemptContext, SecretFacts
     from statebox.benchmarks import load_benchmark

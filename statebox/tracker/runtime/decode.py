@@ -45,6 +45,20 @@ class Counts:
     grabbed: int = 0  # every frame the decoder moved past
 
 
+class CountedReader:
+    """The read counts every reader reports (`decoders.Reader`), from the `Counts` its decoder updates."""
+
+    counts: Counts
+
+    @property
+    def frames_read(self) -> int:
+        return self.counts.read
+
+    @property
+    def frames_grabbed(self) -> int:
+        return self.counts.grabbed
+
+
 class DecodeError(RuntimeError):
     """A decoder failed while reading a video (the message names the video and the cause)."""
 
@@ -104,7 +118,7 @@ def opencv_batches(path: Path, fps: float, stride: int, batch: int, counts: Coun
         cap.release()
 
 
-class FrameReader:
+class FrameReader(CountedReader):
     """Iterate over `FrameBatch`es of every `stride`-th frame, decoded by a background thread.
 
     Subclasses change where batches come from (`_batches`), not the hand-over: a bounded
@@ -128,14 +142,6 @@ class FrameReader:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="sbtracker-decode", daemon=True)
         self._thread.start()
-
-    @property
-    def frames_read(self) -> int:
-        return self.counts.read
-
-    @property
-    def frames_grabbed(self) -> int:
-        return self.counts.grabbed
 
     def _batches(self) -> Iterator[FrameBatch]:
         return opencv_batches(self.path, self.info.fps, self.stride, self.batch, self.counts, self._stop)

@@ -57,7 +57,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .decode import Counts, DecodeError, FrameBatch, opencv_batches, probe
+from .decode import CountedReader, Counts, DecodeError, FrameBatch, opencv_batches, probe
 
 SHM_DIR = "/dev/shm"
 SHM_SHARE = 0.5  # at most this share of /dev/shm's free space for one reader's slots
@@ -241,7 +241,7 @@ def _shutdown(proc: subprocess.Popen, slots_out: Connection, results: Connection
         buf.close()
 
 
-class ProcessFrameReader:
+class ProcessFrameReader(CountedReader):
     """`FrameReader`'s contract (iterate `FrameBatch`es; `info`, `frames_read`, `frames_grabbed`, `close`)
     with the decoding in a child process."""
 
@@ -311,14 +311,6 @@ class ProcessFrameReader:
         for slot in range(ring):
             slots_out.send(slot)
         receiver.start()
-
-    @property
-    def frames_read(self) -> int:
-        return self.counts.read
-
-    @property
-    def frames_grabbed(self) -> int:
-        return self.counts.grabbed
 
     @property
     def pid(self) -> int:
