@@ -83,10 +83,16 @@ def audit_attempt(attempt_dir: Path, policy: Any = None, *, fast: bool = True, w
     log = load_attempt(attempt_dir, default_prefilter() if fast else None)
     verdict = _with_second_pass(verdict_of(log, policy, atime_findings(attempt_dir)), log, policy, attempt_dir)
     if write:
-        tmp = attempt_dir / (VERDICT_FILE + ".tmp")
-        tmp.write_text(verdict.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        tmp.replace(attempt_dir / VERDICT_FILE)
+        write_verdict(attempt_dir, verdict)
     return verdict
+
+
+def write_verdict(attempt_dir: Path, verdict: Verdict) -> None:
+    """Replace the attempt's verdict.json in one rename, so a reader (the report, a resumed
+    run) sees the old verdict or the new one, never half of one."""
+    tmp = attempt_dir / (VERDICT_FILE + ".tmp")
+    tmp.write_text(verdict.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    tmp.replace(attempt_dir / VERDICT_FILE)
 
 
 @dataclass
@@ -134,7 +140,7 @@ def audit_run(run_dir: Path, policy: Any = None, *, write: bool = True, keep_log
         log = load_attempt(d, default_prefilter())
         verdict = _with_second_pass(verdict_of(log, policy, atime_findings(d)), log, policy, d)
         if write:
-            (d / VERDICT_FILE).write_text(verdict.model_dump_json(indent=2) + "\n", encoding="utf-8")
+            write_verdict(d, verdict)
         out.append(AuditedAttempt(log.facts.attempt_id or d.name, log.facts.agent, log.facts.item_id, verdict,
                                   log if keep_logs else None))
     return out

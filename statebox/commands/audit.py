@@ -15,6 +15,7 @@ from rich.table import Table
 from statebox.audits.events import AttemptFacts
 from statebox.audits.verdict import audit_file, audit_run
 from statebox.errors import UserError
+from statebox.harness.lock import hold_run_lock
 from statebox.policies import load_policy
 
 
@@ -36,8 +37,13 @@ def register(app: typer.Typer) -> None:
         policy = load_policy(policy_name)
         if not target.exists():
             raise UserError(f"{target}: no such run folder, attempt folder or session file")
-        if target.is_dir():
-            rows = audit_run(target, policy, write=not no_write)
+        if target.is_dir() and no_write:
+            rows = audit_run(target, policy, write=False)
+        elif target.is_dir():
+            # verdict.json is also the running run's to write: take the run folder's lock, so an
+            # audit under another policy cannot overwrite verdicts while the run writes them.
+            with hold_run_lock(_run_folder_of(target), role="audit"):
+                rows = audit_run(target, policy, write=True)
         else:
             facts = AttemptFacts(
                 attempt_id=target.stem,
@@ -53,6 +59,13 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps({"attempts": [r.to_json() for r in rows]}))
             return
         _print_table(rows)
+
+
+def _run_folder_of(target: Path) -> Path:
+    """The run folder whose lock guards TARGET: RUN_DIR itself, or RUN_DIR for RUN_DIR/attempts/<id>."""
+    if target.parent.name == "attempts" and not (target / "attempts").is_dir():
+        return target.parent.parent
+    return target
 
 
 def _print_table(rows) -> None:

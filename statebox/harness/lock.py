@@ -17,8 +17,9 @@ with one line naming the holder.
   attempt folders. (`flock` is per host: a run folder on a network file system shared
   by several heads would need the file system's own locking; one head per run is the
   design.)
-- Read-only commands (`statebox report`, `score`) never take it: SQLite's WAL lets them
-  read while a run writes.
+- Read-only commands (`statebox report`, `score`, `audit --no-write`) never take it:
+  SQLite's WAL lets them read while a run writes. `statebox audit` that writes verdict.json
+  takes it (role `audit`), since the run writes those files too.
 - Re-entrant inside one process (a per-process registry), since `flock` locks held
   through two descriptors of one process would conflict with each other.
 """

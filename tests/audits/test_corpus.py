@@ -134,3 +134,43 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, content, why):
     assert len(out.stderr.strip().splitlines()) == 1 and why in out.stderr
     missing = subprocess.run([sys.executable, "-m", "statebox.cli", "audit", str(tmp_path / "nope")], capture_output=True, text=True)
     assert missing.returncode == 2 and "no such" in missing.stderr
+
+
+def test_cli_audit_that_writes_waits_for_no_run_holding_the_folder(tmp_path):
+    """A run writes verdict.json as attempts finish; an audit under another policy writing at the
+    same time would overwrite them. While another process holds the run lock, a writing audit
+    stops (one line, exit 2) and touches nothing; `--no-write` still audits; an attempt folder
+    is guarded by its run folder's lock."""
+    import shutil
+    import textwrap
+
+    run = tmp_path / "run"
+    (run / "attempts").mkdir(parents=True)
+    name = "cheat_grep_question__codex"
+    shutil.copytree(CORPUS / name, run / "attempts" / name)
+    verdict = run / "attempts" / name / "verdict.json"
+    verdict.unlink(missing_ok=True)
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        from statebox.harness.lock import RunLock
+        RunLock({str(run)!r}, role="run").acquire()
+        print("held", flush=True)
+        sys.stdin.read()
+    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        for target in (run, run / "attempts" / name):
+            out = subprocess.run([sys.executable, "-m", "statebox.cli", "audit", str(target)], capture_output=True, text=True)
+            assert out.returncode == 2, out.stdout + out.stderr
+            assert len(out.stderr.strip().splitlines()) == 1 and f"pid {holder.pid}" in out.stderr
+            assert not verdict.exists()
+        read_only = subprocess.run([sys.executable, "-m", "statebox.cli", "audit", str(run), "--json", "--no-write"],
+                                   capture_output=True, text=True, check=True)
+        assert json.loads(read_only.stdout)["attempts"][0]["verdict"] == "contaminated"
+        assert not verdict.exists()
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    subprocess.run([sys.executable, "-m", "statebox.cli", "audit", str(run / "attempts" / name)], capture_output=True, text=True, check=True)
+    assert json.loads(verdict.read_text())["verdict"] == "contaminated"
+    assert not list((run / "attempts" / name).glob("*.tmp"))
