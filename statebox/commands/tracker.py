@@ -60,6 +60,8 @@ def evaluate(
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="where results go (default: runs/<config hash>)"),
     concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="sandboxes at once"),
     stride: int = typer.Option(1, "--stride", min=1, help="track every n-th frame"),
+    group: int = typer.Option(1, "--group", min=1, help="up to N attempts share one tracker container "
+                                                      "(one model load, batched frames; -c is raised to N)"),
     policy: str = typer.Option("default", "--policy", help="policy name or YAML path"),
     as_json: bool = typer.Option(False, "--json", help="print the per-task scores as JSON"),
     compare_ultralytics: bool = typer.Option(False, "--compare-ultralytics",
@@ -72,6 +74,7 @@ def evaluate(
     """
     score = evaluate_suite(suite, weights, tasks=list(task) or None, run_dir=run_dir, stride=stride,
                            concurrency=concurrency, policy=policy, compare_ultralytics=compare_ultralytics,
+                           group=group,
                            progress=lambda m: print(f"[tracker] {m}", file=sys.stderr, flush=True))
     rows = {name: {"n": t.n, "accuracy": round(t.accuracy, 4), "frequency_baseline": round(t.chance, 4),
                    "abstained": t.abstained, "programs": t.programs, "tracking": t.tracking}

@@ -64,8 +64,12 @@ class SuiteScore(BaseModel):
 
 
 def tracker_run_config(suite_dir: Path, weights: Path | None = None, *, tasks: list[str] | None = None,
-                       stride: int = 1, concurrency: int = 1, policy: str = "default") -> RunConfig:
-    """The run `tracker eval` makes: tracker + the frequency baseline over the suite's families."""
+                       stride: int = 1, concurrency: int = 1, policy: str = "default", group: int = 1) -> RunConfig:
+    """The run `tracker eval` makes: tracker + the frequency baseline over the suite's families.
+
+    `group` > 1: up to that many concurrent tracker attempts share one container (one model load,
+    batched forward passes; the tracker agent's `group` option), so the run's concurrency is at
+    least `group`. Answers and tracks equal the one-container-per-attempt run's."""
     if not (Path(suite_dir) / "suite.json").exists():
         raise UserError(f"{suite_dir}: not a suite folder (no suite.json); make one with `statebox bench make`")
     datasets = datasets_from_suite(suite_dir)
@@ -75,7 +79,11 @@ def tracker_run_config(suite_dir: Path, weights: Path | None = None, *, tasks: l
             raise UserError(f"--task {', '.join(unknown)}: not in {suite_dir} (has: {', '.join(d.label for d in datasets)})")
         datasets = [d for d in datasets if d.label in tasks]
     weights_path = tc.resolve_weights(weights)
-    tracker_options = {"weights": str(weights_path), "extra": {"stride": stride}}
+    extra: dict[str, int] = {"stride": stride}
+    if group > 1:  # left out at 1, so an existing run folder's config (and run id) is unchanged
+        extra["group"] = group
+        concurrency = max(concurrency, group)
+    tracker_options = {"weights": str(weights_path), "extra": extra}
     agents = [TRACKER, BASELINE]
     options = {TRACKER: tracker_options, BASELINE: {}}
     run_id = run_id_for({"agents": agents, "datasets": [d.model_dump() for d in datasets], "limit": None,
@@ -86,9 +94,11 @@ def tracker_run_config(suite_dir: Path, weights: Path | None = None, *, tasks: l
 
 def evaluate_suite(suite_dir: Path, weights: Path | None = None, *, tasks: list[str] | None = None,
                    run_dir: Path | None = None, stride: int = 1, concurrency: int = 1, policy: str = "default",
-                   progress: Callable[[str], None] = lambda _m: None, compare_ultralytics: bool = False) -> SuiteScore:
+                   progress: Callable[[str], None] = lambda _m: None, compare_ultralytics: bool = False,
+                   group: int = 1) -> SuiteScore:
     """Run (or continue) the tracker's run over the suite and read its per-family scores (and tracking metrics)."""
-    config = tracker_run_config(suite_dir, weights, tasks=tasks, stride=stride, concurrency=concurrency, policy=policy)
+    config = tracker_run_config(suite_dir, weights, tasks=tasks, stride=stride, concurrency=concurrency, policy=policy,
+                                group=group)
     run_dir = Path(run_dir) if run_dir is not None else Path("runs") / config.run_id
     if (run_dir / "run.json").exists():
         config = config.model_copy(update={"run_id": RunConfig.load(run_dir).run_id})  # same folder: resume

@@ -56,6 +56,16 @@ def test_plan_refuses_unknown_tasks_and_non_suites(tmp_path, tiny_suite):
     assert config.agents == [TRACKER, BASELINE] and [d.label for d in config.datasets] == ["cube_count"]
     assert config.suite and config.agent_options[TRACKER]["weights"].endswith(".pt")
     assert tracker_run_config(tiny_suite, tasks=["cube_count"]).run_id == config.run_id  # same command, same run
+    assert config.agent_options[TRACKER]["extra"] == {"stride": 1}  # --group 1 leaves the config as it was
+
+
+def test_group_shares_containers_and_raises_concurrency(tiny_suite):
+    """`tracker eval --group N`: the tracker agent's group option, and enough concurrent attempts to fill a group."""
+    grouped = tracker_run_config(tiny_suite, tasks=["cube_count"], group=4, concurrency=2)
+    assert grouped.agent_options[TRACKER]["extra"] == {"stride": 1, "group": 4}
+    assert grouped.concurrency == 4
+    assert tracker_run_config(tiny_suite, tasks=["cube_count"], group=2, concurrency=6).concurrency == 6
+    assert grouped.run_id != tracker_run_config(tiny_suite, tasks=["cube_count"]).run_id
 
 
 def _tracks_from_truth(truth_path, out_path, swap_after: int | None = None) -> None:
