@@ -19,8 +19,8 @@ import time
 
 from statebox.agents.model_turns import ask_for_answer, failures_end_the_attempt, model_session
 from statebox.agents.video_prompts import question_block, render_template, template_fields
-from statebox.agents.vision_client import DEFAULT_MODELS, Text, VisionClient
-from statebox.attempt import AgentOptions, AttemptContext, open_gateway, provider_for
+from statebox.agents.vision_client import Text, VisionClient, model_choice
+from statebox.attempt import AgentOptions, AttemptContext, open_gateway
 from statebox.recorder import SessionRecorder
 from statebox.schema import EventKind, Session, Usage
 
@@ -44,9 +44,7 @@ class BlindAgent:
         self.options = options or AgentOptions()
 
     def run(self, ctx: AttemptContext) -> Session:
-        options = ctx.options if ctx.options is not None else self.options
-        provider = provider_for(options)
-        model = options.model or DEFAULT_MODELS[provider]
+        options, provider, model = model_choice(ctx, self.options)
         started = ctx.started_at or time.time()
         response = ""
         usage = Usage()

@@ -27,14 +27,14 @@ import time
 
 import numpy as np
 
-from statebox.attempt import AgentOptions, AttemptContext, open_gateway, provider_for
+from statebox.attempt import AgentOptions, AttemptContext, open_gateway
 from statebox.agents.model_turns import ask_for_answer, failures_end_the_attempt, model_session
 from statebox.agents.vision_client import (
-    DEFAULT_MODELS,
     Image,
     Part,
     Text,
     VisionClient,
+    model_choice,
 )
 from statebox.agents.video_prompts import (
     frame_label,
@@ -159,9 +159,7 @@ class MllmAgent:
         prompt_frame_mode(self.options, self.name)  # a bad -o prompt_frame stops the run before it starts
 
     def run(self, ctx: AttemptContext) -> Session:
-        options = ctx.options if ctx.options is not None else self.options
-        provider = provider_for(options)
-        model = options.model or DEFAULT_MODELS[provider]
+        options, provider, model = model_choice(ctx, self.options)
         started = ctx.started_at or time.time()
         response = ""
         usage = Usage()

@@ -19,10 +19,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
 from statebox.agents.model_clients import anthropic_client, openai_client
-from statebox.attempt import Provider
+from statebox.attempt import AgentOptions, AttemptContext, Provider, provider_for
 
 OpenAIApi = Literal["chat", "responses"]
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1"}
+
+
+def model_choice(ctx: AttemptContext, defaults: AgentOptions) -> tuple[AgentOptions, Provider, str]:
+    """The attempt's options (a sweep's own, else the agent's), its provider and its model
+    (the options' `model`, else the provider's default): what every agent here asks first."""
+    options = ctx.options if ctx.options is not None else defaults
+    provider = provider_for(options)
+    return options, provider, options.model or DEFAULT_MODELS[provider]
 
 
 @dataclass(frozen=True)

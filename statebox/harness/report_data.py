@@ -493,7 +493,9 @@ def _parse_int(text: str) -> int | None:
     return int(found[-1]) if found else None
 
 
-def _target_text(value: Any) -> str:
+def target_text(value: Any) -> str:
+    """A query's truth as one string (a count as an integer, a list comma-joined): the report's
+    and the exports' (harness/export/records.py) one spelling of it."""
     if value is None:
         return ""
     if isinstance(value, float) and value.is_integer():
@@ -581,7 +583,7 @@ class DatasetInfo:
         for item in self.items:
             labels = sorted({f"{k}={part}" for k, v in item.labels.items() for part in str(v).split("|")})
             queries = {
-                str(q.index): [q.time, _target_text(q.target if q.target is not None else item.target)] for q in item.queries
+                str(q.index): [q.time, target_text(q.target if q.target is not None else item.target)] for q in item.queries
             }
             out.append([item.id, item.question, labels, list(item.choices or []), queries])
         return out

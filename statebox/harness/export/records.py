@@ -27,6 +27,7 @@ from statebox.harness.report_data import (
     count_rows,
     iter_rows,
     summarise,
+    target_text,
 )
 from statebox.harness.aggregate import AgentDatasetScore
 from statebox.harness.store import RESULTS_FILE
@@ -35,17 +36,6 @@ from statebox.schema import Item
 
 ATTEMPTS_DIR = "attempts"
 EXPORT_ORDER = "agent, dataset, item_id, query_index, epoch"
-
-
-def target_text(value: Any) -> str:
-    """A query's truth as one string (a count as an integer, a list comma-joined)."""
-    if value is None:
-        return ""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if isinstance(value, (list, tuple)):
-        return ",".join(str(v) for v in value)
-    return str(value)
 
 
 def iso_time(epoch_s: float) -> str:
