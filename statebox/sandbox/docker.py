@@ -43,6 +43,7 @@ LABEL = "statebox"
 OUTPUT_CAP_BYTES = 64 * 1024 * 1024  # per stream; an output flood must not fill the host disk
 OUTPUT_LINE_CAP_BYTES = 1024 * 1024  # one line of a stream (policy recording.raw_line_bytes)
 STOP_GRACE_S = 2.0  # SIGTERM first, SIGKILL after this; an agent ignoring SIGTERM still dies
+OOM_REPORT_WAIT_S = 5.0  # how long a SIGKILLed container's OOM flag may lag its exit (see oom_killed)
 
 
 def own_container_filters(run_id: str | None = None) -> dict[str, list[str]]:
@@ -77,6 +78,27 @@ def remove_own_containers(api: Any = None, run_id: str | None = None) -> int:
             pass
     return removed
 
+
+
+def oom_killed(inspect_state: Callable[[], dict[str, Any]], exit_code: int | None,
+               wait_s: float = OOM_REPORT_WAIT_S) -> bool:
+    """Whether the kernel's OOM killer ended the container, from the engine's `State.OOMKilled`.
+
+    The engine learns of an OOM kill from the cgroup's own notification, a separate event from
+    the exit, and may record it after `wait` has returned (seen on a fresh, idle machine: exit
+    137, flag still false). So for a SIGKILL exit (137) the flag is read again for up to
+    `wait_s`; any other exit code is read once. The limit itself is the kernel's; this only
+    names the cause."""
+    deadline = time.monotonic() + (wait_s if exit_code == 137 else 0.0)
+    while True:
+        try:
+            if inspect_state().get("OOMKilled"):
+                return True
+        except Exception:  # noqa: BLE001 - the container is gone: nothing more to learn
+            return False
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
 
 def _infra(what: str, exc: Exception) -> Exception:
     """Client errors (4xx) are the caller's; engine/connection failures are retried by the harness."""
@@ -353,13 +375,8 @@ class SandboxEngine:
             reader.join(timeout=5)
             status: ContainerStatus = "ok" if exit_code == 0 else "error"
             reason = "" if exit_code == 0 else f"exit code {exit_code}"
-            if exit_code != 0:
-                try:
-                    state = self.api.inspect_container(cid)["State"]
-                except Exception:  # noqa: BLE001
-                    state = {}
-                if state.get("OOMKilled"):
-                    status, reason = "oom", f"killed: out of memory (limit {spec.policy.limits.memory_mb} MB)"
+            if exit_code != 0 and not verdict and oom_killed(lambda: self.api.inspect_container(cid)["State"], exit_code):
+                status, reason = "oom", f"killed: out of memory (limit {spec.policy.limits.memory_mb} MB)"
             if verdict:
                 status, reason = verdict["status"], verdict["reason"]  # type: ignore[assignment]
             return ContainerResult(status=status, exit_code=exit_code, duration_s=round(duration, 3), reason=reason,
