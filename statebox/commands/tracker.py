@@ -32,6 +32,9 @@ def train(
     batch: int = typer.Option(16, "--batch", min=1, help="training batch size"),
     every_for: list[str] = typer.Option([], "--every-for", help="FAMILY=N: export every N-th frame of that family (repeatable)"),
     init: Optional[Path] = typer.Option(None, "--init", help="continue from these local weights (default: from scratch)"),
+    freeze: int = typer.Option(0, "--freeze", min=0, help="keep the first N layers as they are (10: YOLOv8's backbone)"),
+    lr0: Optional[float] = typer.Option(None, "--lr0", help="learning rate with plain SGD and no warm-up "
+                                                          "(a gentle fine-tune; default: ultralytics' auto)"),
 ) -> None:
     """Export frames + boxes from the suite's ground truth and train a detector inside the tracker container.
 
@@ -46,7 +49,7 @@ def train(
             raise UserError(f"--every-for {pair!r}: expected FAMILY=N with N >= 1")
         overrides[family] = int(n)
     card = train_detector(suite, out, model=model, epochs=epochs, imgsz=imgsz, device=device, name=name,
-                          every=every, batch=batch, every_for=overrides, init=init)
+                          every=every, batch=batch, every_for=overrides, init=init, freeze=freeze, lr0=lr0)
     print(f"[tracker] mAP50 {card.metrics.get('mAP50')} after {card.epochs} epochs "
           f"({card.train_seconds:.0f}s); card: {card.card_path}", file=sys.stderr)
     print(card.weights_path)

@@ -67,6 +67,8 @@ class WeightsCard(BaseModel):
     imgsz: int
     device: str
     batch: int
+    freeze: int = 0  # layers kept as they were (a fine-tune; 10 = YOLOv8's backbone)
+    lr0: float | None = None  # learning rate with plain SGD, no warm-up; None = ultralytics' auto
     metrics: dict[str, float | None] = Field(default_factory=dict)
     names: dict[int, str] = Field(default_factory=dict)
     data: ExportSummary
@@ -106,7 +108,8 @@ def _sha256(path: Path) -> str:
 def train_detector(suite: Path, out: Path, *, model: str = "yolov8n.yaml", epochs: int = 30, imgsz: int = 320,
                    device: str = "cpu", name: str | None = None, every: int = 5, batch: int = 16,
                    families: list[str] | None = None, every_for: dict[str, int] | None = None,
-                   init: Path | None = None, engine=None, progress: bool = True) -> WeightsCard:
+                   init: Path | None = None, engine=None, progress: bool = True, freeze: int = 0,
+                   lr0: float | None = None) -> WeightsCard:
     """Export, train in the container, write `<out>/<name>.pt` + `<name>.card.json`; returns the card."""
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -116,6 +119,8 @@ def train_detector(suite: Path, out: Path, *, model: str = "yolov8n.yaml", epoch
     suite, out = Path(suite), Path(out)
     if not suite.is_dir():
         raise UserError(f"{suite}: suite folder not found (--suite)")
+    if freeze < 0 or (lr0 is not None and not 0.0 < lr0 <= 1.0):
+        raise UserError(f"--freeze {freeze} / --lr0 {lr0}: give --freeze N >= 0 and 0 < --lr0 <= 1")
     if not model.endswith((".yaml", ".yml")):
         raise UserError(f"--model {model!r}: give a model yaml (e.g. yolov8n.yaml); training never downloads weights")
     stem = name or f"suite-{Path(model).stem}"
@@ -137,6 +142,10 @@ def train_detector(suite: Path, out: Path, *, model: str = "yolov8n.yaml", epoch
     command = [tc.PYTHON, "-m", "sbtracker.cli", "train", "--data", f"{tc.DATA_MOUNT}/data.yaml", "--model", model,
                "--epochs", str(epochs), "--imgsz", str(imgsz), "--device", device, "--batch", str(batch),
                "--out", tc.OUT_MOUNT]
+    if freeze:
+        command += ["--freeze", str(freeze)]
+    if lr0 is not None:
+        command += ["--lr0", repr(float(lr0))]
     mounts = [Mount(source=data_dir.resolve(), target=tc.DATA_MOUNT, read_only=True),
               Mount(source=run_dir.resolve(), target=tc.OUT_MOUNT, read_only=False, writer="statebox")]
     init_sha = None
@@ -179,7 +188,7 @@ def train_detector(suite: Path, out: Path, *, model: str = "yolov8n.yaml", epoch
     card = WeightsCard(
         weights=weights.name, sha256=_sha256(weights), bytes=weights.stat().st_size, model=model, epochs=epochs,
         init=f"{init.name} sha256:{init_sha}" if init is not None else None,
-        imgsz=imgsz, device=str(result_event.get("device", device)), batch=batch,
+        imgsz=imgsz, device=str(result_event.get("device", device)), batch=batch, freeze=freeze, lr0=lr0,
         metrics=result_event.get("metrics", {}), names={int(k): v for k, v in result_event.get("names", {}).items()},
         data=summary, train_seconds=float(result_event.get("train_seconds", time.monotonic() - started)),
         seconds_per_epoch=result_event.get("seconds_per_epoch"), versions=result_event.get("versions", {}),

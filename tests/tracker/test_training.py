@@ -57,3 +57,51 @@ def test_brief_appearances_are_exported_at_least_per_object_times():
     chosen = _frames_to_export(rows, every=20, min_visible=0.25, per_object=3)
     assert {0, 20, 40, 60, 80} <= chosen
     assert len(chosen & set(range(41, 46))) == 3
+
+
+FROZEN_CHECK = """
+import json, sys
+from ultralytics import YOLO
+before = dict(YOLO(sys.argv[1]).model.named_parameters())
+after = dict(YOLO(sys.argv[2]).model.named_parameters())
+def layer(name):
+    return int(name.split(".")[1])
+same = lambda k: k in after and after[k].shape == before[k].shape and bool((after[k] == before[k]).all())
+backbone = [k for k in before if layer(k) < 10]
+rest = [k for k in before if layer(k) >= 10]
+print(json.dumps({"backbone": len(backbone), "backbone_changed": [k for k in backbone if not same(k)],
+                  "rest_changed": sum(1 for k in rest if not same(k))}))
+"""
+
+
+@pytest.mark.docker
+def test_a_gentle_fine_tune_keeps_the_frozen_backbone(docker_engine, tracker_image, tiny_suite, shipped_weights, tmp_path):
+    """`--init W --freeze 10 --lr0 X`: the backbone's parameters come out exactly as they went in, the
+    rest learns, and the card says how the file was made."""
+    import subprocess
+
+    from statebox.tracker import container as tc
+
+    card = train_detector(tiny_suite, tmp_path / "ft", epochs=1, imgsz=160, every=25, batch=8, families=["cube_count"],
+                          init=shipped_weights, freeze=10, lr0=0.002, engine=docker_engine, progress=False)
+    saved = json.loads(Path(card.card_path).read_text())
+    assert (saved["freeze"], saved["lr0"]) == (10, 0.002)
+    assert saved["init"].startswith(f"{shipped_weights.name} sha256:") and saved["network_attempts"] == 0
+    env = [arg for k, v in tc.OFFLINE_ENV.items() for arg in ("-e", f"{k}={v}")]
+    out = subprocess.run(["docker", "run", "--rm", "--network", "none", *env,
+                          "-v", f"{shipped_weights}:/w/before.pt:ro", "-v", f"{card.weights_path}:/w/after.pt:ro",
+                          tracker_image, tc.PYTHON, "-c", FROZEN_CHECK, "/w/before.pt", "/w/after.pt"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["backbone"] > 0 and report["backbone_changed"] == []
+    assert report["rest_changed"] > 0
+
+
+def test_fine_tune_settings_are_sgd_without_warm_up():
+    from statebox.tracker.runtime.train import fine_tune_settings
+
+    assert fine_tune_settings() == {}
+    assert fine_tune_settings(10, 0.002) == {"freeze": 10, "optimizer": "SGD", "lr0": 0.002, "warmup_epochs": 0}
+    with pytest.raises(UserError, match="--lr0"):
+        train_detector(Path("."), Path("."), lr0=0.0)

@@ -233,7 +233,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .train import train
 
     result = train(Path(args.data), args.model, args.epochs, args.imgsz, args.device, Path(args.out),
-                   batch=args.batch, seed=args.seed, init=args.init, emit=emit)
+                   batch=args.batch, seed=args.seed, init=args.init, emit=emit, freeze=args.freeze, lr0=args.lr0)
     emit({"event": "trained", **result})
     return 0
 
@@ -275,6 +275,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--batch", type=int, default=16)
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--init", help="local weights to start from (default: random init from the yaml)")
+    r.add_argument("--freeze", type=int, default=0, help="keep the first N layers as they are (10: the backbone)")
+    r.add_argument("--lr0", type=float, default=None, help="learning rate, plain SGD, no warm-up (default: ultralytics' auto)")
     r.add_argument("--out", required=True)
     r.set_defaults(func=cmd_train)
     return parser

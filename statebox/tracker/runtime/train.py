@@ -23,8 +23,25 @@ def _metric(metrics: dict[str, Any], *names: str) -> float | None:
     return None
 
 
+def fine_tune_settings(freeze: int = 0, lr0: float | None = None) -> dict[str, Any]:
+    """ultralytics `train` settings for a gentle fine-tune of weights that already work.
+
+    `freeze` N keeps the first N layers (YOLOv8's backbone is layers 0-9) as they are. `lr0`
+    sets the learning rate with plain SGD and no warm-up: ultralytics' default optimizer
+    ("auto") ignores `lr0`, and its 3-epoch warm-up starts the biases at 0.1, which shakes a
+    trained model as much as a short fine-tune teaches it (a 6-epoch fine-tune that way made
+    the old families' tracks worse while every family's mAP50 went up; docs/tracker.md)."""
+    settings: dict[str, Any] = {}
+    if freeze:
+        settings["freeze"] = freeze
+    if lr0 is not None:
+        settings.update(optimizer="SGD", lr0=lr0, warmup_epochs=0)
+    return settings
+
+
 def train(data_yaml: Path, model_yaml: str, epochs: int, imgsz: int, device: str, out_dir: Path,
-          batch: int = 16, seed: int = 0, init: str | None = None, emit=print) -> dict[str, Any]:
+          batch: int = 16, seed: int = 0, init: str | None = None, emit=print, freeze: int = 0,
+          lr0: float | None = None) -> dict[str, Any]:
     """Train, copy the best weights to `out_dir/weights.pt`, and return the metrics (also in train_result.json)."""
     import torch
     import ultralytics
@@ -63,7 +80,7 @@ def train(data_yaml: Path, model_yaml: str, epochs: int, imgsz: int, device: str
         data=str(data_yaml), epochs=epochs, imgsz=imgsz, device=device if device != "cpu" else "cpu",
         batch=batch, workers=0, pretrained=init or False, amp=False, seed=seed, deterministic=True,
         project=str(out_dir), name="ultralytics", exist_ok=True, plots=False, verbose=False,
-        patience=max(epochs, 50),
+        patience=max(epochs, 50), **fine_tune_settings(freeze, lr0),
     )
     trainer = model.trainer
     best = Path(trainer.best) if Path(trainer.best).exists() else Path(trainer.last)
@@ -78,6 +95,8 @@ def train(data_yaml: Path, model_yaml: str, epochs: int, imgsz: int, device: str
         "device": device,
         "batch": batch,
         "seed": seed,
+        "freeze": freeze,
+        "lr0": lr0,
         "train_seconds": round(time.perf_counter() - started, 1),
         "seconds_per_epoch": round(sum(epoch_times) / len(epoch_times), 1) if epoch_times else None,
         "metrics": {
