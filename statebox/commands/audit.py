@@ -62,7 +62,10 @@ def register(app: typer.Typer) -> None:
 
 
 def _run_folder_of(target: Path) -> Path:
-    """The run folder whose lock guards TARGET: RUN_DIR itself, or RUN_DIR for RUN_DIR/attempts/<id>."""
+    """The run folder whose lock guards TARGET: RUN_DIR itself, or RUN_DIR for RUN_DIR/attempts
+    and RUN_DIR/attempts/<id>."""
+    if target.name == "attempts" and (target.parent / "run.json").exists():
+        return target.parent
     if target.parent.name == "attempts" and not (target / "attempts").is_dir():
         return target.parent.parent
     return target

@@ -159,7 +159,8 @@ def test_cli_audit_that_writes_waits_for_no_run_holding_the_folder(tmp_path):
     """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        for target in (run, run / "attempts" / name):
+        (run / "run.json").write_text("{}")  # a run folder's mark, so RUN_DIR/attempts maps to RUN_DIR
+        for target in (run, run / "attempts", run / "attempts" / name):
             out = subprocess.run([sys.executable, "-m", "statebox.cli", "audit", str(target)], capture_output=True, text=True)
             assert out.returncode == 2, out.stdout + out.stderr
             assert len(out.stderr.strip().splitlines()) == 1 and f"pid {holder.pid}" in out.stderr
