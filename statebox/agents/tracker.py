@@ -153,7 +153,8 @@ class TrackerAgent:
         ends them all) costs a member that has no answer of its own a second run ALONE, in
         its own container, recorded in the same session after a harness note
         (`meta.group.rerun_alone`): one failing attempt costs only itself. Tracks equal a
-        single-attempt run's (tested).
+        single-attempt run's up to float rounding (a frame batched with other streams' frames may
+        round its last bit differently on CPU: boxes within 0.5 px, same ids and classes; tested).
         """
         if not ctxs:
             return []

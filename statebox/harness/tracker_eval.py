@@ -69,7 +69,8 @@ def tracker_run_config(suite_dir: Path, weights: Path | None = None, *, tasks: l
 
     `group` > 1: up to that many concurrent tracker attempts share one container (one model load,
     batched forward passes; the tracker agent's `group` option), so the run's concurrency is at
-    least `group`. Answers and tracks equal the one-container-per-attempt run's."""
+    least `group`. Answers and tracks equal the one-container-per-attempt run's
+    (tracks up to float rounding: a frame batched with other streams' may round differently on CPU)."""
     if not (Path(suite_dir) / "suite.json").exists():
         raise UserError(f"{suite_dir}: not a suite folder (no suite.json); make one with `statebox bench make`")
     datasets = datasets_from_suite(suite_dir)

@@ -187,6 +187,28 @@ def _tracks(run_dir: Path) -> dict[str, bytes]:
     return {f.parent.parent.name: f.read_bytes() for f in sorted((run_dir / "attempts").glob("tracker-*/tracker-out/tracks.jsonl"))}
 
 
+BOX_TOLERANCE_PX = 0.5  # a group batches frames of several streams: per-frame floats may differ in the last bit
+CONF_TOLERANCE = 0.005
+
+
+def _assert_same_tracks(run_dir: Path, reference: Path, n: int | None = None) -> None:
+    """The group's tracks are the single-container run's: the same frames, objects, ids and classes,
+    boxes and scores equal up to float rounding. A group's forward passes hold frames of several
+    streams, and CPU kernels may round a frame's floats differently in another batch (seen: one
+    coordinate 107.2 vs 107.3 in 100 frames); byte equality held only by chance."""
+    ours, theirs = _tracks(run_dir), _tracks(reference)
+    assert sorted(ours) == sorted(theirs) and (n is None or len(ours) == n), (sorted(ours), sorted(theirs))
+    for attempt, data in ours.items():
+        a = [json.loads(line) for line in data.decode().splitlines()]
+        b = [json.loads(line) for line in theirs[attempt].decode().splitlines()]
+        assert [(f["frame"], f["detections"]) for f in a] == [(f["frame"], f["detections"]) for f in b], attempt
+        for fa, fb in zip(a, b):
+            assert [(o["id"], o["cls"]) for o in fa["objects"]] == [(o["id"], o["cls"]) for o in fb["objects"]], (attempt, fa["frame"])
+            for oa, ob in zip(fa["objects"], fb["objects"]):
+                assert max(abs(x - y) for x, y in zip(oa["xyxy"], ob["xyxy"])) <= BOX_TOLERANCE_PX, (attempt, fa["frame"], oa, ob)
+                assert abs(oa["conf"] - ob["conf"]) <= CONF_TOLERANCE, (attempt, fa["frame"], oa, ob)
+
+
 def _store_ids(run_dir: Path) -> list[str]:
     if not (run_dir / "results.sqlite").exists():
         return []
@@ -306,7 +328,7 @@ def test_single_host_group_option_shares_a_container(single_host, tracker_suite,
     assert done.returncode == 0, done.stderr[-3000:]
     _same_runtime(single_host)
     assert _rows(run_dir) == _rows(single_host)
-    assert _tracks(run_dir) == _tracks(single_host) and len(_tracks(run_dir)) == 4
+    _assert_same_tracks(run_dir, single_host, n=4)
     assert _container_creates(RUN_ID, started, ended) == 1
     assert sorted(s["meta"]["group"]["index"] for s in _sessions(run_dir).values()) == [0, 1, 2, 3]
     _check_own_files(run_dir)
@@ -324,7 +346,7 @@ def test_tracker_groups_run_on_the_gpu_node_in_one_container_each(gpu_cluster, s
     rows = _rows(run_dir)
     _same_runtime(single_host)
     assert rows == _rows(single_host)  # same attempts, answers, verdicts and scores as one host, one container each
-    assert _tracks(run_dir) == _tracks(single_host) and len(_tracks(run_dir)) == 4  # byte for byte
+    _assert_same_tracks(run_dir, single_host, n=4)
     single_frames = {a: s["frames"]["decoded"] for a, s in _sessions(single_host).items()}
     assert {a: s["frames"]["decoded"] for a, s in _sessions(run_dir).items()} == single_frames
     log = _cluster_log(run_dir)
@@ -421,7 +443,7 @@ def test_a_head_killed_mid_group_resumes_without_redoing_or_duplicating(gpu_clus
     assert len(ids) == len(set(ids)) == 8  # 4 tracker + 4 oracle, each once
     _same_runtime(single_host)
     assert _rows(run_dir) == _rows(single_host)
-    assert _tracks(run_dir) == _tracks(single_host)
+    _assert_same_tracks(run_dir, single_host)
     log = _cluster_log(run_dir)
     assert sorted(e["attempt_id"] for e in log) == sorted(ids)  # the killed head wrote lines only with rows
     redone = [e for e in log if e["attempt_id"].startswith("tracker-") and e["attempt_id"] not in first_group]
