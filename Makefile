@@ -1,11 +1,12 @@
-# statebox: `make demo` runs the main job on the built-in suite; `make test` runs the tests.
+# statebox: `make demo` runs the main job on the built-in suite; `make test` runs the tests
+# (`make test-fast`: only those that need no Docker engine).
 # Setup is split into idempotent steps in scripts/setup/ (each owns one thing); scripts/setup/run.sh
 # runs them in phases, independent steps side by side, and prints one timing line per step.
 SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
 
-.PHONY: setup demo test perf clean
+.PHONY: setup demo test test-fast perf clean
 
 setup:
 	@bash scripts/setup/run.sh
@@ -16,6 +17,10 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest -q tests
+
+# the tests that need no Docker engine: every engine test carries the `docker` mark (tests/conftest.py checks it)
+test-fast: setup
+	$(PY) -m pytest -q -m "not docker" tests
 
 perf: setup
 	@set -e; for p in perf/*.py; do echo "== $$p"; $(PY) "$$p"; done

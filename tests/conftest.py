@@ -2,6 +2,9 @@
 
 Docker-backed tests use the `docker_engine` fixture: on CI (CI=true) a missing engine
 is a failure, never a silent skip; elsewhere the test is skipped with the reason printed.
+Every test that needs the engine carries the `docker` mark, so `make test-fast`
+(`-m "not docker"`) runs without one; a test that asks for `docker_engine` without the mark
+stops the collection (below), as it would otherwise fail or skip in the fast run.
 """
 
 from __future__ import annotations
@@ -21,6 +24,38 @@ SHARED_DIR = Path(os.environ.get("STATEBOX_SHARED", REPO_ROOT.parent / "shared")
 # speed: the tests' commands print them once an hour unless a test asks for them
 # (tests/harness/test_progress.py sets its own interval).
 os.environ.setdefault("STATEBOX_PROGRESS_INTERVAL", "3600")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks (its hook has no order)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _refuse_unmarked_engine_tests(items)
+    _group_tests_sharing_a_module_fixture(items)
+
+
+def _refuse_unmarked_engine_tests(items: list[pytest.Item]) -> None:
+    unmarked = [item.nodeid for item in items
+                if "docker_engine" in getattr(item, "fixturenames", ()) and item.get_closest_marker("docker") is None]
+    if unmarked:
+        raise pytest.UsageError("these tests use docker_engine but lack the docker mark "
+                                "(add `pytestmark = pytest.mark.docker` or `@pytest.mark.docker`): " + ", ".join(unmarked))
+
+
+def _group_tests_sharing_a_module_fixture(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist's `--dist loadgroup`, the tests of a module that share a module-scoped fixture
+    (a finished run, a container barrage, a Ray cluster) run on one worker: spread over several, each
+    worker would make the fixture again. Other tests spread freely; an explicit xdist_group wins.
+    Without xdist the mark is inert. NB: with pytest 9.2 and pytest-xdist 3.8, loadgroup ignores every
+    xdist_group mark (it still rewrites the old `_nodeid`; pytest-xdist issue #1386): until that is
+    fixed, `--dist loadscope` (a whole module per worker) is the mode that keeps these fixtures single."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        fixture_info = getattr(item, "_fixtureinfo", None)
+        if fixture_info is None:
+            continue
+        scopes = {defs[-1].scope for defs in fixture_info.name2fixturedefs.values() if defs}
+        if scopes & {"module", "package", "class"}:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
 
 
 @pytest.fixture(scope="session")

@@ -12,17 +12,20 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
 import numpy as np
 
+from statebox.agents.base import make_agent
 from statebox.attempt import AgentOptions, AttemptContext, SecretFacts
 from statebox.policies.model import Policy, load_policy
 from statebox.sandbox.gateway import Gateway
 from statebox.sandbox.workspace import prepare_workspace
 from statebox.schema import Attempt, EventKind, Item, Session
-from statebox.testing.scripted_model import ScriptRequest, Turn
+from statebox.testing.scripted_model import ScriptedModelServer, ScriptRequest, Turn
 
 DECOY_ANTHROPIC = "sk-ant-api03-DECOY-do-not-leak-7f3a9c2e"
 DECOY_OPENAI = "sk-proj-DECOY-do-not-leak-4b8d1e6f"
@@ -139,3 +142,69 @@ def assert_no_decoy_anywhere(ctx: AttemptContext, server, session: Session) -> N
             if path.is_file() and not path.is_symlink():
                 data = path.read_bytes()
                 assert not any(d.encode() in data for d in decoys), f"decoy key found in {path}"
+
+
+@dataclass(frozen=True)
+class CliUnderTest:
+    """What differs between the claude-code and codex runs of one scenario; the rest is the scenario.
+
+    `session_checks` and `budget_checks` hold the assertions only one CLI's output supports (its own
+    event kinds, its usage accounting, its own error source), so a shared test keeps every assertion
+    each CLI's own test made.
+    """
+
+    agent: str  # the statebox agent name
+    binary: str  # the CLI's name in statebox's reasons ("claude exited with code 1")
+    model: str
+    api: str  # the gateway record's `api` for this CLI's model requests
+    raw_log: str  # the CLI's own stream, parsed into events
+    upstream_key: tuple[str, str]  # (header, value) the upstream must see: the host's key, swapped in
+    crash_exit_code: int  # what the CLI exits with on an unknown flag
+    session_checks: Callable[[AttemptContext, Session, str, list[dict]], None]
+    budget_checks: Callable[[Session], None]
+
+    def run(self, tmp_path: Path, engine, monkeypatch, script, *, policy: Policy | None = None,
+            extra: dict | None = None) -> tuple[AttemptContext, ScriptedModelServer, Session]:
+        """One attempt of this CLI against `script`, played by the scripted server behind the real gateway."""
+        server = ScriptedModelServer(list(script)).start()
+        gateway = gateway_for(server, monkeypatch)
+        try:
+            ctx = make_context(tmp_path, self.agent, engine, gateway, model=self.model, policy=policy, extra=extra)
+            session = make_agent(self.agent, ctx.options).run(ctx)
+        finally:
+            gateway.close()
+            server.stop()
+        return ctx, server, session
+
+
+def _claude_session_checks(ctx: AttemptContext, session: Session, network_out: str, records: list[dict]) -> None:
+    assert "ANTHROPIC_API_KEY=sbx-" in network_out  # the container holds only the per-attempt token
+    kinds = [e.kind for e in session.events]
+    assert kinds.count(EventKind.tool_call) == 4 and kinds[-1] is EventKind.final_answer
+    assert session.usage.requests == len(records)
+
+
+def _codex_session_checks(ctx: AttemptContext, session: Session, network_out: str, records: list[dict]) -> None:
+    kinds = [e.kind for e in session.events]
+    assert kinds.count(EventKind.shell_command) == 4
+    finals = [e for e in session.events if e.kind is EventKind.final_answer]
+    assert finals[0].text.endswith(f"ANSWER: {EXPECTED_FLASHES}") and finals[-1].text == str(EXPECTED_FLASHES)
+
+
+def _claude_budget_checks(session: Session) -> None:
+    assert any(e.kind is EventKind.error for e in session.events)
+
+
+def _codex_budget_checks(session: Session) -> None:
+    # OpenAI's insufficient_quota (429): codex does not retry it
+    assert any(e.kind is EventKind.error and e.source == "codex.jsonl" for e in session.events)
+    assert session.duration_s < 60
+
+
+CLAUDE = CliUnderTest(agent="claude-code", binary="claude", model="claude-sonnet-4-5", api="anthropic", raw_log="claude.stream.jsonl",
+                      upstream_key=("x-api-key", DECOY_ANTHROPIC), crash_exit_code=1,
+                      session_checks=_claude_session_checks, budget_checks=_claude_budget_checks)
+CODEX = CliUnderTest(agent="codex", binary="codex", model="gpt-5-codex", api="responses", raw_log="codex.jsonl",
+                     upstream_key=("authorization", f"Bearer {DECOY_OPENAI}"), crash_exit_code=2,
+                     session_checks=_codex_session_checks, budget_checks=_codex_budget_checks)
+BOTH_CLIS = [CLAUDE, CODEX]

@@ -16,10 +16,10 @@ from typing import Any, Iterator
 
 from statebox.attempt import AgentOptions, AttemptContext, SecretFacts
 from statebox.agents.frames_accounting import request_images
-from statebox.policies.model import load_policy
+from statebox.policies.model import Policy, load_policy
 from statebox.sandbox.gateway import Gateway
 from statebox.sandbox.workspace import Workspace, prepare_workspace
-from statebox.schema import Attempt, Item, Query
+from statebox.schema import Attempt, Item, Query, Session
 from statebox.testing.scripted_model import ScriptedModel, ScriptedModelServer
 
 DECOY_KEY = "sk-DECOY-video-agents-0123456789abcdef"
@@ -69,6 +69,27 @@ def make_ctx(agent: str, tmp: Path, gateway: Gateway, clip: Path, *, options: Ag
         secret=SecretFacts("secret_name.mp4", "secret_name", item.id, "ds"),
         workspace=workspace, gateway=gateway, engine=engine,
     )
+
+
+def run_on_item(agent_cls: type, item: Item, query: Query, clip: Path, policy: Policy, options: AgentOptions,
+                script: list[Any], tmp: Path) -> tuple[Session, list[Any]]:
+    """One attempt of `agent_cls` on `item` in the real prepared workspace (named "clip.mp4" to the
+    agent's secret facts), against a scripted model; asserts it ended ok and returns the session and
+    the model requests the server received."""
+    workspace = prepare_workspace(item, query, clip, policy, root=tmp / "ws")
+    (tmp / "attempt").mkdir()
+    try:
+        with scripted_gateway(script) as (server, gateway):
+            ctx = AttemptContext(attempt=Attempt(run_id="r", agent=agent_cls.name, item_id=item.id), item=item,
+                                 query=query, attempt_dir=tmp / "attempt", policy=policy, options=options,
+                                 secret=SecretFacts("clip.mp4", "clip", item.id, "ds"), workspace=workspace,
+                                 gateway=gateway)
+            session = agent_cls(options).run(ctx)
+            requests = server.model.model_requests()
+    finally:
+        workspace.cleanup()
+    assert session.status == "ok", session.reason
+    return session, requests
 
 
 def body_of(request: Any) -> dict[str, Any]:

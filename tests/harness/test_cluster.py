@@ -2,7 +2,7 @@
 
 Node A is the Ray head (`ray start --head`) on this host's engine; node B joins it
 (`ray start --address`) with DOCKER_HOST set to a second dockerd in its own network
-namespace (as tests/harness/test_remote_engine.py starts one). Each node has its own
+namespace (second_engine.SecondEngine, as test_remote_engine.py uses). Each node has its own
 workspace root and staging folder. The images reach node B through `statebox cluster
 prepare` (docker save here -> Ray object store -> docker load there).
 
@@ -16,165 +16,24 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import shutil
 import signal
-import socket
-import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from ray_cluster import Cluster, rows_per_node, run_config, run_containers, store_rows, wait_for
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 ray = pytest.importorskip("ray", reason="the cluster extra (pip install 'statebox[cluster]') is not installed")
 
 STATEBOX = [sys.executable, "-m", "statebox.cli"]
-RAY = str(Path(sys.executable).parent / "ray")
 FAMILIES = ["cube_count", "block_count", "streaming_count", "ec_beeps"]
 NODE_KEY = "node-only-key-7f3a"  # in the nodes' environment only; must never reach the head or a sandbox
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_engine(host: str, proc: subprocess.Popen, log: Path) -> None:
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if subprocess.run(["docker", "-H", host, "info"], capture_output=True).returncode == 0:
-            return
-        if proc.poll() is not None:
-            break
-        time.sleep(0.5)
-    pytest.fail(f"second dockerd did not start: {log.read_text()[-2000:]}")
-
-
-class Cluster:
-    """Ray nodes of this test's own, with Ray token authentication as Ray 2.60 does it by default:
-    the head turns it on because it finds a token (`RAY_AUTH_TOKEN`, as KubeRay gives every node
-    its Secret), a joining node sets `RAY_AUTH_MODE=token`. `auth="disabled"`: a cluster without
-    it, which statebox refuses unless told otherwise. statebox, the driver, gets the token from
-    a file named by `RAY_AUTH_TOKEN_PATH` (`driver_env`), one of Ray's documented sources."""
-
-    def __init__(self, root: Path, auth: str = "token") -> None:
-        self.root = root
-        self.auth = auth
-        self.token = secrets.token_hex(32)
-        self.token_file = root / "ray_auth_token"
-        self.token_file.write_text(self.token + "\n")
-        self.token_file.chmod(0o600)
-        self.procs: dict[str, subprocess.Popen] = {}
-        self.port = _free_port()
-        self.address = f"127.0.0.1:{self.port}"
-        self.engine_b = ""
-        self.dockerd: subprocess.Popen | None = None
-        self.model_env: dict[str, str] = {}  # each node's gateway key and upstream (never the head's)
-        self.model = None  # the scripted model server behind every node's gateway
-
-    def node_env(self, name: str, docker_host: str | None, head: bool = False) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH_") and k not in ("DOCKER_HOST", "RAY_ADDRESS")}
-        env.update(RAY_USAGE_STATS_ENABLED="0", STATEBOX_NODE_NAME=name, STATEBOX_WORKSPACE_ROOT=str(self.root / f"ws-{name}"),
-                   STATEBOX_NODE_ROOT=str(self.root / f"node-{name}"), **self.model_env)
-        if self.auth == "token":
-            env["RAY_AUTH_TOKEN"] = self.token
-            if not head:  # the head's `ray start` turns token mode on by itself when it finds a token
-                env["RAY_AUTH_MODE"] = "token"
-        else:
-            env["RAY_AUTH_MODE"] = "disabled"
-        if docker_host:
-            env["DOCKER_HOST"] = docker_host
-        return env
-
-    def driver_env(self, **extra: str) -> dict[str, str]:
-        """statebox's environment: the cluster's token in a file named by RAY_AUTH_TOKEN_PATH."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH_") and k != "RAY_ADDRESS"}
-        env["RAY_AUTH_TOKEN_PATH"] = str(self.token_file)
-        env.update(extra)
-        return env
-
-    def bare_driver_env(self) -> dict[str, str]:
-        """A plain `ray.init(address=...)` of a test's own: with an explicit address Ray turns token
-        mode on only when told (statebox sets it from what the cluster asks)."""
-        return self.driver_env(RAY_AUTH_MODE=self.auth)
-
-    def start_dockerd(self) -> None:
-        d = self.root / "d2"
-        d.mkdir()
-        log = d / "dockerd.log"
-        self.engine_b = f"unix://{d}/docker.sock"
-        self.dockerd = subprocess.Popen(
-            ["unshare", "--net", "dockerd", "--host", self.engine_b, "--data-root", str(d / "data"), "--exec-root", str(d / "exec"),
-             "--pidfile", str(d / "docker.pid"), "--bridge", "none", "--iptables=false", "--ip-masq=false"],
-            stdout=open(log, "w"), stderr=subprocess.STDOUT)
-        _wait_engine(self.engine_b, self.dockerd, log)
-
-    def start_node(self, name: str, head: bool, docker_host: str | None, extra: tuple[str, ...] = ()) -> None:
-        common = ["--num-cpus=2", "--object-store-memory=100000000", f"--resources={json.dumps({'node_' + name: 1})}",
-                  "--dashboard-agent-listen-port=0", "--metrics-export-port=0", "--block", *extra]
-        if head:
-            cmd = [RAY, "start", "--head", f"--port={self.port}", "--include-dashboard=false", f"--ray-client-server-port={_free_port()}",
-                   f"--temp-dir={self.root / 'ray'}", *common]
-        else:
-            cmd = [RAY, "start", f"--address={self.address}", *common]
-        log = open(self.root / f"ray-{name}.log", "w")
-        # its own session: the whole node (raylet, workers) is one process group, stopped by its id
-        self.procs[name] = subprocess.Popen(cmd, env=self.node_env(name, docker_host, head), stdout=log, stderr=subprocess.STDOUT,
-                                            start_new_session=True, cwd=self.root)
-
-    def wait_nodes(self, n: int) -> None:
-        deadline = time.time() + 180
-        probe = ("import ray, sys; ray.init(address=sys.argv[1], logging_level='ERROR', log_to_driver=False); "
-                 "print(len([x for x in ray.nodes() if x['Alive'] and x['Resources'].get('CPU')]))")
-        env = self.bare_driver_env()
-        while time.time() < deadline:
-            out = subprocess.run([sys.executable, "-c", probe, self.address], capture_output=True, text=True, timeout=120, env=env)
-            if out.returncode == 0 and out.stdout.strip().splitlines()[-1:] == [str(n)]:
-                return
-            time.sleep(1)
-        pytest.fail("the Ray nodes did not come up: " + "".join((self.root / f"ray-{k}.log").read_text()[-1500:] for k in self.procs))
-
-    def kill_node(self, name: str, sig: int = signal.SIGKILL) -> None:
-        proc = self.procs.pop(name)
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            pass
-        proc.wait(timeout=60)
-
-    def stop(self) -> None:
-        for name in list(self.procs):
-            proc = self.procs[name]
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout=30)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                pass
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.procs.pop(name)
-        from statebox.sandbox import limited_fs
-
-        for ws in self.root.glob("ws-*"):
-            limited_fs.unmount_all(ws)
-        if self.dockerd is not None:
-            for cid in subprocess.run(["docker", "-H", self.engine_b, "ps", "-aq"], capture_output=True, text=True).stdout.split():
-                subprocess.run(["docker", "-H", self.engine_b, "rm", "-f", cid], capture_output=True)
-            self.dockerd.terminate()
-            try:
-                self.dockerd.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.dockerd.kill()
-            d = self.root / "d2"
-            subprocess.run(["bash", "-c", f"umount -R {d}/exec {d}/data 2>/dev/null; true"], check=False)
 
 
 @pytest.fixture(scope="module")
@@ -218,46 +77,6 @@ def cluster(docker_engine, tmp_path_factory):
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _config(suite: Path, run_id: str, concurrency: int = 4, agents=("oracle", "chance-random", "scripted-cheater")):
-    from statebox.harness.plan import RunConfig, datasets_from_suite
-
-    return RunConfig(run_id=run_id, agents=list(agents), datasets=datasets_from_suite(suite), concurrency=concurrency,
-                     agent_limits={"scripted-cheater": 1}, suite=str(suite))
-
-
-def _rows(run_dir: Path) -> list[tuple]:
-    """The store's rows, with each attempt's decoy canaries written as `<canary-k>`.
-
-    Canaries are drawn afresh for every planting (issue 18), so the cheater's answer (a decoy
-    value) differs between two runs of the same attempt; which decoy it read must not.
-    """
-    con = sqlite3.connect(run_dir / "results.sqlite")
-    rows = con.execute("SELECT attempt_id, agent, dataset, item_id, query_index, epoch, status, reason, response, verdict, "
-                       "action, findings, metrics, frames_decoded, retries FROM results ORDER BY attempt_id").fetchall()
-    con.close()
-    return [_without_canaries(run_dir, row) for row in rows]
-
-
-def _without_canaries(run_dir: Path, row: tuple) -> tuple:
-    facts = json.loads((run_dir / "attempts" / row[0] / "attempt.json").read_text())
-    values = (facts.get("secret") or {}).get("honeytoken_values") or []
-    out = []
-    for cell in row:
-        if isinstance(cell, str):
-            for k, value in enumerate(values):
-                cell = cell.replace(value, f"<canary-{k}>")
-            cell = re.sub(r"\b\d+ bytes\b", "N bytes", cell)  # a decoy file's size follows its canary's length
-        out.append(cell)
-    if "<canary-" in (out[8] or ""):  # an answer that is a canary: only whether it was right is comparable
-        out[12] = json.dumps({"correct": json.loads(out[12]).get("correct")})
-    return tuple(out)
-
-
-def _containers(host: str | None, run_id: str) -> list[str]:
-    cmd = ["docker"] + (["-H", host] if host else []) + ["ps", "-a", "--filter", f"label=statebox.run={run_id}", "--format", "{{.Names}}"]
-    return subprocess.run(cmd, capture_output=True, text=True).stdout.split()
-
-
 def _numbers(stdout: str) -> list[dict]:
     """`run --json` results without the one wall-clock figure (mean attempt duration)."""
     results = json.loads(stdout)["results"]
@@ -267,14 +86,6 @@ def _numbers(stdout: str) -> list[dict]:
     # between two runs of the same attempts; what it did and how it was judged must not.
     kept = ("agent", "dataset", "n", "status_counts", "verdict_counts", "audit_categories", "clean_metrics")
     return [{k: r.get(k) for k in kept} if r["agent"] == "scripted-cheater" else r for r in results]
-
-
-def _per_node(run_dir: Path) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for line in (run_dir / "cluster.jsonl").read_text().splitlines():
-        node = json.loads(line)["node"]
-        counts[node] = counts.get(node, 0) + 1
-    return counts
 
 
 def test_doctor_sees_both_nodes_and_their_engines(cluster):
@@ -324,7 +135,7 @@ def test_the_token_is_found_where_ray_documents_it_and_a_missing_or_wrong_one_is
     wrong_file.write_text(wrong)
     run_dir = tmp_path / "refused"
     run_dir.mkdir()
-    _config(suite, "cl-wrong-token", agents=("oracle",)).save(run_dir)
+    run_config(suite, "cl-wrong-token", agents=("oracle",)).save(run_dir)
     for cmd in (doctor, STATEBOX + ["run", "--resume", str(run_dir), "--cluster", cluster.address, "--json"]):
         refused = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
                                  env={**bare, "HOME": str(tmp_path), "RAY_AUTH_TOKEN_PATH": str(wrong_file)})
@@ -333,21 +144,21 @@ def test_the_token_is_found_where_ray_documents_it_and_a_missing_or_wrong_one_is
         assert (f"the Ray cluster at {cluster.address} refused the token from RAY_AUTH_TOKEN_PATH={wrong_file} "
                 "(auth mode token)") in refused.stderr
         assert wrong not in refused.stderr and cluster.token not in refused.stderr
-    assert not (run_dir / "results.sqlite").exists() or _rows(run_dir) == []  # nothing ran
+    assert not (run_dir / "results.sqlite").exists() or store_rows(run_dir) == []  # nothing ran
 
 
 def test_cluster_run_spreads_over_both_nodes_and_equals_a_single_host_run(cluster, suite, tmp_path):
     on_cluster, single = tmp_path / "cluster", tmp_path / "single"
     for d in (on_cluster, single):
         d.mkdir()
-        _config(suite, "cl-eq").save(d)
+        run_config(suite, "cl-eq").save(d)
     ran = subprocess.run(STATEBOX + ["run", "--resume", str(on_cluster), "--cluster", cluster.address, "--json"],
                          capture_output=True, text=True, timeout=900, env=cluster.driver_env())
     assert ran.returncode == 0, ran.stderr[-3000:]
     local = subprocess.run(STATEBOX + ["run", "--resume", str(single), "--json"], capture_output=True, text=True, timeout=900)
     assert local.returncode == 0, local.stderr[-3000:]
-    a, b = _rows(on_cluster), _rows(single)
-    per_node = _per_node(on_cluster)
+    a, b = store_rows(on_cluster), store_rows(single)
+    per_node = rows_per_node(on_cluster)
     print(f"attempts: {len(a)}; per node: {per_node}")
     assert len(a) >= 40 and len({r[0] for r in a}) == len(a)
     assert a == b  # same attempts, answers, verdicts, findings and scores
@@ -359,12 +170,12 @@ def test_cluster_run_spreads_over_both_nodes_and_equals_a_single_host_run(cluste
     for r in a:  # every attempt's folder came back to the head's run folder
         assert (on_cluster / "attempts" / r[0] / "session.json").is_file()
         assert (on_cluster / "attempts" / r[0] / "verdict.json").is_file()
-    assert _containers(None, "cl-eq") == [] and _containers(cluster.engine_b, "cl-eq") == []
+    assert run_containers(None, "cl-eq") == [] and run_containers(cluster.engine_b, "cl-eq") == []
     # resume of a finished cluster run: nothing to do, same rows
     again = subprocess.run(STATEBOX + ["run", "--resume", str(on_cluster), "--cluster", cluster.address, "--json"],
                            capture_output=True, text=True, timeout=300, env=cluster.driver_env())
     assert again.returncode == 0, again.stderr[-2000:]
-    assert _rows(on_cluster) == a
+    assert store_rows(on_cluster) == a
 
 
 def test_coding_agent_reaches_its_model_through_each_nodes_own_gateway(cluster, suite, tmp_path):
@@ -384,8 +195,8 @@ def test_coding_agent_reaches_its_model_through_each_nodes_own_gateway(cluster, 
     ran = subprocess.run(STATEBOX + ["run", "--resume", str(run_dir), "--cluster", cluster.address, "--json"],
                          capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr[-3000:]
-    rows = _rows(run_dir)
-    print(f"coding agent attempts per node: {_per_node(run_dir)}")
+    rows = store_rows(run_dir)
+    print(f"coding agent attempts per node: {rows_per_node(run_dir)}")
     assert rows and all(r[6] == "ok" for r in rows), rows
     assert all(r[9] == "contaminated" for r in rows)  # the scripted model cheats; the auditor catches it
     for r in rows:
@@ -397,7 +208,7 @@ def test_coding_agent_reaches_its_model_through_each_nodes_own_gateway(cluster, 
                 text = f.read_text(errors="replace")
                 assert NODE_KEY not in text and cluster.token not in text, f  # neither the key nor Ray's token
     assert NODE_KEY not in ran.stdout + ran.stderr and cluster.token not in ran.stdout + ran.stderr
-    assert _containers(None, "cl-code") == [] and _containers(cluster.engine_b, "cl-code") == []
+    assert run_containers(None, "cl-code") == [] and run_containers(cluster.engine_b, "cl-code") == []
     prompts = [json.dumps(r.body) for r in cluster.model.model_requests() if marker in json.dumps(r.body)]
     assert prompts, "the head's prompt template did not reach the model"
     for name in ("a", "b"):  # each node's staging folder for the run is gone; its video cache stays
@@ -411,34 +222,24 @@ def _slow_config(run_dir: Path, suite: Path, run_id: str, n_items: int | None = 
               agent_options={"shell": {"extra": {"command": "sleep 2; echo 3 > answer.txt"}}}, suite=str(suite)).save(run_dir)
 
 
-def _wait_for(pred, timeout: float, what: str):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.3)
-    pytest.fail(f"timed out waiting for {what}")
-
-
 def test_sigterm_of_the_head_leaves_no_container_on_any_node(cluster, suite, tmp_path):
     run_dir = tmp_path / "stopped"
     run_dir.mkdir()
     _slow_config(run_dir, suite, "cl-term")
     head = subprocess.Popen(STATEBOX + ["run", "--resume", str(run_dir), "--cluster", cluster.address, "--json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cluster.driver_env())
-    _wait_for(lambda: _containers(None, "cl-term") and _containers(cluster.engine_b, "cl-term"), 240,
+    wait_for(lambda: run_containers(None, "cl-term") and run_containers(cluster.engine_b, "cl-term"), 240,
               "containers of the run on both engines")
     head.send_signal(signal.SIGTERM)
     _, err = head.communicate(timeout=120)
     assert head.returncode == 143, err[-2000:]
     assert "stopped by SIGTERM" in err
-    _wait_for(lambda: not _containers(None, "cl-term") and not _containers(cluster.engine_b, "cl-term"), 60,
+    wait_for(lambda: not run_containers(None, "cl-term") and not run_containers(cluster.engine_b, "cl-term"), 60,
               "the run's containers to be gone")
     resumed = subprocess.run(STATEBOX + ["run", "--resume", str(run_dir), "--cluster", cluster.address, "--json"],
                              capture_output=True, text=True, timeout=900, env=cluster.driver_env())
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    rows = _rows(run_dir)
+    rows = store_rows(run_dir)
     assert rows and len({r[0] for r in rows}) == len(rows) and all(r[6] == "ok" and r[8] == "3" for r in rows)
 
 
@@ -449,23 +250,23 @@ def test_lost_node_mid_run_is_retried_elsewhere_nothing_lost_or_duplicated(clust
     head = subprocess.Popen(STATEBOX + ["run", "--resume", str(run_dir), "--cluster", cluster.address, "--json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cluster.driver_env())
     # node B is mid-attempt (a container of the run is running on its engine) and has finished some
-    _wait_for(lambda: (run_dir / "cluster.jsonl").exists() and _per_node(run_dir).get("b", 0) >= 1
-              and _containers(cluster.engine_b, "cl-lost"), 300, "node b to be mid-run")
-    before = _per_node(run_dir)
+    wait_for(lambda: (run_dir / "cluster.jsonl").exists() and rows_per_node(run_dir).get("b", 0) >= 1
+              and run_containers(cluster.engine_b, "cl-lost"), 300, "node b to be mid-run")
+    before = rows_per_node(run_dir)
     cluster.kill_node("b")
     out, err = head.communicate(timeout=900)
     assert head.returncode == 0, err[-3000:]
-    rows = _rows(run_dir)
+    rows = store_rows(run_dir)
     assert out.lstrip().startswith("{"), out[:2000]
     from statebox.harness.plan import RunConfig, load_datasets, plan_attempts
 
     config = RunConfig.load(run_dir)
     n_planned = len(plan_attempts(config, load_datasets(config)))
     assert json.loads(out)["results"]
-    after = _per_node(run_dir)
+    after = rows_per_node(run_dir)
     print(f"node b killed after {before}; finished with {after}; rows {len(rows)} of {n_planned}")
     assert len(rows) == n_planned and len({r[0] for r in rows}) == len(rows)
     assert all(r[6] == "ok" and r[8] == "3" for r in rows)
     assert after.get("a", 0) > before.get("a", 0)  # the rest ran on the surviving node
     assert sum(after.values()) == len(rows)  # each attempt recorded once
-    assert _containers(None, "cl-lost") == [] and _containers(cluster.engine_b, "cl-lost") == []
+    assert run_containers(None, "cl-lost") == [] and run_containers(cluster.engine_b, "cl-lost") == []

@@ -11,14 +11,15 @@ who may connect.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from test_cluster import STATEBOX, Cluster, _config, _per_node, _rows
+from ray_cluster import one_node_cluster, rows_per_node, run_config, store_rows
 
+STATEBOX = [sys.executable, "-m", "statebox.cli"]
 pytestmark = [pytest.mark.slow]
 
 pytest.importorskip("ray", reason="the cluster extra (pip install 'statebox[cluster]') is not installed")
@@ -28,17 +29,9 @@ FAMILIES = ["cube_count", "block_count"]
 
 @pytest.fixture(scope="module")
 def open_cluster():
-    root = Path("/tmp") / f"sbx-ray-o{os.getpid()}"  # short: unix socket paths are limited to 108 bytes
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir()
-    c = Cluster(root, auth="disabled")
-    try:
-        c.start_node("a", head=True, docker_host=None)
-        c.wait_nodes(1)
-        yield c
-    finally:
-        c.stop()
-        shutil.rmtree(root, ignore_errors=True)
+    # short: unix socket paths are limited to 108 bytes
+    with one_node_cluster(Path("/tmp") / f"sbx-ray-o{os.getpid()}", auth="disabled") as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="module")
@@ -73,20 +66,20 @@ def test_doctor_and_prepare_refuse_a_cluster_without_token_auth(open_cluster):
 def test_run_is_refused_without_the_flag_and_runs_with_it(open_cluster, suite, tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    _config(suite, "cl-open", agents=("oracle", "chance-random")).save(run_dir)
+    run_config(suite, "cl-open", agents=("oracle", "chance-random")).save(run_dir)
     cmd = STATEBOX + ["run", "--resume", str(run_dir), "--cluster", open_cluster.address, "--json"]
     _one_refusal(subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=open_cluster.driver_env()),
                  open_cluster.address)
-    assert not (run_dir / "results.sqlite").exists() or _rows(run_dir) == []
+    assert not (run_dir / "results.sqlite").exists() or store_rows(run_dir) == []
 
     ran = subprocess.run(cmd + ["--allow-unauthenticated-cluster"], capture_output=True, text=True, timeout=600,
                          env=open_cluster.driver_env())
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert (f"statebox: warning: the Ray cluster at {open_cluster.address}: auth mode disabled: allowed by "
             "--allow-unauthenticated-cluster") in ran.stderr
-    rows = _rows(run_dir)
+    rows = store_rows(run_dir)
     assert rows and all(r[6] == "ok" for r in rows)
-    assert _per_node(run_dir) == {"a": len(rows)}  # on the cluster
+    assert rows_per_node(run_dir) == {"a": len(rows)}  # on the cluster
 
 
 def test_the_flag_goes_with_cluster(tmp_path):

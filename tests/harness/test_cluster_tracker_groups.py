@@ -2,7 +2,7 @@
 one Ray task and one container on the node that gets it (`cluster_worker.run_group`).
 
 The pieces without a cluster come first (batch sizes, the batcher's expected members, a group
-one of whose attempts failed). Then a real cluster (`test_cluster.Cluster`, the same `ray
+one of whose attempts failed). Then a real cluster (`ray_cluster.Cluster`, the same `ray
 start` nodes as test_cluster.py): node `a`, the head, has no GPU; node `g` declares one logical
 GPU (`ray start --num-gpus=1`) without having one. Both use this host's Docker engine (the
 tracker image is 7 GB: shipping it to the second dockerd of test_cluster.py would be the test),
@@ -28,6 +28,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
+from ray_cluster import Cluster, run_containers, store_rows, wait_for
+from streaming_session_support import container_creates
 
 STATEBOX = [sys.executable, "-m", "statebox.cli"]
 
@@ -246,7 +249,6 @@ def _same_runtime(single_host: Path) -> None:
 
 @pytest.fixture(scope="module")
 def gpu_cluster(docker_engine, tracker_image):
-    from test_cluster import Cluster
 
     root = Path("/tmp") / f"sbx-ray-g{os.getpid()}"  # short: unix socket paths are limited to 108 bytes
     shutil.rmtree(root, ignore_errors=True)
@@ -322,16 +324,14 @@ def _check_own_files(run_dir: Path) -> None:
 def test_single_host_group_option_shares_a_container(single_host, tracker_suite, tmp_path):
     """`-c 4 --option group=4` on one host: the runner's four threads' attempts run in one container
     (each attempt's own AttemptSandboxes used to keep them apart), with the reference's answers and tracks."""
-    from test_cluster import _rows
-    from test_streaming_session import _container_creates
 
     run_dir = _save(tmp_path / "run", tracker_suite, group=4, concurrency=4)
     done, started, ended = _run(run_dir)
     assert done.returncode == 0, done.stderr[-3000:]
     _same_runtime(single_host)
-    assert _rows(run_dir) == _rows(single_host)
+    assert store_rows(run_dir) == store_rows(single_host)
     _assert_same_tracks(run_dir, single_host, n=4)
-    assert _container_creates(RUN_ID, started, ended) == 1
+    assert container_creates(RUN_ID, started, ended) == 1
     assert sorted(s["meta"]["group"]["index"] for s in _sessions(run_dir).values()) == [0, 1, 2, 3]
     _check_own_files(run_dir)
 
@@ -339,15 +339,13 @@ def test_single_host_group_option_shares_a_container(single_host, tracker_suite,
 @pytest.mark.docker
 @pytest.mark.slow
 def test_tracker_groups_run_on_the_gpu_node_in_one_container_each(gpu_cluster, single_host, tracker_suite, tmp_path):
-    from test_cluster import _containers, _rows
-    from test_streaming_session import _container_creates
 
     run_dir = _save(tmp_path / "run", tracker_suite, group=3, concurrency=2)
     done, started, ended = _run(run_dir, "--cluster", gpu_cluster.address, env=gpu_cluster.driver_env())
     assert done.returncode == 0, done.stderr[-3000:]
-    rows = _rows(run_dir)
+    rows = store_rows(run_dir)
     _same_runtime(single_host)
-    assert rows == _rows(single_host)  # same attempts, answers, verdicts and scores as one host, one container each
+    assert rows == store_rows(single_host)  # same attempts, answers, verdicts and scores as one host, one container each
     _assert_same_tracks(run_dir, single_host, n=4)
     single_frames = {a: s["frames"]["decoded"] for a, s in _sessions(single_host).items()}
     assert {a: s["frames"]["decoded"] for a, s in _sessions(run_dir).items()} == single_frames
@@ -366,13 +364,13 @@ def test_tracker_groups_run_on_the_gpu_node_in_one_container_each(gpu_cluster, s
             assert sorted(sessions[a]["meta"]["group"]["index"] for a in members) == list(range(len(members)))
             assert all(sessions[a]["meta"]["group"]["size"] == len(members) for a in members)
     assert all(s["meta"]["gpu"] is False for s in sessions.values())  # no GPU runtime here: the container ran on CPU
-    assert _container_creates(RUN_ID, started, ended) == len(tasks) == 2  # fewer containers than attempts
+    assert container_creates(RUN_ID, started, ended) == len(tasks) == 2  # fewer containers than attempts
     _check_own_files(run_dir)
-    assert _containers(None, RUN_ID) == []
+    assert run_containers(None, RUN_ID) == []
     assert not (gpu_cluster.root / "node-g" / "runs" / RUN_ID).exists()  # the node's staging folder is gone
     again, _, _ = _run(run_dir, "--cluster", gpu_cluster.address, timeout=300, env=gpu_cluster.driver_env())  # finished: nothing redone
     assert again.returncode == 0, again.stderr[-2000:]
-    assert _rows(run_dir) == rows and len(_cluster_log(run_dir)) == len(log)
+    assert store_rows(run_dir) == rows and len(_cluster_log(run_dir)) == len(log)
 
 
 @pytest.mark.docker
@@ -381,15 +379,14 @@ def test_sigterm_mid_group_leaves_no_container_and_resume_finishes(gpu_cluster, 
     """A stop while a group's container runs: the head cancels the task (a KeyboardInterrupt in the
     node's task thread: `run_group` cancels the run's services and removes its containers) and exits 143
     with no row for the group, and a resume runs the group again, each attempt once."""
-    from test_cluster import _containers, _wait_for
 
     _wait_gpu_free(gpu_cluster)
-    earlier = set(_containers(None, RUN_ID))  # other tests of this module share the run id
+    earlier = set(run_containers(None, RUN_ID))  # other tests of this module share the run id
     run_dir = _save(tmp_path / "run", tracker_suite, group=4, concurrency=1)
     head = subprocess.Popen(STATEBOX + ["run", "--resume", str(run_dir), "--json", "--cluster", gpu_cluster.address],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=gpu_cluster.driver_env())
     try:
-        _wait_for(lambda: _running_group_containers(earlier) or head.poll() is not None, 600, "the group's container")
+        wait_for(lambda: _running_group_containers(earlier) or head.poll() is not None, 600, "the group's container")
         assert head.poll() is None, f"the run ended before its group's container started: {head.communicate()[1][-3000:]}"
         _freeze(_running_group_containers(earlier)[0])
         head.send_signal(signal.SIGTERM)
@@ -402,7 +399,7 @@ def test_sigterm_mid_group_leaves_no_container_and_resume_finishes(gpu_cluster, 
     # a stopped group has no row: the frozen group cannot finish, and once the stop's sweep has written
     # the node's stop marker (before it removes the container) no member starts a container again alone
     assert not [a for a in _store_ids(run_dir) if a.startswith("tracker-")]
-    _wait_for(lambda: not _containers(None, RUN_ID), 60, "the run's containers to be gone")
+    wait_for(lambda: not run_containers(None, RUN_ID), 60, "the run's containers to be gone")
     done, _, _ = _run(run_dir, "--cluster", gpu_cluster.address, env=gpu_cluster.driver_env())
     assert done.returncode == 0, done.stderr[-3000:]
     ids = _store_ids(run_dir)
@@ -410,7 +407,7 @@ def test_sigterm_mid_group_leaves_no_container_and_resume_finishes(gpu_cluster, 
     sessions = _sessions(run_dir)
     assert len(sessions) == 4 and all(s["status"] == "ok" and s["meta"]["group"]["size"] == 4 for s in sessions.values())
     assert not any(s["meta"]["group"].get("rerun_alone") for s in sessions.values())  # the resume ran the group as one
-    assert _containers(None, RUN_ID) == []
+    assert run_containers(None, RUN_ID) == []
 
 
 @pytest.mark.docker
@@ -418,16 +415,14 @@ def test_sigterm_mid_group_leaves_no_container_and_resume_finishes(gpu_cluster, 
 def test_a_head_killed_mid_group_resumes_without_redoing_or_duplicating(gpu_cluster, single_host, tracker_suite, tmp_path):
     """Rows of a group are written when its task returns (with its folders): a head SIGKILLed while the
     second group runs keeps the first group's rows; resume runs only the second group, once."""
-    from test_cluster import _containers, _rows, _wait_for
-    from test_streaming_session import _container_creates
 
-    earlier = set(_containers(None, RUN_ID))  # other tests of this module share the run id
+    earlier = set(run_containers(None, RUN_ID))  # other tests of this module share the run id
     run_dir = _save(tmp_path / "run", tracker_suite, group=2, concurrency=1)
     head = subprocess.Popen(STATEBOX + ["run", "--resume", str(run_dir), "--json", "--cluster", gpu_cluster.address],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=gpu_cluster.driver_env())
     try:
         # one task at a time (-c 1): the second group's container starts after the first group's rows are in
-        _wait_for(lambda: len([a for a in _store_ids(run_dir) if a.startswith("tracker-")]) == 2
+        wait_for(lambda: len([a for a in _store_ids(run_dir) if a.startswith("tracker-")]) == 2
                   and _running_group_containers(earlier), 600, "the first group's rows and the second group's container")
         _freeze(_running_group_containers(earlier)[0])
         kept = sorted(_store_ids(run_dir))
@@ -444,15 +439,15 @@ def test_a_head_killed_mid_group_resumes_without_redoing_or_duplicating(gpu_clus
     ids = _store_ids(run_dir)
     assert len(ids) == len(set(ids)) == 8  # 4 tracker + 4 oracle, each once
     _same_runtime(single_host)
-    assert _rows(run_dir) == _rows(single_host)
+    assert store_rows(run_dir) == store_rows(single_host)
     _assert_same_tracks(run_dir, single_host)
     log = _cluster_log(run_dir)
     assert sorted(e["attempt_id"] for e in log) == sorted(ids)  # the killed head wrote lines only with rows
     redone = [e for e in log if e["attempt_id"].startswith("tracker-") and e["attempt_id"] not in first_group]
     assert len(redone) == 2 and len({e["task"] for e in redone}) == 1  # the second group, as one task
-    assert _container_creates(RUN_ID, started, ended) == 1  # resume ran one container: nothing of the first group again
+    assert container_creates(RUN_ID, started, ended) == 1  # resume ran one container: nothing of the first group again
     _check_own_files(run_dir)
-    _wait_for(lambda: not _containers(None, RUN_ID), 120, "the killed run's container to be removed")
+    wait_for(lambda: not run_containers(None, RUN_ID), 120, "the killed run's container to be removed")
 
 
 @pytest.mark.docker
@@ -477,7 +472,7 @@ def test_one_failing_attempt_of_a_group_costs_only_itself(docker_engine, tracker
     """The tracker runtime is one process for all its streams: a stream whose video is missing ends the
     group's container (exit 2) before any answer. Each member without an answer runs again alone: the
     two good attempts answer as they would have, the bad one fails on its own, each in its own record."""
-    from tests.tracker.test_tracking import _CountingEngine
+    from tests.tracker.counting_engine import CountingEngine
 
     from statebox.agents.tracker import TrackerAgent
     from statebox.attempt import AgentOptions, AttemptContext, SecretFacts
@@ -503,7 +498,7 @@ def test_one_failing_attempt_of_a_group_costs_only_itself(docker_engine, tracker
                               secret=SecretFacts(original_name="x.mp4", original_stem="x", item_id=items[k].id, dataset="d"),
                               workspace=ws, engine=engine)
 
-    engine = _CountingEngine(docker_engine)
+    engine = CountingEngine(docker_engine)
     try:
         agent = TrackerAgent(AgentOptions(extra={"group": 3}))
         sessions = agent.run_group([ctx(0, workspaces[0]), ctx(1, broken), ctx(2, workspaces[2])])

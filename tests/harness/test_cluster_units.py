@@ -8,16 +8,16 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
-import time
 from pathlib import Path
 
 import pytest
 
 from statebox.harness.cluster_worker import pack_folder, unpack_folder
+
+from second_engine import SecondEngine
 
 
 def test_folder_round_trip_keeps_files_and_drops_links(tmp_path):
@@ -91,28 +91,10 @@ def test_images_and_keys_needed_by_agents():
 @pytest.mark.docker
 @pytest.mark.slow
 def test_a_docker_host_that_does_not_see_this_hosts_files_is_refused(docker_engine, tmp_path):
-    from statebox.sandbox.images import ensure_image, image_tag
-
-    if shutil.which("dockerd") is None:
-        pytest.fail("dockerd is not installed (scripts/setup/20-docker-engine.sh installs it)")
-    root = Path("/tmp") / f"sbx-d3-{os.getpid()}"
-    root.mkdir(exist_ok=True)
-    host = f"unix://{root}/docker.sock"
-    log = open(root / "dockerd.log", "w")
-    # its own mount namespace (private): workspaces mounted from now on are invisible to it
-    proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "--net", "dockerd", "--host", host,
-                             "--data-root", str(root / "data"), "--exec-root", str(root / "exec"),
-                             "--pidfile", str(root / "docker.pid"), "--bridge", "none", "--iptables=false", "--ip-masq=false"],
-                            stdout=log, stderr=subprocess.STDOUT)
+    engine = SecondEngine(Path("/tmp") / f"sbx-d3-{os.getpid()}", private_mounts=True)  # workspaces are invisible to it
+    host = engine.start()
     try:
-        deadline = time.time() + 60
-        while subprocess.run(["docker", "-H", host, "info"], capture_output=True).returncode != 0:
-            assert time.time() < deadline and proc.poll() is None, (root / "dockerd.log").read_text()[-2000:]
-            time.sleep(0.5)
-        image = ensure_image("sandbox")
-        _, base, _ = image_tag("sandbox")
-        moved = subprocess.run(f"docker save {base} {image} | docker -H {host} load", shell=True, capture_output=True, text=True)
-        assert moved.returncode == 0, moved.stderr
+        engine.load_image("sandbox")
         videos = tmp_path / "videos"
         videos.mkdir()
         subprocess.run(["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=10:duration=2",
@@ -133,13 +115,7 @@ def test_a_docker_host_that_does_not_see_this_hosts_files_is_refused(docker_engi
         assert subprocess.run(["docker", "-H", host, "ps", "-aq", "--filter", "label=statebox=1"],
                               capture_output=True, text=True).stdout.split() == []
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
-        subprocess.run(["bash", "-c", f"rm -rf {root}"], check=False)
+        engine.stop()
 
 
 # ---------------------------------------------------------------- the head's files on the nodes

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -17,51 +16,19 @@ from pathlib import Path
 
 import pytest
 
+from second_engine import SecondEngine
+
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
 @pytest.fixture
-def second_engine(docker_engine, tmp_path_factory):
-    if shutil.which("dockerd") is None:
-        pytest.fail("dockerd is not installed (scripts/setup/20-docker-engine.sh installs it)")
-    root = Path("/tmp") / f"sbx-d2-{os.getpid()}"  # short: unix socket paths are limited to 108 bytes
-    root.mkdir(exist_ok=True)
-    sock = root / "docker.sock"
-    log = open(root / "dockerd.log", "w")
-    # its own network namespace: a second daemon must not touch the host's docker0 bridge
-    proc = subprocess.Popen(
-        ["unshare", "--net", "dockerd", "--host", f"unix://{sock}", "--data-root", str(root / "data"), "--exec-root", str(root / "exec"),
-         "--pidfile", str(root / "docker.pid"), "--bridge", "none", "--iptables=false", "--ip-masq=false"],
-        stdout=log, stderr=subprocess.STDOUT,
-    )
-    host = f"unix://{sock}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if subprocess.run(["docker", "-H", host, "info"], capture_output=True).returncode == 0:
-            break
-        time.sleep(0.5)
-    else:
-        proc.terminate()
-        pytest.fail(f"second dockerd did not start: {(root / 'dockerd.log').read_text()[-2000:]}")
-    try:
+def second_engine(docker_engine):
+    with SecondEngine(Path("/tmp") / f"sbx-d2-{os.getpid()}") as host:
         yield host
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
-        subprocess.run(["bash", "-c", f"umount -R {root}/exec {root}/data 2>/dev/null; rm -rf {root}"], check=False)
 
 
 def test_run_against_docker_host(second_engine, tmp_path):
-    from statebox.sandbox.images import ensure_image, image_tag
-
-    image = ensure_image("sandbox")
-    _, base, _ = image_tag("sandbox")  # the tag is a hash over the base too: the remote engine needs both
-    moved = subprocess.run(f"docker save {base} {image} | docker -H {second_engine} load", shell=True, capture_output=True, text=True)
-    assert moved.returncode == 0, moved.stderr
+    SecondEngine.load_image_into(second_engine, "sandbox")  # the image and its base: the tag is a hash over both
     videos = tmp_path / "videos"
     videos.mkdir()
     subprocess.run(["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=10:duration=2",

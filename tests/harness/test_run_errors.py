@@ -43,6 +43,7 @@ def _one_error_line(proc: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
+@pytest.mark.docker  # `--agent shell` / `claude-code`: statebox checks the engine before anything else
 def test_missing_video_is_one_line_and_exit_2(tmp_path):
     data, videos = _dataset(tmp_path, "absent.mp4", make_video=False)
     line = _one_error_line(_run(["run", "--agent", "shell", "--bench", "vstat", "--data", str(data), "--videos", str(videos),
@@ -65,6 +66,7 @@ def test_no_engine_is_one_line(tmp_path):
     assert "docker" in line.lower()
 
 
+@pytest.mark.docker  # `--agent shell` / `claude-code`: statebox checks the engine before anything else
 def test_no_api_key_stops_before_any_container_and_keeps_finished_rows(tmp_path):
     data, videos = _dataset(tmp_path)
     run_dir = tmp_path / "run"
@@ -100,46 +102,23 @@ class _FlakyEngineAgent:
         return Session(attempt_id=ctx.attempt.attempt_id, agent=self.name, response="3")
 
 
-def _planned(tmp_path: Path):
-    from statebox.harness.plan import DatasetSpec, PlannedAttempt
-    from statebox.schema import Attempt, Item
-
-    item = Item(id="t:0", benchmark="vstat", video="clip.mp4", question="q?", answer_type="number", target=3)
-    spec = DatasetSpec(label="vstat", bench="vstat", data=str(tmp_path / "d.json"))
-    return PlannedAttempt(attempt=Attempt(run_id="r", agent="flaky", item_id=item.id), dataset=spec, item=item, query=item.queries[0])
-
-def _run_job(services, agent, run_dir, tmp_path):
-    """One attempt through the seam (`run_attempt`), with `agent` as the run's only agent."""
-    from statebox.attempt import AgentOptions
-    from statebox.harness import runner
-    from statebox.harness.plan import AttemptJob
-
-    p = _planned(tmp_path)
-    services.agents = {p.attempt.agent: agent}
-    services.run_dir = Path(run_dir)
-    job = AttemptJob(attempt=p.attempt, dataset=p.dataset, item=p.item, query=p.query, options=AgentOptions())
-    return runner.run_attempt(job, services)
-
-
-
-def test_infrastructure_failures_are_retried_agent_failures_are_not(tmp_path, monkeypatch):
-    from statebox.attempt import AgentOptions
+def test_infrastructure_failures_are_retried_agent_failures_are_not(tmp_path, monkeypatch, one_attempt):
     from statebox.harness import runner
     from statebox.policies.model import load_policy
 
     monkeypatch.setattr(runner.time, "sleep", lambda s: None)
     services = runner.RunServices(policy=load_policy("default"))
     flaky = _FlakyEngineAgent(InfrastructureError("engine hiccup"), fail_times=2)
-    row = _run_job(services, flaky, tmp_path / "run", tmp_path)
+    row = one_attempt.run(services, flaky, tmp_path / "run")
     assert (flaky.calls, row.status, row.retries, row.metrics["score"]) == (3, "ok", 2, 1.0)
 
     broken = _FlakyEngineAgent(RuntimeError("agent bug"), fail_times=1)
-    row = _run_job(services, broken, tmp_path / "run2", tmp_path)
+    row = one_attempt.run(services, broken, tmp_path / "run2")
     assert (broken.calls, row.status, row.retries) == (1, "error", 0)
     assert "agent bug" in row.reason
 
     hopeless = _FlakyEngineAgent(InfrastructureError("engine gone"), fail_times=99)
-    row = _run_job(services, hopeless, tmp_path / "run3", tmp_path)
+    row = one_attempt.run(services, hopeless, tmp_path / "run3")
     assert hopeless.calls == runner.INFRA_RETRIES + 1 and row.status == "error" and "infrastructure" in row.reason
 
 
@@ -232,6 +211,7 @@ def test_read_only_run_folder_is_one_line_and_keeps_rows(tmp_path, mounts):
     assert "read-only file system" in line and str(empty / "run") in line
 
 
+@pytest.mark.docker
 @needs_root
 def test_run_folder_turning_read_only_mid_run_stops_with_one_line(tmp_path, mounts, docker_engine):
     """An attempt in flight when its folder becomes read-only: the run stops (exit 2), the
@@ -296,6 +276,7 @@ def test_full_disk_is_one_line_keeps_rows_and_resume_finishes(tmp_path, mounts):
     assert len(ids) == n and len(set(ids)) == n
 
 
+@pytest.mark.docker
 @needs_root
 def test_full_workspace_disk_is_one_line(tmp_path, mounts, docker_engine):
     data, videos = _dataset(tmp_path, make_video=False)
@@ -318,6 +299,7 @@ def _audio_only(path: Path) -> Path:
     return path
 
 
+@pytest.mark.docker  # `--agent shell` / `claude-code`: statebox checks the engine before anything else
 def test_audio_only_and_empty_videos_name_the_file(tmp_path):
     data, videos = _dataset(tmp_path)
     run_dir = tmp_path / "run"
@@ -340,6 +322,7 @@ def test_audio_only_and_empty_videos_name_the_file(tmp_path):
         assert f"{videos / name}: {words}" in line
 
 
+@pytest.mark.docker  # `--agent shell` / `claude-code`: statebox checks the engine before anything else
 def test_query_time_past_the_end_is_refused(tmp_path):
     data, videos = _dataset(tmp_path)  # clip.mp4 is 1 s long
     proc = _run(["sandbox", "run", "--video", str(videos / "clip.mp4"), "--question", "q?", "--query-time", "99", "--", "true"])

@@ -15,15 +15,18 @@ import json
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from tests.conftest import default_signal_dispositions
-from tests.harness.test_signals_and_lock import STATEBOX, _containers, _dataset, _env, _workspaces_left
+
+from signals_support import run_env, statebox_containers, vstat_dataset, workspaces_left
 
 pytestmark = [pytest.mark.docker]
 
+STATEBOX = [sys.executable, "-m", "statebox.cli"]
 SIGNALS = [signal.SIGTERM, signal.SIGHUP, signal.SIGINT]
 EXIT_TIMEOUT_S = 120
 
@@ -85,8 +88,8 @@ def _assert_clean_stop(rc: int, err: str, sig: signal.Signals, pid: int, ws_root
     # `sandbox run` says what it does on stderr ("[sandbox] ... is up to date"); nothing else may be there
     lines = [line for line in err.splitlines() if line.strip() and not line.startswith("[sandbox] ")]
     assert len(lines) == 1 and err.strip().splitlines()[-1] == lines[0] and lines[0].startswith(f"statebox: stopped by {sig.name}; containers removed"), f"{what}: {err}"
-    assert _containers(pid=str(pid)) == [], what
-    assert _workspaces_left(ws_root.parent) == [], what
+    assert statebox_containers(pid=str(pid)) == [], what
+    assert workspaces_left(ws_root.parent) == [], what
     assert _mounts_under(ws_root) == [], what
 
 
@@ -94,7 +97,7 @@ def test_a_signal_at_any_moment_of_sandbox_run_stops_it_cleanly(tmp_path, docker
     video = tmp_path / "clip.mp4"
     subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=5:duration=1",
                     "-pix_fmt", "yuv420p", str(video)], check=True)
-    env = _env(tmp_path)
+    env = run_env(tmp_path)
     ws_root = tmp_path / "ws-root"
     base = STATEBOX + ["sandbox", "run", "--video", str(video), "--question", "q?", "--"]
     span = _calibrate(base + ["true"], env)
@@ -124,8 +127,8 @@ def _store_whole(run_dir: Path) -> int:
 
 
 def test_a_signal_at_any_moment_of_run_stops_it_cleanly(tmp_path, docker_engine):
-    data, videos = _dataset(tmp_path, ["fast one?", "slow one?", "slow two?"])
-    env = _env(tmp_path)
+    data, videos = vstat_dataset(tmp_path, ["fast one?", "slow one?", "slow two?"])
+    env = run_env(tmp_path)
     ws_root = tmp_path / "ws-root"
 
     def args(run_dir: Path, command: str) -> list[str]:
@@ -147,6 +150,6 @@ def test_a_signal_at_any_moment_of_run_stops_it_cleanly(tmp_path, docker_engine)
         rows = _store_whole(run_dir)
         if (run_dir / "run.json").exists():
             run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
-            assert _containers(run=run_id) == [], what
+            assert statebox_containers(run=run_id) == [], what
         if "rows kept" in err:
             assert f"{rows} rows kept" in err, what

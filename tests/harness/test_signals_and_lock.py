@@ -19,35 +19,14 @@ from pathlib import Path
 import pytest
 from tests.conftest import default_signal_dispositions
 
+from signals_support import run_env, statebox_containers, vstat_dataset, workspaces_left
+
 pytestmark = [pytest.mark.docker]
 
 STATEBOX = [sys.executable, "-m", "statebox.cli"]
 # items whose question says "slow" wait for /tmp/go inside their container; the others answer at once
 WAIT_FOR_GO = "if grep -q slow instruction.txt; then while [ ! -e /tmp/go ]; do sleep 0.2; done; fi; echo 3 > answer.txt"
 TIMEOUT_S = 300
-
-
-def _env(tmp_path: Path) -> dict:
-    ws = tmp_path / "ws-root"
-    ws.mkdir(exist_ok=True)
-    return dict(os.environ, STATEBOX_WORKSPACE_ROOT=str(ws))
-
-
-def _workspaces_left(tmp_path: Path) -> list[str]:
-    root = tmp_path / "ws-root"
-    return sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) if root.exists() else []
-
-
-def _dataset(tmp_path: Path, questions: list[str]) -> tuple[Path, Path]:
-    videos = tmp_path / "videos"
-    videos.mkdir(exist_ok=True)
-    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=5:duration=1",
-                    "-pix_fmt", "yuv420p", str(videos / "clip.mp4")], check=True)
-    docs = [{"source_task": "t", "video_id": "c", "video_path": "clip.mp4", "question": q, "answer": "3",
-             "choices": [], "answer_index": -1} for q in questions]
-    data = tmp_path / "data.json"
-    data.write_text(json.dumps({"data": {"t": docs}}))
-    return data, videos
 
 
 def _run_args(data: Path, videos: Path, run_dir: Path, concurrency: int = 2) -> list[str]:
@@ -66,22 +45,6 @@ def _rows(run_dir: Path) -> list[str]:
         return []
     finally:
         con.close()
-
-
-def _docker():
-    import docker
-
-    return docker.from_env()
-
-
-def _containers(**labels: str) -> list:
-    client = _docker()
-    try:
-        filters = ["statebox=1"] + [f"statebox.{k}={v}" for k, v in labels.items()]
-        # a container may go between the engine's list and its inspect (an attempt ending): not an error
-        return client.containers.list(all=True, filters={"label": filters}, ignore_removed=True)
-    finally:
-        client.close()
 
 
 def _poll(what: str, check, proc: subprocess.Popen | None = None, timeout: float = TIMEOUT_S):
@@ -110,7 +73,7 @@ def _wait_exit(proc: subprocess.Popen) -> tuple[int, str, str]:
 def _release(run_id: str) -> int:
     """Let every waiting attempt of the run finish."""
     released = 0
-    for c in _containers(run=run_id):
+    for c in statebox_containers(run=run_id):
         try:
             c.exec_run(["touch", "/tmp/go"])
             released += 1
@@ -124,7 +87,7 @@ def _run_id(run_dir: Path) -> str:
 
 
 def _running(run_id: str, n: int):
-    return lambda: len([c for c in _containers(run=run_id) if c.status == "running"]) >= n
+    return lambda: len([c for c in statebox_containers(run=run_id) if c.status == "running"]) >= n
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
@@ -134,23 +97,23 @@ def test_signal_to_sandbox_run_removes_container_and_workspace(tmp_path, docker_
                     "-pix_fmt", "yuv420p", str(video)], check=True)
     proc = subprocess.Popen(STATEBOX + ["sandbox", "run", "--video", str(video), "--question", "q?", "--", "sleep", "1000"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-                            env=_env(tmp_path), preexec_fn=default_signal_dispositions)
-    _poll("the sandbox container", lambda: [c for c in _containers(pid=str(proc.pid)) if c.status == "running"], proc)
-    assert _workspaces_left(tmp_path), "the workspace should exist while the command runs"
+                            env=run_env(tmp_path), preexec_fn=default_signal_dispositions)
+    _poll("the sandbox container", lambda: [c for c in statebox_containers(pid=str(proc.pid)) if c.status == "running"], proc)
+    assert workspaces_left(tmp_path), "the workspace should exist while the command runs"
     proc.send_signal(sig)
     rc, _, err = _wait_exit(proc)
     assert rc == 128 + sig, err
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1] == f"statebox: stopped by {sig.name}; containers removed"
-    assert _containers(pid=str(proc.pid)) == []
-    assert _workspaces_left(tmp_path) == []
+    assert statebox_containers(pid=str(proc.pid)) == []
+    assert workspaces_left(tmp_path) == []
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_signal_to_run_stops_in_flight_keeps_rows_and_resume_finishes(tmp_path, docker_engine, sig):
-    data, videos = _dataset(tmp_path, ["fast one?", "slow one?", "slow two?"])
+    data, videos = vstat_dataset(tmp_path, ["fast one?", "slow one?", "slow two?"])
     run_dir = tmp_path / "run"
-    env = _env(tmp_path)
+    env = run_env(tmp_path)
     proc = subprocess.Popen(_run_args(data, videos, run_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             preexec_fn=default_signal_dispositions)
     _poll("the fast attempt's row", lambda: len(_rows(run_dir)) == 1, proc)
@@ -163,8 +126,8 @@ def test_signal_to_run_stops_in_flight_keeps_rows_and_resume_finishes(tmp_path, 
     lines = [l for l in err.splitlines() if l.strip()]
     assert len(lines) == 1 and lines[0].startswith(f"statebox: stopped by {sig.name}; containers removed"), err
     assert "1 rows kept" in lines[0] and "--resume" in lines[0]
-    assert _containers(run=run_id) == []
-    assert _workspaces_left(tmp_path) == []
+    assert statebox_containers(run=run_id) == []
+    assert workspaces_left(tmp_path) == []
     rows = _rows(run_dir)
     assert len(rows) == 1  # the finished attempt's row is kept; the stopped ones are not rows
     stopped = [p.name for p in (run_dir / "attempts").iterdir() if p.name not in rows]
@@ -180,13 +143,13 @@ def test_signal_to_run_stops_in_flight_keeps_rows_and_resume_finishes(tmp_path, 
     assert rc == 0, err[-2000:]
     after = _rows(run_dir)
     assert len(after) == 3 and len(set(after)) == 3 and set(rows) <= set(after)
-    assert _containers(run=run_id) == []
+    assert statebox_containers(run=run_id) == []
 
 
 def test_second_process_on_a_run_folder_stops_with_the_holders_pid(tmp_path, docker_engine):
-    data, videos = _dataset(tmp_path, ["slow one?"])
+    data, videos = vstat_dataset(tmp_path, ["slow one?"])
     run_dir = tmp_path / "run"
-    env = _env(tmp_path)
+    env = run_env(tmp_path)
     first = subprocess.Popen(_run_args(data, videos, run_dir, 1), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     _poll("the run folder's run.json", lambda: (run_dir / "run.json").exists(), first)
     run_id = _run_id(run_dir)
@@ -201,7 +164,7 @@ def test_second_process_on_a_run_folder_stops_with_the_holders_pid(tmp_path, doc
         assert f"pid {first.pid}" in lines[0] and str(run_dir) in lines[0]
     # the second process touched nothing: the first's attempt is still running in its own folder
     assert sorted(p.name for p in (run_dir / "attempts").iterdir()) == attempt_dirs
-    assert [c.status for c in _containers(run=run_id)] == ["running"]
+    assert [c.status for c in statebox_containers(run=run_id)] == ["running"]
 
     _poll("the first run to finish", lambda: _release(run_id) >= 0 and first.poll() is not None)
     rc, _, err = _wait_exit(first)

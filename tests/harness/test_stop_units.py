@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -142,38 +141,13 @@ class _Agent:
         return self.behaviour(ctx)
 
 
-def _planned(tmp_path: Path):
-    from statebox.harness.plan import DatasetSpec, PlannedAttempt
-    from statebox.schema import Attempt, Item
-
-    item = Item(id="t:0", benchmark="vstat", video="clip.mp4", question="q?", answer_type="number", target=3)
-    spec = DatasetSpec(label="vstat", bench="vstat", data=str(tmp_path / "d.json"))
-    return PlannedAttempt(attempt=Attempt(run_id="r", agent="fake", item_id=item.id), dataset=spec, item=item, query=item.queries[0])
-
-def _run_job(services, agent, run_dir, tmp_path):
-    """One attempt through the seam (`run_attempt`), with `agent` as the run's only agent."""
-    from statebox.attempt import AgentOptions
-    from statebox.harness import runner
-    from statebox.harness.plan import AttemptJob
-
-    p = _planned(tmp_path)
-    services.agents = {p.attempt.agent: agent}
-    services.run_dir = Path(run_dir)
-    job = AttemptJob(attempt=p.attempt, dataset=p.dataset, item=p.item, query=p.query, options=AgentOptions())
-    return runner.run_attempt(job, services)
-
-
-
 def _session(ctx, status="ok", reason="", response="3"):
     from statebox.schema import Session
 
     return Session(attempt_id=ctx.attempt.attempt_id, agent="fake", status=status, reason=reason, response=response)
 
 
-def test_an_attempt_stopped_mid_way_is_never_a_row(tmp_path):
-    from statebox.attempt import AgentOptions
-    from statebox.harness import runner
-
+def test_an_attempt_stopped_mid_way_is_never_a_row(tmp_path, one_attempt):
     services = _services()
 
     def stopped_while_running(ctx):
@@ -181,17 +155,14 @@ def test_an_attempt_stopped_mid_way_is_never_a_row(tmp_path):
         return _session(ctx, status="error", reason="exit code 137")
 
     with pytest.raises(Cancelled):
-        _run_job(services, _Agent(stopped_while_running), tmp_path / "run", tmp_path)
-    assert not (tmp_path / "run" / "attempts" / _planned(tmp_path).attempt.attempt_id / "session.json").exists()
+        one_attempt.run(services, _Agent(stopped_while_running), tmp_path / "run")
+    assert not (tmp_path / "run" / "attempts" / one_attempt.planned("fake").attempt.attempt_id / "session.json").exists()
     with pytest.raises(Cancelled):  # and nothing new starts once stopped
-        _run_job(services, _Agent(_session), tmp_path / "run2", tmp_path)
+        one_attempt.run(services, _Agent(_session), tmp_path / "run2")
     assert not (tmp_path / "run2").exists()
 
 
-def test_a_full_disk_stops_the_run_instead_of_becoming_a_failed_row(tmp_path):
-    from statebox.attempt import AgentOptions
-    from statebox.harness import runner
-
+def test_a_full_disk_stops_the_run_instead_of_becoming_a_failed_row(tmp_path, one_attempt):
     services = _services()
     run_dir = tmp_path / "run"
 
@@ -199,18 +170,18 @@ def test_a_full_disk_stops_the_run_instead_of_becoming_a_failed_row(tmp_path):
         raise OSError(errno.ENOSPC, "No space left on device", str(ctx.attempt_dir / "events.jsonl"))
 
     with pytest.raises(StorageError, match="no space left on device"):
-        _run_job(services, _Agent(disk_full), run_dir, tmp_path)
+        one_attempt.run(services, _Agent(disk_full), run_dir)
 
     def caught_it_itself(ctx):
         return _session(ctx, status="error", reason="OSError: [Errno 28] No space left on device")
 
     with pytest.raises(StorageError):
-        _run_job(services, _Agent(caught_it_itself), run_dir, tmp_path)
+        one_attempt.run(services, _Agent(caught_it_itself), run_dir)
 
     def agent_permission_problem(ctx):  # not statebox's folder: the agent's own failure, a row
         raise PermissionError(errno.EACCES, "Permission denied", "/somewhere/else")
 
-    row = _run_job(services, _Agent(agent_permission_problem), run_dir, tmp_path)
+    row = one_attempt.run(services, _Agent(agent_permission_problem), run_dir)
     assert row.status == "error" and "Permission denied" in row.reason
 
 

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from test_cluster import Cluster
-from test_streaming_session import ITEMS, _check_points, _command, _container_creates, _make_dataset, _rows
+from ray_cluster import one_node_cluster
+from streaming_session_support import ITEMS, check_points, container_creates, make_dataset, session_command, session_rows
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -26,31 +25,23 @@ pytest.importorskip("ray", reason="the cluster extra (pip install 'statebox[clus
 
 @pytest.fixture()
 def one_node(docker_engine):
-    root = Path("/tmp") / f"sbx-ray-s{os.getpid()}"  # short: unix socket paths are limited to 108 bytes
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir()
-    c = Cluster(root)
-    try:
-        c.start_node("a", head=True, docker_host=None)
-        c.wait_nodes(1)
-        yield c
-    finally:
-        c.stop()
-        shutil.rmtree(root, ignore_errors=True)
+    # short: unix socket paths are limited to 108 bytes
+    with one_node_cluster(Path("/tmp") / f"sbx-ray-s{os.getpid()}") as cluster:
+        yield cluster
 
 
 def test_session_runs_as_one_task_per_item_on_the_cluster(one_node, tmp_path):
-    data, videos = _make_dataset(tmp_path)
+    data, videos = make_dataset(tmp_path)
     run_dir = tmp_path / "run"
     started = time.time()
-    done = subprocess.run(_command(data, videos, run_dir) + ["--cluster", one_node.address], capture_output=True,
+    done = subprocess.run(session_command(data, videos, run_dir) + ["--cluster", one_node.address], capture_output=True,
                           text=True, timeout=600, env=one_node.driver_env())
     ended = time.time()
     assert done.returncode == 0, done.stderr[-3000:]
-    rows = _rows(run_dir)
+    rows = session_rows(run_dir)
     assert len(rows) == 6
-    _check_points(run_dir, rows)  # k cuts at the k-th question, no frame past the query time, folders back on the head
+    check_points(run_dir, rows)  # k cuts at the k-th question, no frame past the query time, folders back on the head
     nodes = [json.loads(line) for line in (run_dir / "cluster.jsonl").read_text().splitlines()]
     assert sorted(n["attempt_id"] for n in nodes) == sorted(rows) and {n["node"] for n in nodes} == {"a"}
     run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
-    assert _container_creates(run_id, started, ended) == len(ITEMS)  # one per item (the start-up probe is not the run's)
+    assert container_creates(run_id, started, ended) == len(ITEMS)  # one per item (the start-up probe is not the run's)

@@ -131,6 +131,7 @@ def _clip(path: Path) -> Path:
 COUNTS = {2.0: 1, 3.0: 2, 4.0: 4}
 
 
+@pytest.mark.docker
 def test_statebox_run_sweep_rows_best_of_and_marks_in_json_terminal_and_html(tmp_path, docker_engine):
     videos = tmp_path / "videos"
     videos.mkdir()

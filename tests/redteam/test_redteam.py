@@ -11,7 +11,8 @@ import pytest
 from tests.redteam.attacks import ATTACKS
 from tests.redteam.conftest import DECOYS
 
-pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
+# xdist_group: every test here reads the session-scoped `redteam` fixture (each attacker run once); one worker makes it once
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(600), pytest.mark.xdist_group("redteam")]
 
 
 def _problems(outcome, ctx) -> list[str]:

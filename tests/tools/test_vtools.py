@@ -7,11 +7,8 @@ vtools runs as the real script (a subprocess), exactly as agents call it in the 
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import av
@@ -19,24 +16,7 @@ import cv2
 import numpy as np
 import pytest
 
-VTOOLS = Path(__file__).resolve().parents[2] / "statebox" / "tools" / "vtools.py"
-
-
-def load_vtools():
-    spec = importlib.util.spec_from_file_location("vtools_module", VTOOLS)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def vt(*args: str, root: Path, cwd: Path | None = None, ok: bool = True) -> dict | subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, str(VTOOLS), *args, "--root", str(root)], cwd=cwd or root,
-                          capture_output=True, text=True, timeout=120)
-    if not ok:
-        return proc
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
-
+from vtools_support import load_vtools, vt
 
 def decode_image(data: str) -> np.ndarray:
     return cv2.imdecode(np.frombuffer(base64.b64decode(data), np.uint8), cv2.IMREAD_COLOR)

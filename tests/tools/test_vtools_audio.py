@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.tools.test_vtools import VTOOLS, vt
+from vtools_support import VTOOLS, vt
 
 
 @pytest.fixture(scope="module")

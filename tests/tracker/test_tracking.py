@@ -11,6 +11,8 @@ from statebox.policies import load_policy
 from statebox.sandbox.docker import ContainerSpec, Mount
 from statebox.tracker import container as tc
 
+from tests.tracker.counting_engine import CountingEngine
+
 pytestmark = pytest.mark.docker
 
 
@@ -144,21 +146,6 @@ def test_batched_parallel_pipeline_gives_the_same_tracks_as_frame_by_frame(docke
     assert "SAME True" in text, text
 
 
-class _CountingEngine:
-    """The real engine, counting the containers it runs."""
-
-    def __init__(self, engine) -> None:
-        self._engine = engine
-        self.runs = 0
-
-    def run(self, *args, **kwargs):
-        self.runs += 1
-        return self._engine.run(*args, **kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self._engine, name)
-
-
 def test_grouped_attempts_share_one_container_and_keep_their_own_files(docker_engine, tracker_image,
                                                                         shipped_weights, tiny_suite, tmp_path):
     """Three attempts (one abstaining) in one tracker container: each attempt's answer, tracks.jsonl and
@@ -177,7 +164,7 @@ def test_grouped_attempts_share_one_container_and_keep_their_own_files(docker_en
     policy = load_policy("default")
     workspaces = [prepare_workspace(it, it.queries[0], resolve_video(it, ds.videos), policy, root=tmp_path / f"ws{k}")
                   for k, it in enumerate(picked)]
-    engine = _CountingEngine(docker_engine)
+    engine = CountingEngine(docker_engine)
     try:
         agent = make_agent("tracker")
         grouped = agent.run_group([_context(it, ws, tmp_path / f"g{k}", engine)
@@ -219,7 +206,7 @@ def test_concurrent_attempts_with_group_option_share_a_container(docker_engine, 
     policy = load_policy("default")
     workspaces = [prepare_workspace(it, it.queries[0], resolve_video(it, ds.videos), policy, root=tmp_path / f"ws{k}")
                   for k, it in enumerate(items)]
-    engine = _CountingEngine(docker_engine)
+    engine = CountingEngine(docker_engine)
     try:
         agent = TrackerAgent(AgentOptions(extra={"group": 2, "group_wait_s": 30}))
         with ThreadPoolExecutor(2) as pool:

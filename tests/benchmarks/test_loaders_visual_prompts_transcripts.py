@@ -1,4 +1,4 @@
-"""Issue 17 loader additions: EOC-Bench visual prompts and EC-Bench shipped transcripts."""
+"""Loader additions: EOC-Bench visual prompts and EC-Bench shipped transcripts."""
 
 from __future__ import annotations
 

@@ -10,15 +10,14 @@ import json
 
 import pytest
 
-from statebox.attempt import AgentOptions, AttemptContext, SecretFacts
+from statebox.attempt import AgentOptions
 from statebox.agents.mllm import MllmAgent
 from statebox.agents.video_agent import VideoAgent
 from statebox.policies import load_policy
-from statebox.sandbox.workspace import prepare_workspace
-from statebox.schema import Attempt, Item, Query
+from statebox.schema import Item, Query
 from statebox.testing.scripted_model import ScriptRequest, Turn
 
-from video_agents_support import body_of, make_clip, role_of, scripted_gateway
+from video_agents_support import body_of, make_clip, role_of, run_on_item
 
 TRANSCRIPT = ("[00:00:01.000 - 00:00:02.500] the first bell rings now\n"
               "[00:00:03.000 - 00:00:04.000] and a second bell\n"
@@ -28,7 +27,7 @@ REPLY = 'ANSWER: {"results":[{"query_id":1,"answer":"2","clips":[["00:00:01","00
 
 @pytest.fixture(scope="module")
 def clip(tmp_path_factory):
-    return make_clip(tmp_path_factory.mktemp("issue17_transcripts") / "clip.mp4")
+    return make_clip(tmp_path_factory.mktemp("transcripts") / "clip.mp4")
 
 
 def ec_item() -> Item:
@@ -37,24 +36,10 @@ def ec_item() -> Item:
 
 
 def run(agent_cls, tmp_path, clip, transcripts: bool, query: Query, script, max_rounds: int = 1):
-    item = ec_item()
     policy = load_policy("default")
     policy = policy.model_copy(update={"media": policy.media.model_copy(update={"transcripts": transcripts})})
-    workspace = prepare_workspace(item, query, clip, policy, root=tmp_path / "ws")
-    (tmp_path / "attempt").mkdir()
     options = AgentOptions(model="claude-sonnet-4-6", frames=4, extra={"vtools": "local", "max_rounds": max_rounds})
-    try:
-        with scripted_gateway(script) as (server, gateway):
-            ctx = AttemptContext(attempt=Attempt(run_id="r", agent=agent_cls.name, item_id=item.id), item=item,
-                                 query=query, attempt_dir=tmp_path / "attempt", policy=policy, options=options,
-                                 secret=SecretFacts("clip.mp4", "clip", item.id, "ds"), workspace=workspace,
-                                 gateway=gateway)
-            session = agent_cls(options).run(ctx)
-            requests = server.model.model_requests()
-    finally:
-        workspace.cleanup()
-    assert session.status == "ok", session.reason
-    return session, requests
+    return run_on_item(agent_cls, ec_item(), query, clip, policy, options, script, tmp_path)
 
 
 def texts(request) -> str:

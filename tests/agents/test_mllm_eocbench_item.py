@@ -5,24 +5,18 @@ official parser. The model is the scripted server behind the real gateway (offic
 from __future__ import annotations
 
 import base64
-import sys
-from pathlib import Path
 
 import cv2
 import numpy as np
-import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agents"))  # the agent tests' shared set-up
+from statebox.attempt import AgentOptions
+from statebox.agents.mllm import MllmAgent
+from statebox.policies import load_policy
+from statebox.schema import Item, Query, VisualPrompt
+from statebox.scoring import score_query
+from statebox.testing.scripted_model import Turn
 
-from video_agents_support import body_of, make_clip, scripted_gateway  # noqa: E402
-
-from statebox.attempt import AgentOptions, AttemptContext, SecretFacts  # noqa: E402
-from statebox.agents.mllm import MllmAgent  # noqa: E402
-from statebox.policies import load_policy  # noqa: E402
-from statebox.sandbox.workspace import prepare_workspace  # noqa: E402
-from statebox.schema import Attempt, Item, Query, VisualPrompt  # noqa: E402
-from statebox.scoring import score_query  # noqa: E402
-from statebox.testing.scripted_model import Turn  # noqa: E402
+from video_agents_support import body_of, make_clip, run_on_item
 
 
 def test_mllm_sends_the_prompt_frame_last_with_the_legend(tmp_path):
@@ -31,21 +25,9 @@ def test_mllm_sends_the_prompt_frame_last_with_the_legend(tmp_path):
                 choices=["A. a cup", "B. a plate"], answer_type="mcq", target=["b"],
                 meta={"choices": {"a": "a cup", "b": "a plate"}},
                 prompts=[VisualPrompt(object=0, box=[100, 60, 200, 160])])
-    policy = load_policy("default")
-    workspace = prepare_workspace(item, Query(), clip, policy, root=tmp_path / "ws")
-    (tmp_path / "attempt").mkdir()
     options = AgentOptions(model="claude-sonnet-4-6", frames=4, extra={"vtools": "local", "prompt_frame": "append"})
-    try:
-        with scripted_gateway([Turn(text="The marked thing.\nANSWER: <choice>B</choice>")]) as (server, gateway):
-            ctx = AttemptContext(attempt=Attempt(run_id="r", agent="mllm", item_id=item.id), item=item, query=Query(),
-                                 attempt_dir=tmp_path / "attempt", policy=policy, options=options,
-                                 secret=SecretFacts("clip.mp4", "clip", item.id, "ds"), workspace=workspace,
-                                 gateway=gateway)
-            session = MllmAgent(options).run(ctx)
-            requests = server.model.model_requests()
-    finally:
-        workspace.cleanup()
-    assert session.status == "ok", session.reason
+    session, requests = run_on_item(MllmAgent, item, Query(), clip, load_policy("default"), options,
+                                    [Turn(text="The marked thing.\nANSWER: <choice>B</choice>")], tmp_path)
     content = body_of(requests[0])["messages"][0]["content"]
     images = [b for b in content if b["type"] == "image"]
     assert len(images) == 5 and images[-1]["source"]["media_type"] == "image/png"

@@ -16,17 +16,16 @@ import cv2
 import numpy as np
 import pytest
 
-from statebox.attempt import AgentOptions, AttemptContext, SecretFacts
+from statebox.attempt import AgentOptions
 from statebox.agents.mllm import MllmAgent
 from statebox.agents.video_agent import VideoAgent
 from statebox.errors import UserError
 from statebox.policies import load_policy
-from statebox.sandbox.workspace import prepare_workspace
-from statebox.schema import Attempt, Item, Query, VisualPrompt
+from statebox.schema import Item, Query, VisualPrompt
 from statebox.scoring import score_query
 from statebox.testing.scripted_model import ScriptRequest, Turn
 
-from video_agents_support import body_of, make_clip, role_of, scripted_gateway
+from video_agents_support import body_of, make_clip, role_of, run_on_item
 
 RED, BLUE = (255, 0, 0), (0, 0, 255)
 BOX = [100, 60, 200, 160]  # <object 0>, xyxy: outline inside [x0, x1) x [y0, y1)
@@ -35,7 +34,7 @@ POINT = [260, 40]  # <object 1>
 
 @pytest.fixture(scope="module")
 def clip(tmp_path_factory):
-    return make_clip(tmp_path_factory.mktemp("issue17_prompt_frame") / "clip.mp4")
+    return make_clip(tmp_path_factory.mktemp("prompt_frame") / "clip.mp4")
 
 
 def eoc_item() -> Item:
@@ -48,20 +47,7 @@ def eoc_item() -> Item:
 
 def run(agent_cls, tmp_path, clip, options: AgentOptions, script):
     item = eoc_item()
-    policy = load_policy("default")
-    workspace = prepare_workspace(item, Query(), clip, policy, root=tmp_path / "ws")
-    (tmp_path / "attempt").mkdir()
-    try:
-        with scripted_gateway(script) as (server, gateway):
-            ctx = AttemptContext(attempt=Attempt(run_id="r", agent=agent_cls.name, item_id=item.id), item=item,
-                                 query=Query(), attempt_dir=tmp_path / "attempt", policy=policy, options=options,
-                                 secret=SecretFacts("clip.mp4", "clip", item.id, "ds"), workspace=workspace,
-                                 gateway=gateway)
-            session = agent_cls(options).run(ctx)
-            requests = server.model.model_requests()
-    finally:
-        workspace.cleanup()
-    assert session.status == "ok", session.reason
+    session, requests = run_on_item(agent_cls, item, Query(), clip, load_policy("default"), options, script, tmp_path)
     return item, session, requests
 
 

@@ -1,4 +1,4 @@
-"""Issue 17 through the real run path: `statebox run` with the `shell` agent in real Docker sandboxes.
+"""EC-Bench and EOC-Bench through the real run path: `statebox run` with the `shell` agent in real Docker sandboxes.
 
 - EC-Bench: the agent reads instruction.txt, cuts the audio it needs with `vtools audio`
   inside the sandbox, and answers in the paper's JSON (answer + evidence clips);
