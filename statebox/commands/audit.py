@@ -32,7 +32,7 @@ from statebox.audits.verdict import AuditedAttempt, audit_file, audit_run
 from statebox.errors import UserError
 from statebox.harness.lock import hold_run_lock
 from statebox.harness.store import RESULTS_FILE, ResultStore
-from statebox.harness.visible_text import visible
+from statebox.report.visible_text import visible
 from statebox.policies import load_policy
 
 
@@ -164,7 +164,7 @@ def _run_folder_of(target: Path) -> Path:
 def _print_table(rows) -> None:
     """The verdicts as a table. Every string from the session (quotes, item ids, attempt and
     file names) is plain text: no rich markup read from it, hidden characters (bidi controls,
-    zero-width characters, terminal escapes) spelt <U+XXXX> (harness/visible_text.py)."""
+    zero-width characters, terminal escapes) spelt <U+XXXX> (report/visible_text.py)."""
     console = Console()
     colour = {"clean": "green", "suspicious": "yellow", "contaminated": "red"}
     table = Table(title="contamination audit", show_lines=False)

@@ -31,8 +31,8 @@ from statebox.agents.base import make_agent
 from statebox.commands.run import execute_run
 from statebox.harness.plan import RunConfig, agent_options, datasets_from_suite
 from statebox.harness.runner import run_planned
-from statebox.harness.report import write_report
-from statebox.harness.summary import wide_console
+from statebox.report.page import write_report
+from statebox.report.leaderboard import wide_console
 from statebox.progress import ProgressDisplay
 from statebox.sandbox.docker import SandboxEngine
 from statebox.sandbox.images import ensure_image

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from statebox.harness.export import export_run
+from statebox.report.export import export_run
 
 
 def register(app: typer.Typer) -> None:

@@ -9,9 +9,9 @@ from typing import Optional
 
 import typer
 
-from statebox.harness.report import write_report_output
-from statebox.harness.summary import attribution_table, print_leaderboard, wide_console
-from statebox.harness.trust import trust_table
+from statebox.report.page import write_report_output
+from statebox.report.leaderboard import attribution_table, print_leaderboard, wide_console
+from statebox.report.trust_view import trust_table
 
 
 def register(app: typer.Typer) -> None:

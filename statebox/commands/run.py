@@ -12,8 +12,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 
 from statebox.agents.base import make_agent
 from statebox.errors import UserError
-from statebox.harness.aggregate import score_run
-from statebox.harness.attribution import attribute_rows, attribution_json
+from statebox.report.aggregate import score_run
+from statebox.report.attribution import attribute_rows, attribution_json
 from statebox.harness.cluster import RayExecutor
 from statebox.harness.cluster_probe import engine_is_default, require_shared_filesystem
 from statebox.harness.plan import (
@@ -29,8 +29,10 @@ from statebox.harness.plan import (
     sweep_variants,
 )
 from statebox.harness.runner import run_planned
-from statebox.harness.summary import attribution_table, print_leaderboard, wide_console
-from statebox.harness.trust import TrustSettings, run_trust, trust_table
+from statebox.report.leaderboard import attribution_table, print_leaderboard, wide_console
+from statebox.harness.trust import TrustSettings
+from statebox.harness.trust_results import run_trust
+from statebox.report.trust_view import trust_table
 from statebox.policies.model import load_policy
 from statebox.progress import ProgressDisplay
 

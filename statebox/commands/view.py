@@ -9,7 +9,7 @@ import typer
 
 from statebox import signals
 from statebox.errors import UserError
-from statebox.harness.live_view import serve
+from statebox.report.live_view import serve
 from statebox.harness.plan import RUN_CONFIG_FILE
 
 

@@ -269,7 +269,7 @@ def sweep_variants(agents: list[str], options: dict[str, Any], sweeps: dict[str,
     A sweep of several values makes each agent whose class lists the option in `budgets`
     (mllm: frames, fps; video-agent: frames) run once per value, as `name@frames=16`: separate
     agents to the planner, the store and the report, which adds the best-of row the papers
-    report (harness/aggregate.py). `--frames` and `--fps` sweeps are two series of variants,
+    report (report/aggregate.py). `--frames` and `--fps` sweeps are two series of variants,
     not a grid: mllm samples either N frames or an fps, never both. Agents that take no
     swept option run once, as given."""
     base = dict(options)

@@ -1,6 +1,6 @@
 """Harbor's ATIF trajectories (`<trial>/agent/trajectory.json`) -> normalised events.
 
-Why reading models of its own rather than the writer's (`harness/export/atif.py`): the writer's
+Why reading models of its own rather than the writer's (`report/export/atif.py`): the writer's
 models are strict on purpose (`extra="forbid"`, `schema_version` exactly `ATIF-v1.4`, so statebox
 never writes anything the RFC does not define), while a reader must take what Harbor's agents
 write, ATIF-v1.0 to v1.8 (harbor 0.25.0 accepts that range), later fields included; and the layer

@@ -79,7 +79,7 @@ def inspect_log(path: Path, sessions: dict[str, bool], *, epochs: int = 1) -> Pa
 
 def harbor_job(root: Path, sessions: dict[str, bool]) -> Path:
     """A Harbor job folder: `<job>/<trial>/agent/trajectory.json`, built with statebox's RFC-checked ATIF models."""
-    from statebox.harness.export.atif import (AtifAgent, AtifObservation, AtifObservationResult, AtifStep, AtifToolCall,
+    from statebox.report.export.atif import (AtifAgent, AtifObservation, AtifObservationResult, AtifStep, AtifToolCall,
                                               AtifTrajectory)
 
     for name, cheat in sessions.items():

@@ -15,10 +15,10 @@ import pytest
 from rich.console import Console
 
 from statebox.errors import UserError
-from statebox.harness.aggregate import score_run
+from statebox.report.aggregate import score_run
 from statebox.harness.plan import parse_budgets, sweep_variants
 from statebox.harness.store import ResultRow
-from statebox.harness.summary import leaderboard_table
+from statebox.report.leaderboard import leaderboard_table
 from statebox.schema import Item, Query
 from statebox.testing.scripted_model import ScriptedModelServer, Turn
 

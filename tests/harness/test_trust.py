@@ -22,7 +22,8 @@ from statebox.benchmarks import transforms
 from statebox.benchmarks.synthetic.impossible import Donor, absent, after_cut, omit_truth
 from statebox.harness.plan import RunConfig, datasets_from_suite, load_datasets, plan_attempts, trust_plan
 from statebox.harness.store import ResultRow
-from statebox.harness.trust import TrustSettings, flagged, pooled, split_rows, trust_results, wilson
+from statebox.harness.trust import TrustSettings
+from statebox.harness.trust_results import flagged, pooled, split_rows, trust_results, wilson
 from statebox.schema import Item, Query
 
 FAMILIES = ("cube_count", "shell_game", "cup_drops", "block_count")
@@ -335,7 +336,7 @@ def test_memoriser_is_flagged_on_twins_and_the_oracle_is_not(small_suite, tmp_pa
     assert not any("memorised" in f for (agent, _), f in flags.items() if agent == "oracle")
     assert pairs and all(p["original"].startswith("memoriser-") and p["twin"].startswith("memoriser-") for p in pairs)
     # the HTML report: twins listed as attempts but not scored; a "Measured trust" table with the flag and the pair
-    from statebox.harness.report import write_report
+    from statebox.report.page import write_report
 
     path, scores, _ = write_report(tmp_path / "run", single_file=True)
     assert {(s.agent, s.dataset): s.n for s in scores}[("memoriser", "cube_count")] == 2

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from statebox.harness.aggregate import ScoreAccumulator
+from statebox.report.aggregate import ScoreAccumulator
 from statebox.harness.store import ResultRow
 from statebox.schema import ScoreReport
 from statebox.scoring import score_predictions
@@ -218,7 +218,7 @@ def test_a_voided_eocbench_attempt_answers_nothing_not_the_option_empty_maps_to(
     equals `score_predictions` on the predictions without the voided lines, through `score_run` and
     through the auditor's `adjusted_views`."""
     from statebox.audits.verdict import adjusted_views
-    from statebox.harness.aggregate import score_run
+    from statebox.report.aggregate import score_run
     from statebox.schema import Verdict
     from statebox.scoring import score_query
 

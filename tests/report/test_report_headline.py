@@ -18,10 +18,10 @@ import pytest
 from rich.cells import cell_len
 from rich.console import Console
 
-from statebox.harness.aggregate import compare_with_prior, score_run, wilson_low
+from statebox.report.aggregate import compare_with_prior, score_run, wilson_low
 from statebox.harness.plan import RunConfig, load_datasets
 from statebox.harness.store import ResultStore
-from statebox.harness.summary import leaderboard_table
+from statebox.report.leaderboard import leaderboard_table
 
 STATEBOX = [sys.executable, "-m", "statebox.cli"]
 AGENTS = ["oracle", "chance-frequency", "chance-random", "query-index-prior"]

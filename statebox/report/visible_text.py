@@ -16,7 +16,7 @@ paragraph separators (Zl, Zp), and the default-ignorable code points that render
 default-ignorable blocks, so a character Unicode assigns there later is covered already).
 Left out on purpose: the variation selectors U+FE00-FE0F and U+E0100-E01EF (they only pick
 the glyph of the character before them, and one follows nearly every emoji).
-`tests/harness/test_visible_text.py` checks the table against `unicodedata`'s categories.
+`tests/report/test_visible_text.py` checks the table against `unicodedata`'s categories.
 
 One table, two spellings of it, so every view escapes the same characters:
 - `visible(text)` for what Python renders: the terminal (rich tables, `statebox audit`) and the

@@ -6,7 +6,7 @@ URL-hash state (`#verdict=contaminated`, `#open=N`, `#focus=N`) and transcripts 
 when an attempt is opened; in the live view (`statebox view`) it polls the server.
 """
 
-from statebox.harness.visible_text import JS_CLASS
+from statebox.report.visible_text import JS_CLASS
 
 PAGE_JS = r"""// statebox report: filters, search, sorting, pagination and on-demand transcripts.
 // Plain JavaScript, no network: data comes from inline JSON blocks (single file), from
@@ -36,7 +36,7 @@ PAGE_JS = r"""// statebox report: filters, search, sorting, pagination and on-de
   const esc = s => String(s === null || s === undefined ? "" : s)
     .replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
   // vis: esc plus every hidden character (bidi controls, zero-width and other format characters,
-  // controls but \n and \t; harness/visible_text.py) shown as a styled <U+XXXX>: for element text
+  // controls but \n and \t; report/visible_text.py) shown as a styled <U+XXXX>: for element text
   // only (a span cannot sit in an attribute, so attributes keep esc)
   const INVISIBLE = /__INVISIBLE_CLASS__/gu;
   const vis = s => esc(s).replace(INVISIBLE, c =>

@@ -32,8 +32,8 @@ from typing import Any, Iterator
 
 import orjson
 
-from statebox.harness.aggregate import AgentDatasetScore, ScoreAccumulator, add_comparisons
-from statebox.harness.attribution import AttributionAccumulator, FailureAttribution, probe_parents
+from statebox.report.aggregate import AgentDatasetScore, ScoreAccumulator, add_comparisons
+from statebox.report.attribution import AttributionAccumulator, FailureAttribution, probe_parents
 from statebox.harness.store import RESULTS_FILE, ResultRow, check_store_file
 from statebox.schema import Item
 
@@ -496,7 +496,7 @@ def _parse_int(text: str) -> int | None:
 
 def target_text(value: Any) -> str:
     """A query's truth as one string (a count as an integer, a list comma-joined): the report's
-    and the exports' (harness/export/records.py) one spelling of it."""
+    and the exports' (report/export/records.py) one spelling of it."""
     if value is None:
         return ""
     if isinstance(value, float) and value.is_integer():
@@ -534,7 +534,7 @@ class DatasetInfo:
     curve_edges: list[float] = field(default_factory=list)
     # (item id, query index) -> (count truth or None, curve bins the query time falls in), for plots
     plot: dict[tuple[str, int], tuple[int | None, tuple[int, ...]]] = field(default_factory=dict)
-    # a failure-mode variant's parent id -> its probe items (harness/attribution.py); empty otherwise
+    # a failure-mode variant's parent id -> its probe items (report/attribution.py); empty otherwise
     probes: dict[str, list[Item]] = field(default_factory=dict)
 
     @classmethod
@@ -606,7 +606,7 @@ class RunSummary:
     actions: Vocab
     last_rowid: int = 0
     trust: Any = None  # harness/trust.py:TrustOutcome when the run mixed impossible items / twins in
-    # per (agent, dataset) of a failure-mode variant: parents by first failing step (harness/attribution.py)
+    # per (agent, dataset) of a failure-mode variant: parents by first failing step (report/attribution.py)
     attribution: list[FailureAttribution] = field(default_factory=list)
 
 
@@ -824,7 +824,7 @@ def summarise(run_dir: Path, datasets: list[DatasetInfo], sink: ChunkSink | None
                 feed(row, rowid)
             summary = rpass.finish()
         if plan is not None:
-            from statebox.harness.trust import outcome_from_rows  # loaded with the plan above, only for trust runs
+            from statebox.harness.trust_results import outcome_from_rows  # loaded with the plan above, only for trust runs
 
             summary.trust = outcome_from_rows(plan, rpass.trust_rows, {d.label: d.items for d in datasets}, rpass.source_rows)
         return summary

@@ -33,8 +33,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from statebox import __version__
-from statebox.harness.export.records import AttemptRecord, RunReader, iso_time
-from statebox.harness.export.turns import Turn, build_turns, read_events, seq_ranges
+from statebox.report.export.records import AttemptRecord, RunReader, iso_time
+from statebox.report.export.turns import Turn, build_turns, read_events, seq_ranges
 
 ATIF_VERSION = "ATIF-v1.4"
 TRAJECTORY_PATH = Path("agent") / "trajectory.json"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from statebox.harness.export.turns import build_turns, seq_ranges
+from statebox.report.export.turns import build_turns, seq_ranges
 
 STATEBOX = [sys.executable, "-m", "statebox.cli"]
 FAMILIES = ["cube_count", "shell_game"]
@@ -66,7 +66,7 @@ def _stored(run_dir: Path) -> dict:
 
 
 def _truth(run_dir: Path) -> dict:
-    from statebox.harness.export.records import RunReader
+    from statebox.report.export.records import RunReader
 
     with RunReader(run_dir) as reader:
         return {rec.row.attempt_id: rec.target for rec in reader.records()}
@@ -150,7 +150,7 @@ def test_eval_written_in_batches_holds_every_sample_once(run, tmp_path, monkeypa
     """Samples go into the .eval zip BATCH at a time (3 here: two full batches and a remainder)."""
     from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries
 
-    from statebox.harness.export import export_run, inspect_log
+    from statebox.report.export import export_run, inspect_log
 
     run_dir, _ = run
     monkeypatch.setattr(inspect_log, "BATCH", 3)
@@ -273,7 +273,7 @@ def check_atif_v14(doc: dict) -> None:
 
 @pytest.mark.docker
 def test_atif_trajectories_follow_the_rfc_and_match_the_store(run, tmp_path):
-    from statebox.harness.export.atif import AtifTrajectory
+    from statebox.report.export.atif import AtifTrajectory
 
     run_dir, _ = run
     out = tmp_path / "atif"
@@ -314,7 +314,7 @@ def test_an_attempt_without_events_still_exports(run, tmp_path):
 
     from inspect_ai.log import read_eval_log
 
-    from statebox.harness.export import export_run
+    from statebox.report.export import export_run
 
     run_dir, _ = run
     copy = tmp_path / "run"
@@ -342,7 +342,7 @@ def test_impossible_items_and_twins_carry_their_truth_and_kind(suite, tmp_path):
     their samples / trajectories hold the item's own truth and what it was built as (trust.json)."""
     from inspect_ai.log import read_eval_log
 
-    from statebox.harness.export import export_run
+    from statebox.report.export import export_run
 
     run_dir = tmp_path / "run"
     proc = _cli(["run", "--agent", "oracle", "--agent", "chance-random", "--suite", str(suite), "--limit", "2",
@@ -381,7 +381,7 @@ def test_impossible_items_and_twins_carry_their_truth_and_kind(suite, tmp_path):
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path):
     from statebox.errors import UserError
-    from statebox.harness.export import export_run
+    from statebox.report.export import export_run
 
     (tmp_path / "notarun").mkdir()
     afile = tmp_path / "file.txt"

@@ -34,9 +34,9 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from statebox.harness.aggregate import ABOVE, AT_CEILING, NOT_ABOVE, TOO_FEW, AgentDatasetScore, prior_outcome
-from statebox.harness.attribution import FailureAttribution, outcomes
-from statebox.harness.visible_text import visible
+from statebox.report.aggregate import ABOVE, AT_CEILING, NOT_ABOVE, TOO_FEW, AgentDatasetScore, prior_outcome
+from statebox.report.attribution import FailureAttribution, outcomes
+from statebox.report.visible_text import visible
 
 PRIOR = "prior-name"  # a `vs prior` piece that is the prior's name (abbreviated with the agents)
 FLAGGED_COLUMN = "flag=0"  # the flagged-as-wrong score: short, as the table must fit 100 columns

@@ -25,8 +25,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from statebox.harness.report import ATTEMPTS_SECTION, page_head, page_meta, page_tail, summary_html
-from statebox.harness.report_data import (
+from statebox.report.page import ATTEMPTS_SECTION, page_head, page_meta, page_tail, summary_html
+from statebox.report.data import (
     DatasetInfo,
     ReportPass,
     encode_transcript,
@@ -185,7 +185,7 @@ class LiveRun:
         conn = self._connect()
         if conn is not None:
             try:
-                from statebox.harness.report_data import COLUMNS, row_from_tuple
+                from statebox.report.data import COLUMNS, row_from_tuple
 
                 raw = conn.execute(f"SELECT {', '.join(COLUMNS)} FROM results WHERE attempt_id = ?", (attempt_id,)).fetchone()
             finally:
@@ -234,7 +234,7 @@ class LiveRun:
                 return cached[2]
             started = time.time()
             if conn is None:
-                from statebox.harness.report_data import RunSummary, Vocab
+                from statebox.report.data import RunSummary, Vocab
 
                 summary = RunSummary([], 0, self.datasets, {}, {}, Vocab(), Vocab(), Vocab(), Vocab(), Vocab())
             else:

@@ -26,7 +26,7 @@ from statebox.attempt import AttemptContext
 from statebox.benchmarks import load_benchmark
 from statebox.benchmarks.synthetic import variants
 from statebox.benchmarks.synthetic.suite import load_suite, make_suite
-from statebox.harness.attribution import epoch_attribution, probe_parents
+from statebox.report.attribution import epoch_attribution, probe_parents
 from statebox.harness.store import ResultRow
 
 FAMILIES = ["cube_count", "cup_drops"]

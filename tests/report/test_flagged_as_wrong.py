@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from statebox.harness.aggregate import score_run
+from statebox.report.aggregate import score_run
 from statebox.harness.store import ResultRow
-from statebox.harness.summary import leaderboard_table
+from statebox.report.leaderboard import leaderboard_table
 from statebox.schema import Item
 
 

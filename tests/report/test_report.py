@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from statebox.harness.aggregate import HEADLINE_METRIC
+from statebox.report.aggregate import HEADLINE_METRIC
 
 STATEBOX = [sys.executable, "-m", "statebox.cli"]
 
@@ -216,7 +216,7 @@ def test_filters_by_verdict_in_chromium(flagged_run, tmp_path):
 
 def test_split_report_loads_chunks_on_demand(flagged_run, tmp_path):
     """Beyond a size the report is a small page plus a folder of chunk scripts, opened from file://."""
-    from statebox.harness.report import write_report_output
+    from statebox.report.page import write_report_output
 
     run_dir, counts = flagged_run
     out = tmp_path / "split" / "report.html"
@@ -242,7 +242,7 @@ def test_split_report_loads_chunks_on_demand(flagged_run, tmp_path):
 
 def test_transcript_search(flagged_run, tmp_path):
     run_dir, _ = flagged_run
-    from statebox.harness.report import write_report_output
+    from statebox.report.page import write_report_output
     from statebox.harness.store import ResultStore
 
     row = _stored(run_dir)[3]
@@ -298,7 +298,7 @@ def test_report_of_ten_thousand_attempts(big_run, tmp_path):
     assert heatmap_pixels(top.crop((0, 0, 1400, 600))) > 5000, "no heatmap in the first screen"
 
     # the same run split into a page and chunks: the page is small whatever the run size
-    from statebox.harness.report import write_report_output
+    from statebox.report.page import write_report_output
 
     out = tmp_path / "split" / "report.html"
     split = write_report_output(big_run, out, split_over=0)
@@ -311,7 +311,7 @@ def test_report_of_ten_thousand_attempts(big_run, tmp_path):
 
 def test_transcript_lines_are_kept_whole_and_bounded(tmp_path):
     """The report splices events.jsonl lines into its JSON: torn, long and surplus lines are handled."""
-    from statebox.harness.report_data import MAX_EVENTS_PER_ATTEMPT, encode_transcript, read_transcript
+    from statebox.report.data import MAX_EVENTS_PER_ATTEMPT, encode_transcript, read_transcript
 
     lines = [json.dumps({"seq": i, "kind": "command", "text": f"echo {i} </script>"}) for i in range(MAX_EVENTS_PER_ATTEMPT + 5)]
     lines[3] = json.dumps({"seq": 3, "kind": "tool_output", "text": "x" * 10_000, "data": {"blob": "y" * 5000}})
@@ -334,7 +334,7 @@ def test_transcript_lines_are_kept_whole_and_bounded(tmp_path):
 def test_next_report_links_unchanged_transcript_chunks(flagged_run, tmp_path):
     """A second report of an unchanged run copies no transcript; a changed events.jsonl (or a
     re-audited row) rewrites only the chunk that holds it, and the page still finds it by attempt id."""
-    from statebox.harness.report import write_report_output
+    from statebox.report.page import write_report_output
 
     run_dir, _ = flagged_run
     out = tmp_path / "again" / "report.html"

@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from statebox.harness.aggregate import AT_CEILING, NOT_ABOVE, TOO_FEW, AgentDatasetScore, prior_outcome
-from statebox.harness.attribution import FailureAttribution, attribution_json, outcomes
-from statebox.harness.report_assets import CSS, PAGE_JS
-from statebox.harness.trust import trust_html
-from statebox.harness.report_data import (
+from statebox.report.aggregate import AT_CEILING, NOT_ABOVE, TOO_FEW, AgentDatasetScore, prior_outcome
+from statebox.report.attribution import FailureAttribution, attribution_json, outcomes
+from statebox.report.assets import CSS, PAGE_JS
+from statebox.report.trust_view import trust_html
+from statebox.report.data import (
     ChunkSink,
     DatasetInfo,
     RunSummary,
@@ -44,7 +44,7 @@ from statebox.harness.report_data import (
     load_run_datasets,
     summarise,
 )
-from statebox.harness.report_plots import (
+from statebox.report.plots import (
     agent_means,
     agent_order,
     audit_svg,
@@ -55,13 +55,13 @@ from statebox.harness.report_plots import (
     curve_svgs,
     heatmap_svg,
 )
-from statebox.harness.visible_text import visible_html
+from statebox.report.visible_text import visible_html
 
 SINGLE_FILE_LIMIT = 5 * 1024 * 1024  # per-attempt data beyond this goes to REPORT_files/
 
 
 def _e(text: Any) -> str:
-    """Escaped for HTML, every hidden character spelt <U+XXXX> (harness/visible_text.py)."""
+    """Escaped for HTML, every hidden character spelt <U+XXXX> (report/visible_text.py)."""
     return visible_html(text)
 
 
@@ -370,7 +370,7 @@ class ReportOutput:
     transcripts_reused: int = 0  # attempts in chunks linked unchanged from the previous report
     transcript_seconds: float = 0.0  # time spent reading and writing transcript chunks (wall)
     trust: Any = None  # harness/trust.py:TrustOutcome when the run mixed impossible items / twins in
-    attribution: list[FailureAttribution] = field(default_factory=list)  # failure-mode variants (harness/attribution.py)
+    attribution: list[FailureAttribution] = field(default_factory=list)  # failure-mode variants (report/attribution.py)
 
     @property
     def failure_attribution(self) -> dict[str, dict[str, dict[str, int]]]:

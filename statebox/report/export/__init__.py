@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from statebox.errors import UserError
-from statebox.harness.export.atif import write_atif
-from statebox.harness.export.records import RunReader, check_run_dir
+from statebox.report.export.atif import write_atif
+from statebox.report.export.records import RunReader, check_run_dir
 
 FORMATS = ("inspect", "atif")
 INSPECT_SUFFIXES = (".eval", ".json")
@@ -62,7 +62,7 @@ def export_run(run_dir: Path, fmt: str, out: Path) -> ExportResult:
     with RunReader(Path(run_dir)) as reader:
         if fmt == "inspect":
             # inspect_ai is heavy (~1 s to import, a large tree): loaded only for this format
-            from statebox.harness.export.inspect_log import write_inspect_log
+            from statebox.report.export.inspect_log import write_inspect_log
 
             out.parent.mkdir(parents=True, exist_ok=True)
             n = write_inspect_log(reader, out.resolve())

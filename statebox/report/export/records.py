@@ -21,7 +21,7 @@ from typing import Any, Iterator
 from statebox.attempt import provider_for_model
 from statebox.errors import UserError
 from statebox.harness.plan import RunConfig, load_datasets, trust_plan
-from statebox.harness.report_data import (
+from statebox.report.data import (
     DatasetInfo,
     connect_readonly,
     count_rows,
@@ -29,7 +29,7 @@ from statebox.harness.report_data import (
     summarise,
     target_text,
 )
-from statebox.harness.aggregate import AgentDatasetScore
+from statebox.report.aggregate import AgentDatasetScore
 from statebox.harness.store import RESULTS_FILE
 from statebox.harness.trust import TrustItem
 from statebox.schema import Item

@@ -12,8 +12,8 @@ import math
 from collections import Counter, defaultdict
 from typing import Any
 
-from statebox.harness.aggregate import AT_CEILING, NOT_ABOVE, TOO_FEW, AgentDatasetScore, best_priors, prior_outcome
-from statebox.harness.visible_text import visible_html
+from statebox.report.aggregate import AT_CEILING, NOT_ABOVE, TOO_FEW, AgentDatasetScore, best_priors, prior_outcome
+from statebox.report.visible_text import visible_html
 
 FONT = "font-family='system-ui,-apple-system,Segoe UI,Roboto,sans-serif'"
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]

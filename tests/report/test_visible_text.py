@@ -1,6 +1,6 @@
 """Hidden characters in agent-controlled text are shown, not obeyed (issue 24, "The report shows
 what an attacker hides"): bidi controls, zero-width and other format characters, C0/C1
-controls. One table (statebox/harness/visible_text.py) for the terminal, the report's HTML and
+controls. One table (statebox/report/visible_text.py) for the terminal, the report's HTML and
 the page's script; the page itself is checked in test_report_hidden_text.py (Chromium)."""
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import unicodedata
 import pytest
 from rich.console import Console
 
-from statebox.harness.aggregate import score_run
-from statebox.harness.report_assets import PAGE_JS
+from statebox.report.aggregate import score_run
+from statebox.report.assets import PAGE_JS
 from statebox.harness.store import ResultRow
-from statebox.harness.summary import leaderboard_table
-from statebox.harness.visible_text import INVISIBLE_RANGES, JS_CLASS, visible, visible_html
+from statebox.report.leaderboard import leaderboard_table
+from statebox.report.visible_text import INVISIBLE_RANGES, JS_CLASS, visible, visible_html
 from statebox.schema import Item, Query
 
 STATEBOX = [sys.executable, "-m", "statebox.cli"]

@@ -27,7 +27,7 @@ Large runs: `.eval` is written with inspect_ai's own `.eval` recorder (the write
 `write_eval_log` itself uses), samples built one at a time from the store and written into
 its zip every `BATCH` samples, so memory holds `BATCH` samples plus Inspect's small (thinned)
 per-sample summaries, which its writer keeps for `summaries.json`. The recorder is not in
-`inspect_ai.log`'s public names; the version range in pyproject and tests/harness/test_export.py
+`inspect_ai.log`'s public names; the version range in pyproject and tests/report/test_export.py
 (which reads the file back with `read_eval_log` and through `inspect view`) guard it.
 `.json` is one JSON document: it is built whole and written by `write_eval_log`.
 """
@@ -70,8 +70,8 @@ from inspect_ai.tool import ToolCall, ToolCallError
 from inspect_ai.viewer import ViewerConfig
 
 from statebox import __version__
-from statebox.harness.export.records import AttemptRecord, RunReader, iso_time
-from statebox.harness.export.turns import Turn, build_turns, instruction_of, read_events, seq_ranges
+from statebox.report.export.records import AttemptRecord, RunReader, iso_time
+from statebox.report.export.turns import Turn, build_turns, instruction_of, read_events, seq_ranges
 
 SCORER = "statebox"
 BATCH = 256  # samples held before they are written into the .eval zip
