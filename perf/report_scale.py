@@ -188,7 +188,7 @@ print(json.dumps({'seconds': time.perf_counter() - t, 'rows': len(rows)}))
     "score": """
 import json, sys, time
 t = time.perf_counter()
-from statebox.harness.aggregate import score_run
+from statebox.report.aggregate import score_run
 from statebox.harness.plan import RunConfig, load_datasets
 from statebox.harness.store import open_existing
 items = {d.spec.label: d.items for d in load_datasets(RunConfig.load(sys.argv[1]))}
@@ -198,7 +198,7 @@ print(json.dumps({'seconds': time.perf_counter() - t, 'rows': sum(s.extra['rows'
     "report": """
 import json, sys, time
 t = time.perf_counter()
-from statebox.harness.report import write_report_output
+from statebox.report.page import write_report_output
 r = write_report_output(sys.argv[1])
 print(json.dumps({'seconds': time.perf_counter() - t, 'rows': r.n_rows, 'bytes': r.bytes, 'single': r.single_file,
                   'files': r.files_count, 'files_bytes': r.files_bytes, 'written': r.transcripts_written,
