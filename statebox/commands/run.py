@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, ProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from statebox.agents.base import make_agent
 from statebox.errors import UserError
@@ -25,7 +25,6 @@ from statebox.harness.plan import (
     datasets_from_suite,
     load_datasets,
     parse_budgets,
-    run_id_for,
     sweep_variants,
 )
 from statebox.harness.runner import run_planned
@@ -148,34 +147,16 @@ def register(app: typer.Typer) -> None:
             sweeps = {"frames": parse_budgets("--frames", frames, int), "fps": parse_budgets("--fps", fps, float)}
             variants = sweep_variants(list(agent), options, sweeps)
             sampled = Sample.parse(sample, seed) if sample is not None else None
-            fingerprint = {
-                "agents": agent,
-                "datasets": [d.model_dump() for d in datasets],
-                "limit": limit,
-                "epochs": epochs,
-                "policy": policy,
-                "options": options,
-            }
-            for key, values in sweeps.items():  # only when given: the ids of runs made before sweeps stay the same
-                if len(values) == 1:
-                    fingerprint["options"] = dict(fingerprint["options"], **{key: values[0]})
-                elif values:
-                    fingerprint.setdefault("sweeps", {})[key] = values
-            if sampled is not None:
-                fingerprint["sample"] = sampled.model_dump()
             for flag, rate in (("--impossible-rate", impossible_rate), ("--counterfactual", counterfactual)):
                 if not 0.0 <= rate <= 1.0:
                     raise UserError(f"{flag} {rate:g}: expected a fraction between 0 and 1")
-            if impossible_rate or counterfactual:  # only when given: ids of runs without them stay the same
-                fingerprint["trust"] = {"impossible_rate": impossible_rate, "counterfactual": counterfactual}
-            digest = run_id_for(fingerprint)
             if streaming not in ("independent", "session"):
                 raise UserError(f"--streaming {streaming!r}: expected independent or session")
-            if streaming != "independent":  # only then: the ids of runs made before --streaming stay the same
-                digest = run_id_for({"run": digest, "streaming": streaming})
-            target_dir = run_dir or Path("runs") / digest
+            mode: Literal["independent", "session"] = "session" if streaming == "session" else "independent"
+            trust = (TrustSettings(impossible_rate=impossible_rate, counterfactual_rate=counterfactual)
+                     if impossible_rate or counterfactual else None)
             config = RunConfig(
-                run_id=digest,
+                run_id="",
                 agents=list(variants),
                 datasets=datasets,
                 limit=limit,
@@ -184,11 +165,16 @@ def register(app: typer.Typer) -> None:
                 policy=policy,
                 agent_options=variants,
                 suite=str(suite.resolve()) if suite else None,
-                streaming=streaming,
+                streaming=mode,
                 sample=sampled,
-                trust=TrustSettings(impossible_rate=impossible_rate, counterfactual_rate=counterfactual,
-                                    out_dir=str((target_dir / "trust").resolve())) if impossible_rate or counterfactual else None,
+                trust=trust,
             )
+            digest = config.fingerprint()
+            target_dir = run_dir or Path("runs") / digest
+            update: dict[str, object] = {"run_id": digest}
+            if trust is not None:  # twin videos go into the run folder, which the id names
+                update["trust"] = trust.model_copy(update={"out_dir": str((target_dir / "trust").resolve())})
+            config = config.model_copy(update=update)
             return config, target_dir
 
         given = [name for name in CONFIG_FLAGS if _given(ctx, name)]
@@ -235,7 +221,7 @@ def execute_run(
 ) -> list:
     """Run with a live progress display, then print the leaderboard (or JSON)."""
     console = wide_console(stderr=as_json)
-    columns = [
+    columns: list[ProgressColumn | str] = [
         TextColumn("[bold]{task.fields[agent]:<16}"),
         BarColumn(),
         MofNCompleteColumn(),

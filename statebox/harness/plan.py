@@ -12,11 +12,12 @@ import json
 import random
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
 from statebox.agents.base import agent_class
 from statebox.attempt import AgentOptions, provider_for
@@ -110,7 +111,7 @@ class RunConfig(BaseModel):
     epochs: int = 1
     concurrency: int = 1
     policy: str = "default"
-    agent_options: dict[str, Any] = Field(default_factory=dict)
+    agent_options: dict[str, dict[str, JsonValue]] = Field(default_factory=dict)
     suite: str | None = None
     trust: TrustSettings | None = None  # --impossible-rate / --counterfactual (harness/trust.py)
     # VCBench online: "session" = one sandbox and one agent conversation per item (harness/streaming_session.py)
@@ -135,7 +136,8 @@ class RunConfig(BaseModel):
                 pinned = pinned_models(agent, options.get(agent, {}), policy_models)
             except UserError:
                 continue  # an unknown agent: planning names it with one line
-            options[agent] = {**options.get(agent, {}), "allowed_models": pinned}
+            allowed: list[JsonValue] = list(pinned)
+            options[agent] = {**options.get(agent, {}), "allowed_models": allowed}
         self.agent_options = options
         return self
 
@@ -160,6 +162,57 @@ class RunConfig(BaseModel):
         except (json.JSONDecodeError, ValueError, RecursionError) as exc:
             raise UserError(f"{path}: not a valid run configuration ({str(exc).splitlines()[0][:200]})") from None
 
+    def fingerprint(self, *, command: str | None = None) -> str:
+        """The run id (and default folder name, `runs/<id>`): a hash of what defines the run, so the
+        same command continues the same run. The one place a run id is made: `statebox run`,
+        `tracker eval` and the demo all call it (`command` names a command other than `run`, whose
+        runs never share an id with run's).
+
+        What counts: the agents as asked (a sweep's variants folded back to their agent, the swept
+        values under `sweeps`), the datasets, limit, epochs, policy and the options (one mapping when
+        every agent has the same, else per agent); sampling, trust rates, per-agent limits and
+        streaming only when set, so the ids of runs made before each existed stay the same
+        (tests/harness/test_run_ids.py holds ids the CLI made before this method). Not counted:
+        `run_id`, `concurrency`, the suite folder, the trust plan's folder, and the model
+        allow-lists the validator adds (they follow from the rest)."""
+        agents: list[str] = []
+        options: dict[str, dict[str, JsonValue]] = {}
+        sweeps: dict[str, list[JsonValue]] = {}
+        for name in self.agents:
+            agent, _, variant = name.partition("@")
+            opts = {k: v for k, v in self.agent_options.get(name, {}).items() if k != "allowed_models"}
+            if variant:  # `mllm@frames=16`: the agent, swept over `frames`
+                key = variant.partition("=")[0]
+                value = opts.pop(key, None)
+                if value not in sweeps.setdefault(key, []):
+                    sweeps[key].append(value)
+            if agent not in agents:
+                agents.append(agent)
+            options.setdefault(agent, opts)
+        shared = list(options.values())
+        fingerprint: dict[str, object] = {
+            "agents": agents,
+            "datasets": [d.model_dump() for d in self.datasets],
+            "limit": self.limit,
+            "epochs": self.epochs,
+            "policy": self.policy,
+            "options": shared[0] if shared and all(o == shared[0] for o in shared) else options,
+        }
+        if sweeps:
+            fingerprint["sweeps"] = sweeps
+        if self.sample is not None:
+            fingerprint["sample"] = self.sample.model_dump()
+        if self.trust is not None and self.trust.active:
+            fingerprint["trust"] = {"impossible_rate": self.trust.impossible_rate, "counterfactual": self.trust.counterfactual_rate}
+        if self.agent_limits:
+            fingerprint["agent_limits"] = self.agent_limits
+        if command is not None:
+            fingerprint["command"] = command
+        digest = run_id_for(fingerprint)
+        if self.streaming != "independent":
+            digest = run_id_for({"run": digest, "streaming": self.streaming})
+        return digest
+
     def differing_keys(self, other: "RunConfig") -> list[str]:
         """What keeps `other` from continuing this (stored) configuration in the same run folder;
         [] when it may. A folder may grow by agents (each a leaderboard row of its own, the
@@ -168,7 +221,7 @@ class RunConfig(BaseModel):
         agent's options (its model, its pinned models), sampling, trust, streaming. Not
         compared: `run_id` (a folder keeps its own), `concurrency` (how many at once changes
         no result) and the trust plan's folder."""
-        def comparable(config: RunConfig) -> dict[str, Any]:
+        def comparable(config: RunConfig) -> dict[str, JsonValue]:
             dumped = config.model_dump(mode="json", exclude={"run_id", "concurrency", "agents", "agent_options"})
             if dumped.get("trust"):
                 dumped["trust"].pop("out_dir", None)
@@ -186,7 +239,7 @@ class RunConfig(BaseModel):
         return differing
 
 
-def pinned_models(agent: str, options: dict[str, Any], policy_models: list[str]) -> list[str]:
+def pinned_models(agent: str, options: dict[str, JsonValue], policy_models: list[str]) -> list[str]:
     """An agent's gateway model allow-list in a run ("pinned models by default"); [] is any model.
 
     Why: with an empty allow-list, `--model X` did not pin the agent to X; an agent could spend
@@ -221,7 +274,7 @@ def new_run_id() -> str:
     return secrets.token_hex(4)
 
 
-def run_id_for(fingerprint: dict[str, Any]) -> str:
+def run_id_for(fingerprint: Mapping[str, object]) -> str:
     """The id (and default folder name, `runs/<id>`) of a run: a hash of what defines it, so the
     same command continues the same run. `fingerprint` is JSON-able (agents, datasets, limit,
     epochs, policy, options)."""
@@ -262,7 +315,7 @@ def variant_name(agent: str, key: str, value: float) -> str:
     return f"{agent}@{key}={value:g}"
 
 
-def sweep_variants(agents: list[str], options: dict[str, Any], sweeps: dict[str, list]) -> dict[str, dict[str, Any]]:
+def sweep_variants(agents: list[str], options: dict[str, JsonValue], sweeps: dict[str, list[int] | list[float]]) -> dict[str, dict[str, JsonValue]]:
     """The agents a run plans, with their options, once the budget sweeps are expanded.
 
     A sweep of one value is an ordinary option (every agent gets it, as before sweeps existed).
@@ -273,13 +326,13 @@ def sweep_variants(agents: list[str], options: dict[str, Any], sweeps: dict[str,
     not a grid: mllm samples either N frames or an fps, never both. Agents that take no
     swept option run once, as given."""
     base = dict(options)
-    multi: dict[str, list] = {}
+    multi: dict[str, list[int] | list[float]] = {}
     for key, values in sweeps.items():
         if len(values) == 1:
             base[key] = values[0]
         elif len(values) > 1:
             multi[key] = values
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, JsonValue]] = {}
     swept_any = False
     for agent in agents:
         axes = [key for key in multi if key in getattr(agent_class(agent), "budgets", ())]

@@ -26,7 +26,7 @@ from typing import Callable
 from pydantic import BaseModel, Field
 
 from statebox.errors import UserError
-from statebox.harness.plan import RUN_CONFIG_FILE, RunConfig, datasets_from_suite, run_id_for
+from statebox.harness.plan import RUN_CONFIG_FILE, RunConfig, datasets_from_suite
 from statebox.harness.runner import ATTEMPTS_DIR, run_planned
 from statebox.harness.store import ResultRow, open_existing
 from statebox.tracker import container as tc
@@ -87,10 +87,9 @@ def tracker_run_config(suite_dir: Path, weights: Path | None = None, *, tasks: l
     tracker_options = {"weights": str(weights_path), "extra": extra}
     agents = [TRACKER, BASELINE]
     options = {TRACKER: tracker_options, BASELINE: {}}
-    run_id = run_id_for({"agents": agents, "datasets": [d.model_dump() for d in datasets], "limit": None,
-                         "epochs": 1, "policy": policy, "options": options, "command": "tracker eval"})
-    return RunConfig(run_id=run_id, agents=agents, datasets=datasets, concurrency=concurrency, policy=policy,
-                     agent_options=options, suite=str(Path(suite_dir).resolve()))
+    config = RunConfig(run_id="", agents=agents, datasets=datasets, concurrency=concurrency, policy=policy,
+                       agent_options=options, suite=str(Path(suite_dir).resolve()))
+    return config.model_copy(update={"run_id": config.fingerprint(command="tracker eval")})
 
 
 def evaluate_suite(suite_dir: Path, weights: Path | None = None, *, tasks: list[str] | None = None,

@@ -99,10 +99,14 @@ class DatasetLike(Protocol):
 
 
 class LoadedLike(Protocol):
-    """harness/plan.py:LoadedDataset, as seen from here (plan.py imports this module)."""
+    """harness/plan.py:LoadedDataset, as seen from here (plan.py imports this module); read-only
+    members, so a dataset whose `spec` is a DatasetSpec matches."""
 
-    spec: DatasetLike
-    items: list[Item]
+    @property
+    def spec(self) -> DatasetLike: ...
+
+    @property
+    def items(self) -> list[Item]: ...
 
 
 class ConfigLike(Protocol):
