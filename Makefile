@@ -6,7 +6,7 @@ SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
 
-.PHONY: setup demo test test-fast perf clean
+.PHONY: setup demo test test-fast typecheck perf clean
 
 setup:
 	@bash scripts/setup/run.sh
@@ -21,6 +21,12 @@ test: setup
 # the tests that need no Docker engine: every engine test carries the `docker` mark (tests/conftest.py checks it)
 test-fast: setup
 	$(PY) -m pytest -q -m "not docker" tests
+
+# mypy (pyproject [tool.mypy]: the whole package, strict flags for the seams) and the layer contracts
+# (pyproject [tool.importlinter], docs/architecture.md "Layer rules")
+typecheck: setup
+	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 
 perf: setup
 	@set -e; for p in perf/*.py; do echo "== $$p"; $(PY) "$$p"; done
