@@ -66,7 +66,7 @@ from statebox.agents.video_prompts import (
 from statebox.recorder import SessionRecorder
 from statebox.schema import EventKind, Session, Usage
 from statebox.tools.sandboxed import open_video_tools
-from statebox.tools.video_tools import Frame, VideoTools, VtoolsError
+from statebox.tools.video_tools import Frame, MotionReport, VideoTools, VtoolsError
 
 # ---------------------------------------------------------------------------------- prompts
 
@@ -182,7 +182,7 @@ def thin(times: list[float], budget: int) -> list[float]:
     return [times[i] for i in sorted(set(keep.tolist()))]
 
 
-def motion_summary(report: Any, limit: int = 12) -> str:
+def motion_summary(report: MotionReport | None, limit: int = 12) -> str:
     if report is None:
         return "(no motion timeline)"
     events = sorted(report.events, key=lambda e: -e.get("peak", 0))[:limit]
