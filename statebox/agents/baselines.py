@@ -17,7 +17,8 @@ from typing import Any
 
 from statebox.attempt import AgentOptions, AttemptContext
 from statebox.recorder import SessionRecorder
-from statebox.schema import EventKind, Item, Session  # noqa: F401 - Session is the return type
+from statebox.schema import AttemptStatus, EventKind, Item, Session  # noqa: F401 - Session is the return type
+from statebox.scoring import chance_response
 
 
 def format_target(item: Item, target: Any) -> str:
@@ -31,8 +32,9 @@ def format_target(item: Item, target: Any) -> str:
     return str(target)
 
 
-class _HostAgent:
-    """Shared plumbing: record the answer as a session of two events."""
+class HostAgent:
+    """An agent that answers on the host, with no sandbox and no model: subclasses give `answer`;
+    this records it as a session of two events (the question, the answer)."""
 
     name = "baseline"
     needs_sandbox = False
@@ -47,7 +49,8 @@ class _HostAgent:
     def run(self, ctx: AttemptContext) -> Session:
         with SessionRecorder(ctx.attempt_dir, limits=ctx.policy.recording) as rec:
             rec.add(EventKind.message, ctx.item.question, data={"role": "user"})
-            status, reason = "ok", ""
+            status: AttemptStatus = "ok"
+            reason = ""
             try:
                 response = self.answer(ctx)
             except ValueError as exc:
@@ -61,27 +64,23 @@ def _rng(ctx: AttemptContext) -> random.Random:
     return random.Random(f"{ctx.attempt.attempt_id}|{ctx.options.extra.get('seed', 0)}")
 
 
-class ChanceRandomAgent(_HostAgent):
+class ChanceRandomAgent(HostAgent):
     name = "chance-random"
 
     def answer(self, ctx: AttemptContext) -> str:
-        from statebox.scoring import chance_response
-
         items = ctx.dataset_items or [ctx.item]
         return chance_response(ctx.item.benchmark, ctx.item, ctx.query.index, items, "random", _rng(ctx))
 
 
-class ChanceFrequencyAgent(_HostAgent):
+class ChanceFrequencyAgent(HostAgent):
     name = "chance-frequency"
 
     def answer(self, ctx: AttemptContext) -> str:
-        from statebox.scoring import chance_response
-
         items = ctx.dataset_items or [ctx.item]
         return chance_response(ctx.item.benchmark, ctx.item, ctx.query.index, items, "frequency", _rng(ctx))
 
 
-class QueryIndexPriorAgent(_HostAgent):
+class QueryIndexPriorAgent(HostAgent):
     """VCBench's index-counting leak as a baseline: at the i-th query point of an item (i from 0)
     answer i + 1. Query points are placed just after count changes, so the index tracks the
     count; on the released vcbench_eval.jsonl this scores 0.451 GPA, above every model of the
@@ -96,7 +95,7 @@ class QueryIndexPriorAgent(_HostAgent):
         return str(ctx.query.index + 1)
 
 
-class OracleAgent(_HostAgent):
+class OracleAgent(HostAgent):
     """Answers from ground truth; only meaningful (and only allowed) on the generated suite."""
 
     name = "oracle"

@@ -33,8 +33,8 @@ from statebox.errors import InfrastructureError, UserError
 from statebox.recorder import SessionRecorder
 from statebox.sandbox.images import PACKAGE_ROOT
 from statebox.sandbox.provider import Sandbox
-from statebox.sandbox.spec import ContainerResult, ContainerSpec, Mount
-from statebox.schema import EventKind, Session
+from statebox.sandbox.spec import ContainerResult, ContainerSpec, ContainerStatus, Mount
+from statebox.schema import AttemptStatus, EventKind, Session
 from statebox.sessions import EventDraft, clip
 from statebox.userfiles import TEMPLATE_MAX_BYTES, read_user_text
 
@@ -56,8 +56,11 @@ DEFAULT_PROHIBITIONS = (
 class Normaliser(Protocol):
     """A native-line parser with the little state an agent needs at the end."""
 
-    final_answer: str | None
-    failure: str | None
+    @property
+    def final_answer(self) -> str | None: ...
+
+    @property
+    def failure(self) -> str | None: ...
 
     def feed(self, obj: dict[str, Any], line_no: int = 0) -> list[EventDraft]: ...
 
@@ -182,7 +185,7 @@ def run_cli_attempt(ctx: AttemptContext, agent: str, provider: Provider,
             spec = ContainerSpec(
                 image=image,
                 command=launch.command,
-                workspace=ctx.workspace,
+                workspace=ctx.workspace.path,
                 policy=ctx.policy,
                 env=launch.env,
                 mounts=[gw.mount()],
@@ -225,7 +228,8 @@ def conclude(ctx: AttemptContext, agent: str, recorder: SessionRecorder, launch:
     attempt_dir = Path(ctx.attempt_dir)
     norm = launch.normaliser
     errors_tail = stderr_tail(attempt_dir)
-    status, reason = "ok", ""
+    status: AttemptStatus = "ok"
+    reason = ""
     if result.status in ("timeout", "oom"):
         status, reason = result.status, result.reason
     elif gw.exceeded:
@@ -249,7 +253,7 @@ def conclude(ctx: AttemptContext, agent: str, recorder: SessionRecorder, launch:
     session = recorder.session(
         ctx.attempt.attempt_id,
         agent,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         reason=reason,
         response=response,
         raw_logs=raw_logs,
@@ -349,13 +353,13 @@ class CliStream:
         self.socket_dir = Path(tempfile.mkdtemp(prefix="sbx-gw-"))
         self.socket_dir.chmod(0o755)
         self.sandbox: Sandbox | None = None
-        from statebox.sandbox.gateway import CONTAINER_SOCKET_DIR  # httpx/h11 come with it: only sessions load it here
+        from statebox.sandbox.gateway import CONTAINER_SOCKET_DIR  # why: it loads httpx/h11 (a second); only sessions need it
 
         try:
             spec = ContainerSpec(
                 image=agents_image(ctx),
                 command=["sleep", "infinity"],
-                workspace=ctx.workspace,
+                workspace=ctx.workspace.path,
                 policy=ctx.policy,
                 mounts=[Mount(source=self.socket_dir, target=CONTAINER_SOCKET_DIR, read_only=True)],
                 run_id=ctx.attempt.run_id,
@@ -407,7 +411,7 @@ class CliStream:
             if watching.conversation:
                 self.conversation = watching.conversation
             recorder.note_capped_logs([launch.raw_log, STDERR_LOG])
-            status = "timeout" if result.timed_out else ("ok" if result.exit_code == 0 else "error")
+            status: ContainerStatus = "timeout" if result.timed_out else ("ok" if result.exit_code == 0 else "error")
             container = ContainerResult(status=status, exit_code=result.exit_code, duration_s=round(elapsed, 3),
                                         reason=f"wall-clock limit of {self.limit_s:g}s reached; killed" if result.timed_out else "")
             launch.meta = {**launch.meta, "streaming": "session", "conversation": self.conversation}

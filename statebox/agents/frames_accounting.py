@@ -198,7 +198,7 @@ def model_visible_from_bodies(bodies: Iterable[tuple[str | None, dict[str, Any]]
 
 def gateway_bodies(log_path: Path) -> list[tuple[str | None, dict[str, Any]]]:
     """Request bodies of the generation calls in a gateway.jsonl (torn lines skipped)."""
-    bodies = []
+    bodies: list[tuple[str | None, dict[str, Any]]] = []
     if not Path(log_path).exists():
         return bodies
     for raw in Path(log_path).read_text(encoding="utf-8", errors="replace").splitlines():

@@ -17,7 +17,7 @@ from statebox.agents.video_prompts import extract_answer
 from statebox.agents.vision_client import ModelError, Part, VisionClient
 from statebox.attempt import AttemptContext
 from statebox.recorder import SessionRecorder
-from statebox.schema import EventKind, Session, Usage
+from statebox.schema import AttemptStatus, EventKind, Session, Usage
 from statebox.tools.video_tools import VtoolsError
 
 
@@ -25,7 +25,7 @@ from statebox.tools.video_tools import VtoolsError
 class AttemptOutcome:
     """How the attempt ended: `ok`, or `error` with the one-line reason the session carries."""
 
-    status: str = "ok"
+    status: AttemptStatus = "ok"
     reason: str = ""
 
 
@@ -63,5 +63,5 @@ def ask_for_answer(rec: SessionRecorder, client: VisionClient, parts: Sequence[P
 def model_session(ctx: AttemptContext, agent: str, rec: SessionRecorder, outcome: AttemptOutcome, response: str,
                   usage: Usage, meta: dict[str, object]) -> Session:
     """The attempt's session: its raw log is the gateway's, where every model request of the attempt is."""
-    return rec.session(ctx.attempt.attempt_id, agent, status=outcome.status, reason=outcome.reason,  # type: ignore[arg-type]
+    return rec.session(ctx.attempt.attempt_id, agent, status=outcome.status, reason=outcome.reason,
                        response=response, raw_logs=["gateway.jsonl"], usage=usage, meta=meta)

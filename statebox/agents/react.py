@@ -27,13 +27,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
-from langchain_core.messages import AnyMessage
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import Runnable
+from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 
 from statebox.agents.model_clients import langchain_chat_model
 from statebox.attempt import AgentOptions, AttemptContext, GatewaySession, Provider, open_gateway, provider_for
 from statebox.errors import InfrastructureError, UserError
 from statebox.recorder import SessionRecorder
+from statebox.sandbox.gateway import GatewayLease
+from statebox.sandbox.provider import Sandbox
 from statebox.sandbox.spec import ContainerSpec
 from statebox.schema import AttemptStatus, EventKind, Session
 
@@ -167,7 +172,7 @@ class ReactAgent:
         self.options = options or AgentOptions()
 
     # ------------------------------------------------------------------ model
-    def _chat_model(self, lease: Any, model: str, provider: str) -> Any:
+    def _chat_model(self, lease: GatewayLease, model: str, provider: Provider) -> Runnable[LanguageModelInput, AIMessage]:
         extra = self.options.extra
         kwargs: dict[str, Any] = {"max_retries": int(extra.get("max_retries", 2)),
                                   "timeout": float(extra.get("request_timeout_s", 600))}
@@ -254,7 +259,8 @@ class ReactAgent:
                 meta={"model": model, "provider": provider, "steps": state.steps},
             )
 
-    def _start_sandbox(self, ctx: AttemptContext) -> Any:
+    def _start_sandbox(self, ctx: AttemptContext) -> Sandbox:
+        assert ctx.engine is not None and ctx.workspace is not None  # `run` refused the attempt without them
         image = self.options.extra.get("image") or ctx.engine.ensure_image("sandbox")
         spec = ContainerSpec(image=image, command=["sleep", "infinity"], workspace=Path(ctx.workspace.path),
                              policy=ctx.policy, run_id=ctx.attempt.run_id, attempt_id=ctx.attempt.attempt_id)
@@ -272,66 +278,64 @@ class ReactAgent:
         return (text or "").strip() or None
 
     # ------------------------------------------------------------------ the graph
-    def _loop(self, ctx: AttemptContext, llm: Any, sandbox: Any, rec: SessionRecorder, state: _Run,
-              lease: Any, prompt: str) -> None:
-        from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-        from langgraph.graph import END, START, StateGraph
-
-        def call_model(graph: Graph) -> dict[str, Any]:
-            if state.steps >= state.max_steps:
-                state.end("error", f"step limit reached: {state.max_steps} model calls without a submitted answer")
+    def _loop(self, ctx: AttemptContext, llm: Runnable[LanguageModelInput, AIMessage], sandbox: Sandbox,
+              rec: SessionRecorder, run: _Run, lease: GatewayLease, prompt: str) -> None:
+        def call_model(state: Graph) -> Graph:
+            if run.steps >= run.max_steps:
+                run.end("error", f"step limit reached: {run.max_steps} model calls without a submitted answer")
                 return {"messages": []}
-            if state.remaining() <= 0:
-                state.end("timeout", f"wall-clock limit of {ctx.policy.limits.time_limit_s:g}s reached")
+            if run.remaining() <= 0:
+                run.end("timeout", f"wall-clock limit of {ctx.policy.limits.time_limit_s:g}s reached")
                 return {"messages": []}
-            state.steps += 1
-            rec.add(EventKind.model_request, f"step {state.steps}", source="gateway.jsonl",
-                    data={"step": state.steps, "messages": len(graph["messages"])})
+            run.steps += 1
+            rec.add(EventKind.model_request, f"step {run.steps}", source="gateway.jsonl",
+                    data={"step": run.steps, "messages": len(state["messages"])})
             try:
-                reply: AIMessage = llm.invoke(graph["messages"])
+                reply = llm.invoke(state["messages"])
             except Exception as exc:  # noqa: BLE001 - any model failure ends the attempt with a reason
                 if lease.exceeded:
-                    state.end("error", lease.exceeded)
+                    run.end("error", lease.exceeded)
                 else:
                     first = (str(exc).splitlines() or [""])[0][:300]
-                    state.end("error", f"model request failed: {type(exc).__name__}: {first}")
+                    run.end("error", f"model request failed: {type(exc).__name__}: {first}")
                 return {"messages": []}
             usage = getattr(reply, "usage_metadata", None) or {}
             rec.add(EventKind.model_response, "", source="gateway.jsonl",
-                    data={"step": state.steps, "input_tokens": usage.get("input_tokens", 0),
+                    data={"step": run.steps, "input_tokens": usage.get("input_tokens", 0),
                           "output_tokens": usage.get("output_tokens", 0),
                           "tool_calls": [c["name"] for c in reply.tool_calls]})
             text = _message_text(reply)
             if text:
-                state.last_text = text
-                rec.add(EventKind.model_text, text, data={"role": "assistant", "step": state.steps})
+                run.last_text = text
+                rec.add(EventKind.model_text, text, data={"role": "assistant", "step": run.steps})
             if lease.exceeded:
-                state.end("error", lease.exceeded)
+                run.end("error", lease.exceeded)
             elif not reply.tool_calls:
-                state.stop = True  # the model answered in prose: that is the response
+                run.stop = True  # the model answered in prose: that is the response
             return {"messages": [reply]}
 
-        def run_tools(graph: Graph) -> dict[str, Any]:
-            reply = graph["messages"][-1]
-            out: list[Any] = []
-            images: list[Any] = []
+        def run_tools(state: Graph) -> Graph:
+            reply = state["messages"][-1]
+            assert isinstance(reply, AIMessage)  # after_model routes here only after a model reply with tool calls
+            out: list[AnyMessage] = []
+            images: list[str | dict[str, Any]] = []
             for call in reply.tool_calls:
                 name, args, call_id = call["name"], call.get("args") or {}, call.get("id") or ""
-                result_text, frame_parts = self._run_tool(ctx, sandbox, rec, state, name, args, call_id)
+                result_text, frame_parts = self._run_tool(ctx, sandbox, rec, run, name, args, call_id)
                 out.append(ToolMessage(content=result_text, tool_call_id=call_id, name=name))
                 images.extend(frame_parts)
-                if state.stop:
+                if run.stop:
                     break
             if images:
                 # Tool results can't carry images in every API; a user turn with them works everywhere.
                 out.append(HumanMessage(content=images))
             return {"messages": out}
 
-        def after_model(graph: Graph) -> str:
-            return END if state.stop else "tools"
+        def after_model(state: Graph) -> str:
+            return END if run.stop else "tools"
 
-        def after_tools(graph: Graph) -> str:
-            return END if state.stop else "model"
+        def after_tools(state: Graph) -> str:
+            return END if run.stop else "model"
 
         builder = StateGraph(Graph)
         builder.add_node("model", call_model)
@@ -342,10 +346,10 @@ class ReactAgent:
         graph = builder.compile()
         first_user = "Begin. Investigate the video with the tools, then call submit with your answer."
         graph.invoke({"messages": [SystemMessage(content=prompt), HumanMessage(content=first_user)]},
-                     config={"recursion_limit": 2 * state.max_steps + 10})
+                     config={"recursion_limit": 2 * run.max_steps + 10})
 
     # ------------------------------------------------------------------ tools
-    def _run_tool(self, ctx: AttemptContext, sandbox: Any, rec: SessionRecorder, state: _Run, name: str,
+    def _run_tool(self, ctx: AttemptContext, sandbox: Sandbox, rec: SessionRecorder, state: _Run, name: str,
                   args: dict[str, Any], call_id: str) -> tuple[str, list[dict[str, Any]]]:
         """Run one tool call inside the sandbox; returns (text for the model, image parts)."""
         shown = {"bash": args.get("command"), "python": args.get("code"), "submit": args.get("answer"),
@@ -379,7 +383,7 @@ class ReactAgent:
         rec.add(EventKind.tool_output, text, data={"tool": name, "id": call_id})
         return text, frame_parts
 
-    def _view_frames(self, ctx: AttemptContext, sandbox: Any, rec: SessionRecorder, times: Any,
+    def _view_frames(self, ctx: AttemptContext, sandbox: Sandbox, rec: SessionRecorder, times: object,
                      timeout: float) -> tuple[str, list[dict[str, Any]]]:
         if not isinstance(times, list) or not times:
             return "view_frames needs a non-empty list of times in seconds", []
@@ -387,6 +391,7 @@ class ReactAgent:
             wanted = [float(t) for t in times][:MAX_FRAMES_PER_CALL]
         except (TypeError, ValueError):
             return "view_frames: times must be numbers (seconds)", []
+        assert ctx.workspace is not None  # `run` refused the attempt without one
         video = ctx.workspace.video_name
         cmd = ["vtools", "frames", video, "--times", ",".join(f"{t:.3f}" for t in wanted), "--inline",
                "--max-side", str(FRAME_MAX_SIDE), "--quality", "85"]

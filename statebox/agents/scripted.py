@@ -28,7 +28,7 @@ from statebox.errors import UserError
 from statebox.recorder import SessionRecorder
 from statebox.sandbox.provider import Sandbox
 from statebox.sandbox.spec import ContainerSpec
-from statebox.schema import EventKind, Session
+from statebox.schema import AttemptStatus, EventKind, Session
 
 CHEATER_SCRIPT = r"""
 set +e
@@ -185,6 +185,7 @@ class ShellStream:
             answer = ctx.workspace.read_output("answer.txt")  # refuses a planted symlink
             lines = [line for line in result.stdout.splitlines() if line.strip()]
             response = answer.strip() if answer is not None else (lines[-1].strip() if lines else "")
+            status: AttemptStatus
             if result.timed_out:
                 status, reason = "timeout", f"wall-clock limit of {self.limit_s:g}s reached; killed"
             elif result.exit_code not in (0, None):

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import numpy as np
 
@@ -66,7 +66,7 @@ from statebox.agents.video_prompts import (
 from statebox.recorder import SessionRecorder
 from statebox.schema import EventKind, Session, Usage
 from statebox.tools.sandboxed import open_video_tools
-from statebox.tools.video_tools import Frame, VideoTools, VtoolsError
+from statebox.tools.video_tools import Frame, MotionReport, VideoTools, VtoolsError
 
 # ---------------------------------------------------------------------------------- prompts
 
@@ -182,7 +182,7 @@ def thin(times: list[float], budget: int) -> list[float]:
     return [times[i] for i in sorted(set(keep.tolist()))]
 
 
-def motion_summary(report: Any, limit: int = 12) -> str:
+def motion_summary(report: MotionReport | None, limit: int = 12) -> str:
     if report is None:
         return "(no motion timeline)"
     events = sorted(report.events, key=lambda e: -e.get("peak", 0))[:limit]
@@ -242,7 +242,7 @@ class VideoAgent:
         started = ctx.started_at or time.time()
         response = ""
         usage = Usage()
-        final: dict[str, Any] = {}
+        final: AgentState = {}
         with SessionRecorder(ctx.attempt_dir, started, limits=ctx.policy.recording) as rec:
             rec.add(EventKind.message, ctx.instruction, data={"role": "user", "agent": self.name, "model": model})
             with open_gateway(ctx, provider, f"the {self.name} agent") as access:
@@ -379,7 +379,7 @@ class _Run:
             return update
         frames.sort(key=lambda f: (f.time, f.label))
         evidence = list(state.get("evidence", []))
-        tracked = state.get("state", {})
+        tracked: Any = state.get("state", {})  # the model's own JSON, whatever shape it chose
         tokens = state.get("tokens_used", 0)
         plan = state.get("plan", {})
         for start in range(0, len(frames), self.batch):
@@ -413,8 +413,8 @@ class _Run:
             if tokens >= self.max_tokens:
                 break
         seen = sorted({*seen, *(f.time for f in frames if not f.label)})
-        update.update(evidence=evidence, state=tracked, seen=seen, tokens_used=tokens,
-                      frames_used=state.get("frames_used", 0) + len(frames))
+        update.update({"evidence": evidence, "state": tracked, "seen": seen, "tokens_used": tokens,
+                       "frames_used": state.get("frames_used", 0) + len(frames)})
         return update
 
     def replanner(self, state: AgentState) -> AgentState:
@@ -430,11 +430,11 @@ class _Run:
         decision = extract_json(text)
         if not isinstance(decision, dict):
             update["notes"] = self.note(state, "re-planner reply was not JSON: stop observing and answer")
-            update.update(requests=[], done_reason="re-planner unusable")
+            update.update({"requests": [], "done_reason": "re-planner unusable"})
             return update
         requests = [r for r in decision.get("requests") or [] if isinstance(r, dict)]
         if decision.get("done") is True or not requests:
-            update.update(requests=[], done_reason=str(decision.get("reason") or "evidence sufficient"))
+            update.update({"requests": [], "done_reason": str(decision.get("reason") or "evidence sufficient")})
         else:
             update["requests"] = requests
         return update
@@ -505,7 +505,7 @@ class _Run:
         return sorted(t for t in times if not _near(t, seen, fps))
 
     def invoke(self) -> AgentState:
-        from langgraph.graph import END, START, StateGraph
+        from langgraph.graph import END, START, StateGraph  # why: langgraph is heavy and this agent's alone
 
         graph = StateGraph(AgentState)
         graph.add_node("planner", self.planner)
@@ -518,7 +518,8 @@ class _Run:
         graph.add_conditional_edges("replanner", self.after_replanner, ["observer", "synthesiser"])
         graph.add_edge("synthesiser", END)
         app = graph.compile()
-        return app.invoke({}, {"recursion_limit": 4 * self.max_rounds + 10})
+        # langgraph types a run's result as a plain dict; it is the graph's AgentState
+        return cast(AgentState, app.invoke({}, {"recursion_limit": 4 * self.max_rounds + 10}))
 
 
 def _near(t: float, seen: list[float], fps: float) -> bool:

@@ -20,10 +20,11 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 
 def export(suite: Path, out: Path, every: int = 5) -> dict[str, int]:
-    from statebox.tracker.export import export_yolo_dataset
+    from statebox.tracker.export import export_yolo_dataset  # why: the `val` step runs in the tracker image, without statebox
 
     export_yolo_dataset(suite, out, every=every, val_every=1)  # single-video families land in train/: listed too
     families: dict[str, list[str]] = {}
@@ -34,8 +35,8 @@ def export(suite: Path, out: Path, every: int = 5) -> dict[str, int]:
     return {f: len(v) for f, v in families.items()}
 
 
-def validate(weights: str, data_dir: Path, out_json: Path) -> dict:
-    import torch
+def validate(weights: str, data_dir: Path, out_json: Path) -> dict[str, Any]:
+    import torch  # why: the tracker image's stack, not on the host
     import ultralytics
     from ultralytics import YOLO
 
@@ -45,7 +46,7 @@ def validate(weights: str, data_dir: Path, out_json: Path) -> dict:
     families["all"] = sorted(p for ps in families.values() for p in ps)
     model = YOLO(weights)
     names = model.names
-    result: dict = {"weights": weights, "versions": {"ultralytics": ultralytics.__version__, "torch": torch.__version__},
+    result: dict[str, Any] = {"weights": weights, "versions": {"ultralytics": ultralytics.__version__, "torch": torch.__version__},
                     "names": {int(k): v for k, v in names.items()}, "families": {}}
     for family, paths in families.items():
         listing = work / f"{family}.txt"

@@ -22,18 +22,18 @@ POLICY_DIR = Path(__file__).parent
 class Limits(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    time_limit_s: float = Field(1800, gt=0, description="wall-clock limit, enforced from the host")
-    cpus: float = Field(1.0, gt=0)
-    memory_mb: int = Field(2048, ge=64, description="hard limit, no swap")
-    gpu_memory_mb: int = Field(8192, ge=64, description="memory limit of a container given a GPU (the tracker): "
-                               "CUDA's libraries and context take gigabytes of host memory; the larger of the two applies")
-    pids: int = Field(256, ge=16)
-    tmp_mb: int = Field(512, ge=16, description="tmpfs size of /tmp")
-    home_mb: int = Field(256, ge=16, description="tmpfs size of the agent's home")
-    workspace_mb: int = Field(1024, ge=1, description="what the agent may write in /workspace: a tmpfs of this size "
-                                                       "(ENOSPC past it); its pages count against memory_mb, so keep it below")
-    inodes: int = Field(20_000, ge=64, description="files + folders the agent may create in each writable filesystem "
-                                                    "(/workspace, /tmp, home): nr_inodes of their tmpfs")
+    time_limit_s: float = Field(default=1800, gt=0, description="wall-clock limit, enforced from the host")
+    cpus: float = Field(default=1.0, gt=0)
+    memory_mb: int = Field(default=2048, ge=64, description="hard limit, no swap")
+    gpu_memory_mb: int = Field(default=8192, ge=64, description="memory limit of a container given a GPU (the tracker): "
+                                       "CUDA's libraries and context take gigabytes of host memory; the larger of the two applies")
+    pids: int = Field(default=256, ge=16)
+    tmp_mb: int = Field(default=512, ge=16, description="tmpfs size of /tmp")
+    home_mb: int = Field(default=256, ge=16, description="tmpfs size of the agent's home")
+    workspace_mb: int = Field(default=1024, ge=1, description="what the agent may write in /workspace: a tmpfs of this size "
+                                                               "(ENOSPC past it); its pages count against memory_mb, so keep it below")
+    inodes: int = Field(default=20_000, ge=64, description="files + folders the agent may create in each writable filesystem "
+                                                            "(/workspace, /tmp, home): nr_inodes of their tmpfs")
 
 
 class Recording(BaseModel):
@@ -46,14 +46,14 @@ class Recording(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    event_bytes: int = Field(16 * 1024, ge=1024, description="one events.jsonl line; longer text/data is clipped to fit")
-    events_bytes: int = Field(32 * 1024 * 1024, ge=64 * 1024, description="events.jsonl, per attempt")
-    raw_line_bytes: int = Field(1024 * 1024, ge=1024,
-                                description="one line of a raw log, and the most a live parser is handed at once")
-    raw_log_bytes: int = Field(64 * 1024 * 1024, ge=64 * 1024, description="each raw log, per attempt")
-    exec_output_bytes: int = Field(64 * 1024 * 1024, ge=64 * 1024,
-                                   description="stdout (and stderr) one `docker exec` tool call may return")
-    session_events: int = Field(10_000, ge=100, description="events a Session keeps in memory (first and last)")
+    event_bytes: int = Field(default=16 * 1024, ge=1024, description="one events.jsonl line; longer text/data is clipped to fit")
+    events_bytes: int = Field(default=32 * 1024 * 1024, ge=64 * 1024, description="events.jsonl, per attempt")
+    raw_line_bytes: int = Field(default=1024 * 1024, ge=1024,
+                                        description="one line of a raw log, and the most a live parser is handed at once")
+    raw_log_bytes: int = Field(default=64 * 1024 * 1024, ge=64 * 1024, description="each raw log, per attempt")
+    exec_output_bytes: int = Field(default=64 * 1024 * 1024, ge=64 * 1024,
+                                           description="stdout (and stderr) one `docker exec` tool call may return")
+    session_events: int = Field(default=10_000, ge=100, description="events a Session keeps in memory (first and last)")
 
 
 class Budgets(BaseModel):
@@ -76,16 +76,16 @@ class GatewayLimits(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_body_mb: float = Field(8.0, gt=0, description="largest request body (images included); more is 413")
-    max_connections: int = Field(16, ge=1, description="connections open at once; more are refused")
-    max_requests_per_s: float = Field(20.0, gt=0, description="sustained request rate (burst of one second's worth)")
-    max_header_kb: int = Field(64, ge=4, description="largest request head (request line + headers)")
-    max_headers: int = Field(100, ge=8, description="most header lines in one request")
-    request_timeout_s: float = Field(120.0, gt=0, description="from a request's first byte to its last")
-    idle_timeout_s: float = Field(300.0, gt=0, description="a keep-alive connection with no request is closed; "
-                                  "also the longest a reply waits on a client that stops reading")
-    max_log_mb: float = Field(64.0, gt=0, description="largest gateway.jsonl of one attempt; at the cap the log ends "
-                              "with a marker and model access is cut (no request goes unlogged)")
+    max_body_mb: float = Field(default=8.0, gt=0, description="largest request body (images included); more is 413")
+    max_connections: int = Field(default=16, ge=1, description="connections open at once; more are refused")
+    max_requests_per_s: float = Field(default=20.0, gt=0, description="sustained request rate (burst of one second's worth)")
+    max_header_kb: int = Field(default=64, ge=4, description="largest request head (request line + headers)")
+    max_headers: int = Field(default=100, ge=8, description="most header lines in one request")
+    request_timeout_s: float = Field(default=120.0, gt=0, description="from a request's first byte to its last")
+    idle_timeout_s: float = Field(default=300.0, gt=0, description="a keep-alive connection with no request is closed; "
+                                          "also the longest a reply waits on a client that stops reading")
+    max_log_mb: float = Field(default=64.0, gt=0, description="largest gateway.jsonl of one attempt; at the cap the log ends "
+                                      "with a marker and model access is cut (no request goes unlogged)")
 
 
 class AuditPolicy(BaseModel):
@@ -103,13 +103,13 @@ class Media(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    audio: Literal["keep", "drop"] = Field("keep", description="the video's audio track (metadata stripped either "
-                                           "way); EC-Bench's speech/audio questions need it")
+    audio: Literal["keep", "drop"] = Field(default="keep", description="the video's audio track (metadata stripped either "
+                                                   "way); EC-Bench's speech/audio questions need it")
     visual_prompt: Literal["box", "point", "mask"] = Field(
-        "box", description="EOC-Bench: which annotated prompt marks each object on the prompt frame (box is the "
+        default="box", description="EOC-Bench: which annotated prompt marks each object on the prompt frame (box is the "
         "paper's default); an object without that kind gets the one it has")
-    transcripts: bool = Field(False, description="put the benchmark's shipped speech transcript (EC-Bench "
-                              "transcript.csv) in the workspace as transcript.txt")
+    transcripts: bool = Field(default=False, description="put the benchmark's shipped speech transcript (EC-Bench "
+                                      "transcript.csv) in the workspace as transcript.txt")
 
 
 class Policy(BaseModel):

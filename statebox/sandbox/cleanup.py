@@ -55,7 +55,7 @@ def remove_tree(path: Path | str) -> None:
         raise CleanupError(f"{path}: cannot open for removal ({exc.strerror})") from exc
     try:
         _make_traversable(top)
-        pending = [None]  # None: the top folder itself; names: folders moved up into it
+        pending: list[str | None] = [None]  # None: the top folder itself; names: folders moved up into it
         while pending:
             name = pending.pop()
             fd = top if name is None else _open_dir(name, top)

@@ -25,17 +25,22 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from statebox import signals
+from statebox.capped_log import BoundedBuffer, CappedStream
 from statebox.errors import InfrastructureError, UserError
 from statebox.sandbox import engine_client, hardening, images
 from statebox.sandbox import gpu as gpu_access
 from statebox.sandbox.engine_client import docker_client
 from statebox.sandbox.hardening import AGENT_USER, INIT_USER, as_agent
+from statebox.policies.model import Recording
 from statebox.sandbox.limited_fs import pid_alive
 from statebox.sandbox.provider import READ_LIMIT_BYTES, SandboxFileError
 from statebox.sandbox.spec import HOME, WORKDIR, ContainerResult, ContainerSpec, ContainerStatus, ExecResult, Mount
+
+if TYPE_CHECKING:
+    from docker import APIClient  # the SDK has no type information: Any to mypy
 
 __all__ = ["AGENT_USER", "HOME", "WORKDIR", "ContainerSpec", "ContainerResult", "ExecResult", "Mount",
            "RunningSandbox", "SandboxEngine", "own_container_filters", "quote_command", "remove_own_containers"]
@@ -55,7 +60,7 @@ def own_container_filters(run_id: str | None = None) -> dict[str, list[str]]:
     return {"label": labels}
 
 
-def remove_own_containers(api: Any = None, run_id: str | None = None) -> int:
+def remove_own_containers(api: APIClient | None = None, run_id: str | None = None) -> int:
     """Force-remove every container this process started (of `run_id` when given).
 
     Removing a container ends the blocking `wait` of the thread that runs it, so the
@@ -64,7 +69,7 @@ def remove_own_containers(api: Any = None, run_id: str | None = None) -> int:
     if api is None:
         # only engines this process already connected to: a container of ours can be nowhere else,
         # and connecting afresh could hang the exit on an engine that does not answer
-        clients = list(engine_client._clients.values())
+        clients = engine_client.connected_clients()
         return sum(remove_own_containers(c.api, run_id) for c in clients if getattr(c, "api", None) is not None)
     try:
         found = api.containers(all=True, filters=own_container_filters(run_id))
@@ -123,15 +128,14 @@ class _Sink:
     exception in it never stops the stream to the file. At most one line is held in memory.
     """
 
-    def __init__(self, path: Path | None, on_line: Callable[[str], None] | None, limits: Any = None) -> None:
-        from statebox.capped_log import CappedStream
-
+    def __init__(self, path: Path | None, on_line: Callable[[str], None] | None,
+                 limits: Recording | None = None) -> None:
         self.stream = CappedStream(path, max_bytes=getattr(limits, "raw_log_bytes", OUTPUT_CAP_BYTES),
                                    max_line_bytes=getattr(limits, "raw_line_bytes", OUTPUT_LINE_CAP_BYTES),
                                    on_line=on_line)
 
     @property
-    def bytes(self) -> int:
+    def seen_bytes(self) -> int:
         """Bytes the stream produced (written or not)."""
         return self.stream.seen
 
@@ -165,8 +169,9 @@ class SandboxEngine:
 
     def ensure_image(self, target: str, progress: Callable[[str], None] | None = None) -> str:
         """`target`'s image tag on this engine (its `docker_host`), built there when inputs changed."""
-        return images.ensure_image(target, docker_host=self.docker_host,
-                                   **({"progress": progress} if progress is not None else {}))
+        if progress is None:
+            return images.ensure_image(target, docker_host=self.docker_host)
+        return images.ensure_image(target, docker_host=self.docker_host, progress=progress)
 
     # ------------------------------------------------------------ lifecycle (SandboxProvider)
 
@@ -370,7 +375,7 @@ class SandboxEngine:
             if verdict:
                 status, reason = verdict["status"], verdict["reason"]  # type: ignore[assignment]
             return ContainerResult(status=status, exit_code=exit_code, duration_s=round(duration, 3), reason=reason,
-                                   stdout_bytes=out.bytes, stderr_bytes=err.bytes,
+                                   stdout_bytes=out.seen_bytes, stderr_bytes=err.seen_bytes,
                                    truncated=out.truncated or err.truncated, gpu=gpu)
         finally:
             self._remove(cid)  # also on a stop and on every error above; ends the waiter's `wait`
@@ -470,8 +475,6 @@ class RunningSandbox:
                                            environment=self.engine.environment(self.spec), stdin=False)["Id"]
             stream = self.api.exec_start(exec_id, stream=True, demux=True)
             # head and tail of each stream, bounded by the policy (statebox/capped_log.py), whatever it prints
-            from statebox.capped_log import BoundedBuffer
-
             cap = getattr(getattr(self.spec.policy, "recording", None), "exec_output_bytes", OUTPUT_CAP_BYTES)
             out, err = BoundedBuffer(cap), BoundedBuffer(cap)
             for chunk_out, chunk_err in stream:

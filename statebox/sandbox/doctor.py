@@ -6,10 +6,12 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass
+from typing import Any, Literal
 
 from statebox.errors import UserError
-from statebox.sandbox import gpu, hardening, limited_fs
-from statebox.sandbox.workspace import limited_folder
+from statebox.sandbox import gpu, hardening, images, limited_fs
+from statebox.sandbox.engine_client import docker_client, start_hint
+from statebox.sandbox.workspace import limited_folder, workspace_root
 
 
 @dataclass
@@ -21,9 +23,6 @@ class Check:
 
 
 def gather_checks(docker_host: str | None = None) -> list[Check]:
-    from statebox.sandbox import images
-    from statebox.sandbox.engine_client import docker_client, start_hint
-
     checks: list[Check] = []
     try:
         client = docker_client(docker_host)
@@ -70,8 +69,6 @@ def gather_checks(docker_host: str | None = None) -> list[Check]:
     for tool in ("ffmpeg", "ffprobe"):
         if shutil.which(tool) is None:
             checks.append(Check(tool, "fail", "not on the host (workspaces need it)", "apt-get install -y ffmpeg"))
-    from statebox.sandbox.workspace import workspace_root
-
     try:
         root = workspace_root()
         probe = root / f".doctor-{os.getpid()}"
@@ -104,7 +101,7 @@ def host_gpus() -> list[str] | None:
     return [line for line in out.stdout.splitlines() if line.startswith("GPU ")]
 
 
-def gpu_check(info: dict, host: list[str] | None | bool = False) -> Check:
+def gpu_check(info: dict[str, Any], host: list[str] | None | Literal[False] = False) -> Check:
     """Which GPU path the engine offers (NVIDIA runtime, CDI, none) and what that means for the tracker."""
     access = gpu.detect(info)
     host = host_gpus() if host is False else host

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import TYPE_CHECKING
 
 from statebox.errors import UserError
 
-_clients: dict[str, object] = {}
+if TYPE_CHECKING:
+    from docker import DockerClient  # the SDK has no type information: Any to mypy
+
+_clients: dict[str, DockerClient] = {}
 _lock = threading.Lock()
 
 
@@ -20,7 +24,13 @@ def start_hint() -> str:
     return "start it with `bash scripts/setup/20-docker-engine.sh` (or `dockerd &`), or set DOCKER_HOST"
 
 
-def docker_client(docker_host: str | None = None, timeout: int = 120):
+def connected_clients() -> list[DockerClient]:
+    """The engines this process has already connected to (never connects afresh)."""
+    with _lock:
+        return list(_clients.values())
+
+
+def docker_client(docker_host: str | None = None, timeout: int = 120) -> DockerClient:
     """A cached `docker.DockerClient`, shared by threads.
 
     Its pool is large (64) because every running container holds two connections (attach +

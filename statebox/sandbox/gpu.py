@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 CDI_KIND = "nvidia.com/gpu"
 CDI_ALL = f"{CDI_KIND}=all"
@@ -50,7 +51,7 @@ def cdi_specs(dirs: list[str] | tuple[str, ...]) -> list[Path]:
     return found
 
 
-def detect(info: dict) -> GpuAccess:
+def detect(info: dict[str, Any]) -> GpuAccess:
     """The engine's GPU access from its `docker info` dict (Runtimes, CDISpecDirs)."""
     runtimes = sorted((info.get("Runtimes") or {}).keys())
     if "nvidia" in runtimes:

@@ -24,6 +24,7 @@ import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import TypedDict
 
 import docker.types
 
@@ -57,7 +58,15 @@ def seccomp_json() -> str:
         raise UserError(f"{SECCOMP_PROFILE}: seccomp profile unreadable ({exc}); reinstall statebox") from exc
 
 
-def seccomp_summary() -> dict[str, object]:
+class SeccompSummary(TypedDict):
+    path: str
+    sha256: str  # first 16 hex digits
+    default: str
+    allowed: int
+    denied: list[str]
+
+
+def seccomp_summary() -> SeccompSummary:
     """What `statebox sandbox doctor` lists: the file, its hash, what it denies."""
     profile = json.loads(seccomp_json())
     denied = sorted(n for rule in profile["syscalls"] if rule["action"] == "SCMP_ACT_ERRNO" for n in rule["names"])

@@ -178,6 +178,7 @@ def build_local_base(client, progress: Progress) -> str:
         progress(f"docker import -> {tag}")
         repo, _, ver = tag.partition(":")
         tar = subprocess.Popen(["tar", "-C", str(root), "--numeric-owner", "-c", "."], stdout=subprocess.PIPE)
+        assert tar.stdout is not None  # stdout=PIPE always opens one
         try:
             client.api.import_image_from_stream(
                 tar.stdout, repository=repo, tag=ver,

@@ -46,7 +46,7 @@ def run_command(*, video: Path, question: str, query_time: float | None, policy_
                 answer_type="text", queries=[Query(time=query_time)])
     workspace = prepare_workspace(item, item.queries[0], video, policy, reencode=reencode)
     tty = sys.stdin.isatty() and sys.stdout.isatty() if interactive is None else interactive
-    spec = ContainerSpec(image=image, command=command, workspace=workspace, policy=policy, tty=tty,
+    spec = ContainerSpec(image=image, command=command, workspace=workspace.path, policy=policy, tty=tty,
                          run_id="manual", attempt_id=item.id)
     try:
         if print_cli:

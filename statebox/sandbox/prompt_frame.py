@@ -70,7 +70,8 @@ def colour_of(index: int) -> tuple[str, tuple[int, int, int]]:
 
 def decode_mask(mask: MaskRLE | list[list[float]], height: int, width: int) -> np.ndarray:
     """A boolean (height, width) array from a COCO RLE or polygons (pycocotools)."""
-    from pycocotools import mask as coco  # heavy-ish C extension: only EOC-Bench workspaces need it
+    # heavy-ish C extension: only EOC-Bench workspaces need it; it ships no type information
+    from pycocotools import mask as coco  # type: ignore[import-untyped]
 
     if isinstance(mask, MaskRLE):
         h, w = mask.size

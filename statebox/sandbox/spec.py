@@ -40,14 +40,14 @@ class ContainerSpec(BaseModel):
 
     image: str
     command: list[str] | str = Field(description="argv, or a string run with /bin/sh -c")
-    workspace: Path | None = Field(None, description="host folder mounted rw at /workspace (the working directory)")
+    workspace: Path | None = Field(default=None, description="host folder mounted rw at /workspace (the working directory)")
     policy: Policy
     env: dict[str, str] = Field(default_factory=dict, description="added to policy.env_allow; the host's is never inherited")
     mounts: list[Mount] = Field(default_factory=list)
     gpu: bool = False
     run_id: str = ""
     attempt_id: str = ""
-    time_limit_s: float | None = Field(None, description="overrides policy.limits.time_limit_s")
+    time_limit_s: float | None = Field(default=None, description="overrides policy.limits.time_limit_s")
     tty: bool = False  # only for a person at a terminal (`statebox sandbox run -- bash`)
 
     @field_validator("workspace", mode="before")

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from statebox.errors import UserError
 
@@ -32,8 +33,10 @@ class VideoFacts:
     has_audio: bool
 
 
-def _duration(info: dict, video: dict) -> float | None:
+def _duration(info: dict[str, Any], video: dict[str, Any]) -> float | None:
     for raw in (video.get("duration"), (info.get("format") or {}).get("duration")):
+        if raw is None:
+            continue
         try:
             value = float(raw)
         except (TypeError, ValueError):

@@ -28,11 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from statebox.errors import UserError
+from statebox.errors import StorageError, UserError
 from statebox.policies.model import Policy
 from statebox.sandbox import limited_fs, prompt_frame
 from statebox.sandbox.cleanup import remove_tree
+from statebox.sandbox.videocheck import check_video, inspect_video
 from statebox.schema import Item, Query
+from statebox.signals import run_stoppable
 
 AGENT_UID = 1000
 ANSWER_FILE = "answer.txt"
@@ -262,13 +264,10 @@ def _give_to_agent(path: Path, mode: int) -> None:
 def _run(cmd: list[str], what: str) -> str:
     if shutil.which(cmd[0]) is None:
         raise UserError(f"{cmd[0]} is not installed; install ffmpeg (apt-get install -y ffmpeg)")
-    from statebox.signals import run_stoppable
-
     proc = run_stoppable(cmd)  # a stop signal kills it (Cancelled) rather than waiting for a long cut
     if proc.returncode != 0:
         if "No space left on device" in proc.stderr or "Disk quota exceeded" in proc.stderr:
-            from statebox.errors import StorageError  # a full disk stops the run; it is not the video's fault
-
+            # a full disk stops the run; it is not the video's fault
             raise StorageError(f"{what}: no space left on device ({Path(cmd[-1]).parent})")
         tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
         raise UserError(f"{what}: {tail[:300]}")
@@ -296,9 +295,6 @@ def clean_copy(src: Path, dst: Path, *, cut_at: float | None, reencode: bool, au
     asked, or unless the codec cannot live in mp4, in which case re-encoding is the fallback.
     The audio track stays (metadata stripped like the video's) unless `audio="drop"`.
     """
-    from statebox.errors import StorageError
-    from statebox.sandbox.videocheck import check_video, inspect_video
-
     if cut_at is not None:
         check_video(src, cut_at)  # empty, audio-only, or a query time past the end: say so, never cut
     try:
@@ -311,8 +307,6 @@ def clean_copy(src: Path, dst: Path, *, cut_at: float | None, reencode: bool, au
 
 
 def _clean_copy(src: Path, dst: Path, *, cut_at: float | None, reencode: bool, audio: str = "keep") -> bool:
-    from statebox.errors import StorageError
-
     base = ["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", str(src), "-map", "0:v:0"]
     base += ["-map", "0:a?"] if audio == "keep" else ["-an"]
     if cut_at is not None:
@@ -429,10 +423,10 @@ def _bytes_contain(path: Path, needles: list[str]) -> list[str]:
             if low.encode() in data or low.encode("utf-16-le") in data:
                 found.append(needle)
         return found
-    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
         for needle in needles:
             for variant in {needle, needle.lower(), needle.upper(), needle.title()}:
-                if data.find(variant.encode()) != -1 or data.find(variant.encode("utf-16-le")) != -1:
+                if mapped.find(variant.encode()) != -1 or mapped.find(variant.encode("utf-16-le")) != -1:
                     found.append(needle)
                     break
     return found

@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from typing import Any, Unpack
 
-from statebox.testing.scripted_model import Api, RecordedRequest, Reply, ScriptedModel, ScriptRequest, Turn, tool_names
+from statebox.testing.scripted_model import (Api, RecordedRequest, Reply, ScriptedModel, ScriptedModelOptions,
+                                             ScriptRequest, ScriptStep, Turn, tool_names)
 
 FIND_ANNOTATIONS = (
     "find / -xdev \\( -name '*.json' -o -name '*.csv' -o -name '*.jsonl' \\) "
@@ -71,13 +73,13 @@ class OutOfBandModel(ScriptedModel):
     answer it "OK" and the recorded session would not show the model handing over the answer.
     """
 
-    def __init__(self, script: list, *, oob_reply: str, **kwargs: object) -> None:
-        super().__init__(script, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, script: list[ScriptStep], *, oob_reply: str, **kwargs: Unpack[ScriptedModelOptions]) -> None:
+        super().__init__(script, **kwargs)
         self.oob_reply = oob_reply
 
-    def respond(self, api: Api, body: dict[str, object], rec: RecordedRequest) -> Reply:
+    def respond(self, api: Api, body: dict[str, Any], rec: RecordedRequest) -> Reply:
         if not tool_names(api, body) and OUT_OF_BAND_MARKER in json.dumps(body):  # its own request offers no tools
             rec.side = True
             rec.turn_index = -1
             return Reply(self.oob_reply, None, None, 50, 20, str(body.get("model") or "scripted"))
-        return super().respond(api, body, rec)  # type: ignore[arg-type]
+        return super().respond(api, body, rec)

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 
-from statebox.agents.baselines import _HostAgent
+from statebox.agents.baselines import HostAgent
 from statebox.attempt import AttemptContext
 
 
-class MemoriserAgent(_HostAgent):
+class MemoriserAgent(HostAgent):
     name = "memoriser"
 
     def answer(self, ctx: AttemptContext) -> str:

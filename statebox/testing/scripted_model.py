@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable, Literal, Union
+from typing import Any, Callable, Literal, TypedDict, Union
 from urllib.parse import parse_qs, urlsplit
 
 Api = Literal["anthropic", "responses", "chat"]
@@ -226,6 +226,15 @@ class Reply:
     output_tokens: int
     model: str
     status: int | None = None
+
+
+class ScriptedModelOptions(TypedDict, total=False):
+    """`ScriptedModel`'s keyword options, for subclasses that pass them through."""
+
+    index_mode: Literal["conversation", "sequential"]
+    side_request: Callable[[ScriptRequest], bool] | None
+    side_text: str
+    exhausted_text: str
 
 
 class ScriptedModel:
@@ -734,6 +743,13 @@ def _import_hook(spec: str) -> Hook:
     return getattr(importlib.import_module(module_name), attr)
 
 
+def _text_template_step(template: str) -> Hook:
+    """A step that answers `template` with `{last_output}` filled from the last tool output."""
+    def step(req: ScriptRequest) -> Turn:
+        return Turn(text=template.replace("{last_output}", (req.last_tool_output or "").strip()))
+    return step
+
+
 def load_script(path: str | Path) -> list[ScriptStep]:
     """Read a script file: a JSON (or YAML) list of turns.
 
@@ -761,7 +777,7 @@ def load_script(path: str | Path) -> list[ScriptStep]:
             steps.append(_import_hook(entry["hook"]))
         elif "text_template" in entry:
             template = str(entry["text_template"])
-            steps.append(lambda req, t=template: Turn(text=t.replace("{last_output}", (req.last_tool_output or "").strip())))
+            steps.append(_text_template_step(template))
         else:
             steps.append(Turn.from_dict(entry))
     return steps

@@ -14,9 +14,15 @@ image a tool hands back to the model (frame accounting: "model-visible").
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from statebox.tools.video_tools import Frame, VideoTools, VtoolsError
+
+if TYPE_CHECKING:
+    from langchain_core.tools import BaseTool
+
+# what a tool hands the model: a message, or content blocks (text and images)
+ToolContent = str | list[dict[str, Any]]
 
 MAX_FRAMES_PER_CALL = 32
 
@@ -30,9 +36,9 @@ def _image_blocks(frames: list[Frame]) -> list[dict[str, Any]]:
     return blocks
 
 
-def video_langchain_tools(tools: VideoTools, on_shown: Callable[[list[float]], None] | None = None) -> list[Any]:
+def video_langchain_tools(tools: VideoTools, on_shown: Callable[[list[float]], None] | None = None) -> list[BaseTool]:
     """probe, frames, crop, grid and motion as `StructuredTool`s bound to one attempt's video."""
-    from langchain_core.tools import StructuredTool
+    from langchain_core.tools import StructuredTool  # why: langchain is needed only by users' own LangGraph agents
 
     def shown(frames: list[Frame]) -> None:
         if on_shown and frames:
@@ -45,7 +51,7 @@ def video_langchain_tools(tools: VideoTools, on_shown: Callable[[list[float]], N
         return json.dumps(info)
 
     def video_frames(times: list[float] | None = None, fps: float | None = None, count: int | None = None,
-                     start: float | None = None, end: float | None = None) -> tuple[Any, list[Frame]]:
+                     start: float | None = None, end: float | None = None) -> tuple[ToolContent, list[Frame]]:
         """Look at frames: exact `times` (s), or `fps` frames per second, or `count` frames spread
         uniformly, over [start, end] (s). Each image comes after its timestamp."""
         try:
@@ -61,7 +67,7 @@ def video_langchain_tools(tools: VideoTools, on_shown: Callable[[list[float]], N
         return _image_blocks(frames), frames
 
     def video_crop(box: list[float], times: list[float] | None = None, count: int | None = None,
-                   start: float | None = None, end: float | None = None, scale: float = 2.0) -> tuple[Any, list[Frame]]:
+                   start: float | None = None, end: float | None = None, scale: float = 2.0) -> tuple[ToolContent, list[Frame]]:
         """Zoom: the region `box` = [x1, y1, x2, y2] (fractions 0-1 of width/height, or pixels) at
         `times` or `count` uniform moments over [start, end], enlarged `scale` times."""
         try:
@@ -73,7 +79,7 @@ def video_langchain_tools(tools: VideoTools, on_shown: Callable[[list[float]], N
         shown(frames)
         return _image_blocks(frames), frames
 
-    def video_grid(count: int = 16, start: float | None = None, end: float | None = None) -> tuple[Any, list[float]]:
+    def video_grid(count: int = 16, start: float | None = None, end: float | None = None) -> tuple[ToolContent, list[float]]:
         """An overview: one contact sheet of `count` frames over [start, end], timestamps written on each."""
         try:
             sheet, times = tools.grid(uniform=min(int(count), 64), start=start, end=end)

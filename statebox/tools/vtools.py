@@ -103,7 +103,7 @@ class VideoIndex:
         self.path = path
         try:
             container = av.open(path)
-        except (av.error.FFmpegError, OSError) as exc:  # type: ignore[attr-defined]
+        except (av.error.FFmpegError, OSError) as exc:
             raise VtoolsError(f"cannot open video {path}: {exc}") from exc
         try:
             if not container.streams.video:
@@ -126,7 +126,7 @@ class VideoIndex:
                 pts.append(packet.pts)
                 if packet.is_keyframe:
                     keys.append(packet.pts)
-        except av.error.FFmpegError as exc:  # type: ignore[attr-defined]
+        except av.error.FFmpegError as exc:
             raise VtoolsError(f"cannot read video {path}: {exc}") from exc
         finally:
             container.close()
@@ -399,13 +399,13 @@ def emit_images(args, selection, images: dict[int, np.ndarray], prefix: str, roo
         encoded[i] = (path, base64.b64encode(data).decode("ascii") if args.inline else None)
     entries = []
     for s in selection:
-        path, data = encoded[s["index"]]
+        path, inline = encoded[s["index"]]
         entry = dict(s)
         if path is not None:
             entry["path"] = path
-        if data is not None:
+        if inline is not None:
             entry["media_type"] = "image/png" if args.format == "png" else "image/jpeg"
-            entry["data"] = data
+            entry["data"] = inline
         entries.append(entry)
     return entries
 
@@ -739,7 +739,7 @@ def main(argv: list[str] | None = None) -> int:
     except VtoolsError as exc:
         print(f"vtools: error: {exc}", file=sys.stderr)
         return 2
-    except av.error.FFmpegError as exc:  # type: ignore[attr-defined]
+    except av.error.FFmpegError as exc:
         print(f"vtools: error: cannot decode {args.video}: {exc}", file=sys.stderr)
         return 2
     try:

@@ -16,7 +16,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from statebox.agents import base
-from statebox.agents.baselines import _HostAgent
+from statebox.agents.baselines import HostAgent
 from statebox.cli import app
 from statebox.errors import UserError
 from statebox.progress import INTERVAL_ENV, ProgressDisplay, progress_interval
@@ -25,7 +25,7 @@ LINE = re.compile(r"^\[progress\] run: (\d+)/(\d+) done, running<=(\d+), (\d+) f
 SLEEP_S = 0.4
 
 
-class SlowAnswerAgent(_HostAgent):
+class SlowAnswerAgent(HostAgent):
     """A host agent that takes SLEEP_S per answer: a run long enough for several progress intervals."""
 
     name = "slow-answer"
