@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from statebox.attempt_folder import GATEWAY_LOG
 from statebox.errors import UserError
 from statebox.policies.model import Budgets, Policy
 from statebox.sandbox.provider import SandboxProvider
@@ -40,7 +41,6 @@ if TYPE_CHECKING:  # the gateway pulls in httpx/h11; only agents that talk to a 
 
 Provider = Literal["anthropic", "openai"]
 PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai")
-GATEWAY_LOG = "gateway.jsonl"
 
 
 class AgentOptions(BaseModel):

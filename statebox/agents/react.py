@@ -32,6 +32,7 @@ from langgraph.graph.message import add_messages
 
 from statebox.agents.model_clients import langchain_chat_model
 from statebox.attempt import AgentOptions, AttemptContext, GatewaySession, Provider, open_gateway, provider_for
+from statebox.attempt_folder import EVENTS_FILE, GATEWAY_LOG
 from statebox.errors import InfrastructureError, UserError
 from statebox.recorder import SessionRecorder
 from statebox.sandbox.spec import ContainerSpec
@@ -249,7 +250,7 @@ class ReactAgent:
                 status=state.status,
                 reason=state.reason,
                 response=response,
-                raw_logs=["events.jsonl", "gateway.jsonl"],
+                raw_logs=[EVENTS_FILE, GATEWAY_LOG],
                 usage=lease.usage,
                 meta={"model": model, "provider": provider, "steps": state.steps},
             )
@@ -285,7 +286,7 @@ class ReactAgent:
                 state.end("timeout", f"wall-clock limit of {ctx.policy.limits.time_limit_s:g}s reached")
                 return {"messages": []}
             state.steps += 1
-            rec.add(EventKind.model_request, f"step {state.steps}", source="gateway.jsonl",
+            rec.add(EventKind.model_request, f"step {state.steps}", source=GATEWAY_LOG,
                     data={"step": state.steps, "messages": len(graph["messages"])})
             try:
                 reply: AIMessage = llm.invoke(graph["messages"])
@@ -297,7 +298,7 @@ class ReactAgent:
                     state.end("error", f"model request failed: {type(exc).__name__}: {first}")
                 return {"messages": []}
             usage = getattr(reply, "usage_metadata", None) or {}
-            rec.add(EventKind.model_response, "", source="gateway.jsonl",
+            rec.add(EventKind.model_response, "", source=GATEWAY_LOG,
                     data={"step": state.steps, "input_tokens": usage.get("input_tokens", 0),
                           "output_tokens": usage.get("output_tokens", 0),
                           "tool_calls": [c["name"] for c in reply.tool_calls]})

@@ -50,9 +50,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from statebox import signals
+from statebox.attempt_folder import AttemptFolder
 from statebox.errors import UserError
 from statebox.harness import cluster_auth
-from statebox.harness.runner import ATTEMPTS_DIR, AttemptExecutor, DispatchContext
+from statebox.harness.runner import AttemptExecutor, DispatchContext
 from statebox.harness.store import ResultRow
 
 HOST_BATCH = 32  # host-side attempts per task
@@ -456,7 +457,7 @@ class RayExecutor(AttemptExecutor):
         for row_dict, blob in result["results"]:
             row = ResultRow.model_validate(row_dict)
             if blob:
-                unpack_folder(blob, Path(self.ctx.run_dir) / ATTEMPTS_DIR / row.attempt_id)
+                unpack_folder(blob, AttemptFolder(Path(self.ctx.run_dir), row.attempt_id).path)
             rows.append(row)
         self._engines.add(who.get("docker_host", ""))
         self.per_node[who["node"]] = self.per_node.get(who["node"], 0) + len(rows)

@@ -40,9 +40,9 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
+from statebox.attempt_folder import AttemptFolder
 from statebox.errors import UserError
 
-ATTEMPTS_DIR = "attempts"
 PACK_LEVEL = 1  # gzip level: logs compress well, and a 2-core node should not spend its time here
 FILES_DIR = "files"  # in a run's staging folder: the head's files the agents' options name
 STOP_MARKER = "STOPPING"  # in a run's staging folder: written by a stop's sweep before it removes containers
@@ -393,10 +393,7 @@ def run_batch(spec_holder: list, jobs: list, videos: dict[str, tuple[str, str, l
 
         session = session.model_copy(update={"jobs": [placed(j) for j in session.jobs]})
         for row in run_session(session, run.services):
-            folder_of = run.staging / ATTEMPTS_DIR / row.attempt_id
-            blob = pack_folder(folder_of) if folder_of.exists() else b""
-            shutil.rmtree(folder_of, ignore_errors=True)
-            results.append((row.model_dump(), blob))
+            results.append(_packed(run, row))
         return {"who": node_identity(), "results": results}
     def placed(job: Any) -> Any:
         aid = job.attempt.attempt_id
@@ -422,7 +419,7 @@ def group_size(agent: Any) -> int:
 
 
 def _packed(run: NodeRun, row: Any) -> tuple[dict[str, Any], bytes]:
-    folder = run.staging / ATTEMPTS_DIR / row.attempt_id
+    folder = AttemptFolder(run.staging, row.attempt_id).path
     blob = pack_folder(folder) if folder.exists() else b""
     shutil.rmtree(folder, ignore_errors=True)
     return row.model_dump(), blob
@@ -475,7 +472,7 @@ def run_group(run: NodeRun, jobs: list, agent: Any) -> dict[str, Any]:
             if error is None:
                 error = {"attempt_id": aid, "type": type(exc).__name__, "user_error": isinstance(exc, UserError),
                          "message": str(exc).splitlines()[0][:300] if str(exc) else ""}
-            shutil.rmtree(run.staging / ATTEMPTS_DIR / aid, ignore_errors=True)
+            shutil.rmtree(AttemptFolder(run.staging, aid).path, ignore_errors=True)
     out: dict[str, Any] = {"who": node_identity(), "results": results, "group": len(jobs)}
     if error is not None:
         out["error"] = error

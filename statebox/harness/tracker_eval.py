@@ -25,9 +25,11 @@ from typing import Callable
 
 from pydantic import BaseModel, Field
 
+from statebox.attempt_folder import (RUN_CONFIG_FILE, SESSION_FILE, STDERR_LOG, STDOUT_LOG, TRACKER_OUT_DIR, TRACKER_TRACKS,
+                                     AttemptFolder)
 from statebox.errors import UserError
-from statebox.harness.plan import RUN_CONFIG_FILE, RunConfig, datasets_from_suite, run_id_for
-from statebox.harness.runner import ATTEMPTS_DIR, run_planned
+from statebox.harness.plan import RunConfig, datasets_from_suite, run_id_for
+from statebox.harness.runner import run_planned
 from statebox.harness.store import ResultRow, open_existing
 from statebox.tracker import container as tc
 
@@ -101,7 +103,7 @@ def evaluate_suite(suite_dir: Path, weights: Path | None = None, *, tasks: list[
     config = tracker_run_config(suite_dir, weights, tasks=tasks, stride=stride, concurrency=concurrency, policy=policy,
                                 group=group)
     run_dir = Path(run_dir) if run_dir is not None else Path("runs") / config.run_id
-    if (run_dir / "run.json").exists():
+    if (run_dir / RUN_CONFIG_FILE).exists():
         config = config.model_copy(update={"run_id": RunConfig.load(run_dir).run_id})  # same folder: resume
 
     def on_progress(agent: str, row: ResultRow | None, tally) -> None:
@@ -159,10 +161,10 @@ def run_peer(suite_dir: Path, families: list[str], weights: Path, stride: int, o
         out_dir.mkdir(parents=True, exist_ok=True)
         spec = ContainerSpec(image=tc.tracker_image(), command=command, workspace=None, policy=pol,
                              env=dict(tc.OFFLINE_ENV), mounts=mounts, gpu=True)
-        result = engine.run(spec, out_dir / "stdout.log", out_dir / "stderr.log")
+        result = engine.run(spec, out_dir / STDOUT_LOG, out_dir / STDERR_LOG)
         if result.status != "ok" or result.exit_code not in (0, None):
             raise UserError(f"ultralytics' tracking loop failed ({result.status}, exit {result.exit_code}); "
-                            f"see {out_dir / 'stderr.log'}")
+                            f"see {out_dir / STDERR_LOG}")
         scratch.copy_out(out_dir)
     finally:
         scratch.cleanup()
@@ -216,7 +218,7 @@ def _add_tracking(result: SuiteScore, run_dir: Path, rows: list[ResultRow]) -> N
     for row in rows:
         if row.agent != TRACKER:
             continue
-        path = run_dir / ATTEMPTS_DIR / row.attempt_id / "tracker-out" / "tracks.jsonl"
+        path = AttemptFolder(run_dir, row.attempt_id).file(TRACKER_OUT_DIR) / TRACKER_TRACKS
         if path.is_file():
             n = sum(1 for _ in path.open())
             if n > longest.get((row.dataset, row.item_id), (-1, path))[0]:
@@ -244,7 +246,7 @@ def _add_tracking(result: SuiteScore, run_dir: Path, rows: list[ResultRow]) -> N
 
 
 def _session(run_dir: Path, attempt_id: str) -> dict:
-    path = run_dir / ATTEMPTS_DIR / attempt_id / "session.json"
+    path = AttemptFolder(run_dir, attempt_id).file(SESSION_FILE)
     try:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
