@@ -115,11 +115,13 @@ def provider_for(options: AgentOptions, fixed: str | None = None) -> Provider:
     (checked); then the model name; then anthropic.
     """
     if fixed:
-        return fixed  # type: ignore[return-value]
+        if fixed not in PROVIDERS:  # an agent class's own constant: a typo is a bug, said in one line
+            raise UserError(f"unknown provider {fixed!r} (anthropic | openai)")
+        return fixed
     if options.provider:
         if options.provider not in PROVIDERS:
             raise UserError(f"unknown provider {options.provider!r} (anthropic | openai)")
-        return options.provider  # type: ignore[return-value]
+        return options.provider
     if not options.model:
         return "anthropic"
     return provider_for_model(options.model)

@@ -114,7 +114,7 @@ class AgentTally:
     failed: int = 0
     tokens: int = 0
     cost: float = 0.0
-    statuses: Counter = field(default_factory=Counter)
+    statuses: Counter[str] = field(default_factory=Counter)
 
 
 def start_services(
@@ -351,14 +351,19 @@ class _SessionKit:
     def close(self, lead: AttemptJob) -> None:
         """Whatever happened: the conversation, the containers, the workspace, then the decoys (every
         point has its snapshot)."""
-        for undo in (self.stream.close if self.stream is not None else None,
-                     (lambda: self.sandboxes.attempt_cleanup(lead.attempt.attempt_id)) if self.sandboxes is not None else None,
-                     self.space.cleanup if self.space is not None else None):
-            if undo is not None:
-                try:
-                    undo()
-                except Exception:  # noqa: BLE001 - tidying up must not mask the session's outcome
-                    pass
+        undo: list[Callable[[], object]] = []
+        if self.stream is not None:
+            undo.append(self.stream.close)
+        if self.sandboxes is not None:
+            sandboxes = self.sandboxes
+            undo.append(lambda: sandboxes.attempt_cleanup(lead.attempt.attempt_id))
+        if self.space is not None:
+            undo.append(self.space.cleanup)
+        for step in undo:
+            try:
+                step()
+            except Exception:  # noqa: BLE001 - tidying up must not mask the session's outcome
+                pass
         if self.decoys is not None:
             self.decoys.finish(None)
 
@@ -642,7 +647,7 @@ def _run_locked(
                                    items_by_dataset=items_by_dataset, datasets=datasets, todo=todo,
                                    gateway_options=gateway_options, sessions=sessions))
     lock = threading.Lock()
-    pending: dict[Future, list[PlannedAttempt]] = {}
+    pending: dict[TaskFuture, list[PlannedAttempt]] = {}
     queue = list(reversed(todo))
     session_queue = list(reversed(batches))  # a session is one batch: all its points not yet stored
 
@@ -708,6 +713,13 @@ def _run_locked(
     return store
 
 
+# A batch in flight: its rows on this host's threads; a Ray task's `BatchResult` on a cluster
+# (harness/cluster_handoff.py). Only the executor that made it reads it (`collect`).
+TaskFuture = Future[Any]
+# writes finished attempts' rows (the head is the one writer)
+RecordHook = Callable[[list[tuple[PlannedAttempt, ResultRow]]], None]
+
+
 @dataclass
 class DispatchContext:
     """What an executor needs to run a run's attempts (built once by `run_planned`)."""
@@ -717,7 +729,7 @@ class DispatchContext:
     policy: Policy
     agents: dict[str, Agent]
     options: dict[str, AgentOptions]
-    items_by_dataset: dict[str, list]
+    items_by_dataset: dict[str, list[Item]]
     datasets: list[LoadedDataset]
     todo: list[PlannedAttempt]
     gateway_options: dict[str, Any] | None = None
@@ -745,17 +757,18 @@ class AttemptExecutor:
     def batch_size(self, next_attempt: PlannedAttempt) -> int:
         return 1
 
-    def submit(self, batch: list[PlannedAttempt]) -> Future:
+    def submit(self, batch: list[PlannedAttempt]) -> TaskFuture:
         raise NotImplementedError
 
-    def collect(self, fut: Future, batch: list[PlannedAttempt]) -> list[ResultRow]:
-        return fut.result()
+    def collect(self, fut: TaskFuture, batch: list[PlannedAttempt]) -> list[ResultRow]:
+        rows: list[ResultRow] = fut.result()
+        return rows
 
     def drain(self) -> list[tuple[PlannedAttempt, ResultRow]]:
         """Rows finished ahead of their batch (a streaming session's points), to be written now."""
         return []
 
-    def stop(self, pending: dict[Future, list[PlannedAttempt]], record: Callable[..., None]) -> None:
+    def stop(self, pending: dict[TaskFuture, list[PlannedAttempt]], record: RecordHook) -> None:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -775,7 +788,7 @@ class LocalExecutor(AttemptExecutor):
     def slots(self) -> int:
         return max(1, self.ctx.config.concurrency)
 
-    def submit(self, batch: list[PlannedAttempt]) -> Future:
+    def submit(self, batch: list[PlannedAttempt]) -> TaskFuture:
         ctx = self.ctx
         session = ctx.sessions.get(batch[0].attempt.attempt_id) if ctx.sessions else None
         if session is not None:
@@ -803,7 +816,7 @@ class LocalExecutor(AttemptExecutor):
             except queue_mod.Empty:
                 return out
 
-    def stop(self, pending: dict[Future, list[PlannedAttempt]], record: Callable[..., None]) -> None:
+    def stop(self, pending: dict[TaskFuture, list[PlannedAttempt]], record: RecordHook) -> None:
         def record_all(finished: list[tuple[PlannedAttempt, ResultRow]]) -> None:
             record(self.drain() + list(finished))
 
@@ -822,7 +835,7 @@ class LocalExecutor(AttemptExecutor):
             services.close()
 
 
-def _stop_in_flight(services: RunServices, pending: dict[Future, list[PlannedAttempt]], record: Callable[..., None]) -> None:
+def _stop_in_flight(services: RunServices, pending: dict[TaskFuture, list[PlannedAttempt]], record: RecordHook) -> None:
     """Stop the attempts in flight: no new container, remove the running ones, give their
     threads `STOP_GRACE_S` to unwind (workspaces cleaned in their `finally`). An attempt
     that had finished before the stop still gets its row; the stopped ones get none, and

@@ -160,7 +160,7 @@ def run_peer(suite_dir: Path, families: list[str], weights: Path, stride: int, o
             command += ["--video", f"/videos/{i}/{video.name}"]
         out_dir.mkdir(parents=True, exist_ok=True)
         spec = ContainerSpec(image=tc.tracker_image(), command=command, workspace=None, policy=pol,
-                             env=dict(tc.OFFLINE_ENV), mounts=mounts, gpu=True)
+                             env=dict(tc.OFFLINE_ENV), mounts=mounts, gpu=True, time_limit_s=None)
         result = engine.run(spec, out_dir / STDOUT_LOG, out_dir / STDERR_LOG)
         if result.status != "ok" or result.exit_code not in (0, None):
             raise UserError(f"ultralytics' tracking loop failed ({result.status}, exit {result.exit_code}); "
@@ -227,7 +227,7 @@ def _add_tracking(result: SuiteScore, run_dir: Path, rows: list[ResultRow]) -> N
     for (task, item_id), (_n, path) in sorted(longest.items()):
         video = videos.get(task, {}).get(item_id)
         truth = video.parent.parent / "gt" / f"{video.stem}.tracks.jsonl" if video else None
-        if truth is None or not truth.is_file():
+        if video is None or truth is None or not truth.is_file():
             continue
         gt = load_truth(truth)
         frames, boxes = load_tracks_jsonl(path)

@@ -99,10 +99,14 @@ class DatasetLike(Protocol):
 
 
 class LoadedLike(Protocol):
-    """harness/plan.py:LoadedDataset, as seen from here (plan.py imports this module)."""
+    """harness/plan.py:LoadedDataset, as seen from here (plan.py imports this module); read-only,
+    so a LoadedDataset (whose `spec` is the narrower DatasetSpec) is one."""
 
-    spec: DatasetLike
-    items: list[Item]
+    @property
+    def spec(self) -> DatasetLike: ...
+
+    @property
+    def items(self) -> list[Item]: ...
 
 
 class ConfigLike(Protocol):
