@@ -22,7 +22,9 @@ Per Ray worker process, the run's services (`runner.start_services`: the sandbox
 the gateway) start once, on the first attempt of that run, and are reused; an attempt runs
 with `runner.run_attempt(job, services)` (the attempt seam) into the node's staging folder;
 the finished attempt folder is packed (regular files only, no links) and returned with its
-row. The head unpacks it into `RUN_DIR/attempts/<id>/` and only then writes the row.
+row. The head unpacks it into `RUN_DIR/attempts/<id>/` and only then writes the row. What
+crosses between head and node is typed (`harness/cluster_handoff.py`): a `RunSpecRef` to the
+run's `RunSpec`, the batch's `AttemptJob`s and `ShippedVideo`s in, a `BatchResult` out.
 """
 
 from __future__ import annotations
