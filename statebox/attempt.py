@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from statebox.attempt_folder import GATEWAY_LOG
 from statebox.errors import UserError
 from statebox.policies.model import Budgets, Policy
 from statebox.sandbox.provider import SandboxProvider
@@ -40,7 +41,6 @@ if TYPE_CHECKING:  # the gateway pulls in httpx/h11; only agents that talk to a 
 
 Provider = Literal["anthropic", "openai"]
 PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai")
-GATEWAY_LOG = "gateway.jsonl"
 
 
 class AgentOptions(BaseModel):
@@ -115,11 +115,13 @@ def provider_for(options: AgentOptions, fixed: str | None = None) -> Provider:
     (checked); then the model name; then anthropic.
     """
     if fixed:
-        return fixed  # type: ignore[return-value]
+        if fixed not in PROVIDERS:  # an agent class's own constant: a typo is a bug, said in one line
+            raise UserError(f"unknown provider {fixed!r} (anthropic | openai)")
+        return fixed
     if options.provider:
         if options.provider not in PROVIDERS:
             raise UserError(f"unknown provider {options.provider!r} (anthropic | openai)")
-        return options.provider  # type: ignore[return-value]
+        return options.provider
     if not options.model:
         return "anthropic"
     return provider_for_model(options.model)

@@ -31,11 +31,11 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from statebox.attempt_folder import EVENTS_FILE
 from statebox.capped_log import CAP_REACHED, CappedFile, cap_marker, clip_text, is_marker
 from statebox.policies.model import Recording
 from statebox.schema import AttemptStatus, Event, EventKind, FrameAccount, Session, Usage
 
-EVENTS_FILE = "events.jsonl"
 CLOSING_KINDS = frozenset({EventKind.final_answer, EventKind.error})
 MAX_FRAME_TIMES = 100_000  # per frame-account list: frame accounting is bounded like everything else
 _CLIP_INFO = "statebox_clipped"

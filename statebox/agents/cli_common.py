@@ -28,6 +28,7 @@ from typing import Any, Callable, Protocol
 
 from statebox.agents.frames_accounting import with_frame_account
 from statebox.attempt import AgentOptions, AttemptContext, GatewaySession, Provider, lease_budgets, open_gateway
+from statebox.attempt_folder import EVENTS_FILE, GATEWAY_LOG, STDERR_LOG
 from statebox.capped_log import CappedFile, read_tail
 from statebox.errors import InfrastructureError, UserError
 from statebox.recorder import SessionRecorder
@@ -41,8 +42,6 @@ from statebox.userfiles import TEMPLATE_MAX_BYTES, read_user_text
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 DEFAULT_TEMPLATE = PROMPTS_DIR / "coding.txt"
 ANSWER_FILE = "answer.txt"
-STDERR_LOG = "stderr.log"
-GATEWAY_LOG = "gateway.jsonl"
 STDERR_TAIL_CHARS = 4000
 AGENTS_IMAGE_TARGET = "agents"
 
@@ -249,7 +248,7 @@ def conclude(ctx: AttemptContext, agent: str, recorder: SessionRecorder, launch:
         recorder.add(EventKind.final_answer, clip(answer), source=ANSWER_FILE, data={"from": ANSWER_FILE})
     usage = gw.usage
     recorder.usage = usage.model_copy()
-    raw_logs = [name for name in ("events.jsonl", launch.raw_log, STDERR_LOG, GATEWAY_LOG) if (attempt_dir / name).exists()]
+    raw_logs = [name for name in (EVENTS_FILE, launch.raw_log, STDERR_LOG, GATEWAY_LOG) if (attempt_dir / name).exists()]
     session = recorder.session(
         ctx.attempt.attempt_id,
         agent,

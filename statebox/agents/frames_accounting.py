@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from statebox.attempt_folder import GATEWAY_LOG
 from statebox.schema import Event, EventKind, FrameAccount, Session
 
 # "frame_t0001.500.jpg", "crop_t0012.250.png", "grid_t0000.000-0059.967.jpg" (first time only)
@@ -258,7 +259,7 @@ def account_for_session(events: Iterable[Event], attempt_dir: Path) -> tuple[Fra
     """
     events = list(events)
     decoded = decoded_from_events(events)
-    visible = model_visible_from_bodies(gateway_bodies(Path(attempt_dir) / "gateway.jsonl"))
+    visible = model_visible_from_bodies(gateway_bodies(Path(attempt_dir) / GATEWAY_LOG))
     all_decoded = sorted({*decoded.times, *(round(t, 6) for t in visible.times)})
     account = FrameAccount(decoded=all_decoded, model_visible=visible.times, images_sent=visible.images_sent)
     notes = {

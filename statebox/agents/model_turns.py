@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from statebox.agents.video_prompts import extract_answer
 from statebox.agents.vision_client import ModelError, Part, VisionClient
 from statebox.attempt import AttemptContext
+from statebox.attempt_folder import GATEWAY_LOG
 from statebox.recorder import SessionRecorder
 from statebox.schema import AttemptStatus, EventKind, Session, Usage
 from statebox.tools.video_tools import VtoolsError
@@ -64,4 +65,4 @@ def model_session(ctx: AttemptContext, agent: str, rec: SessionRecorder, outcome
                   usage: Usage, meta: dict[str, object]) -> Session:
     """The attempt's session: its raw log is the gateway's, where every model request of the attempt is."""
     return rec.session(ctx.attempt.attempt_id, agent, status=outcome.status, reason=outcome.reason,
-                       response=response, raw_logs=["gateway.jsonl"], usage=usage, meta=meta)
+                       response=response, raw_logs=[GATEWAY_LOG], usage=usage, meta=meta)

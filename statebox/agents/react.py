@@ -35,6 +35,7 @@ from langgraph.graph.message import add_messages
 
 from statebox.agents.model_clients import langchain_chat_model
 from statebox.attempt import AgentOptions, AttemptContext, GatewaySession, Provider, open_gateway, provider_for
+from statebox.attempt_folder import EVENTS_FILE, GATEWAY_LOG
 from statebox.errors import InfrastructureError, UserError
 from statebox.recorder import SessionRecorder
 from statebox.sandbox.gateway import GatewayLease
@@ -254,7 +255,7 @@ class ReactAgent:
                 status=state.status,
                 reason=state.reason,
                 response=response,
-                raw_logs=["events.jsonl", "gateway.jsonl"],
+                raw_logs=[EVENTS_FILE, GATEWAY_LOG],
                 usage=lease.usage,
                 meta={"model": model, "provider": provider, "steps": state.steps},
             )
@@ -288,7 +289,7 @@ class ReactAgent:
                 run.end("timeout", f"wall-clock limit of {ctx.policy.limits.time_limit_s:g}s reached")
                 return {"messages": []}
             run.steps += 1
-            rec.add(EventKind.model_request, f"step {run.steps}", source="gateway.jsonl",
+            rec.add(EventKind.model_request, f"step {run.steps}", source=GATEWAY_LOG,
                     data={"step": run.steps, "messages": len(state["messages"])})
             try:
                 reply = llm.invoke(state["messages"])
@@ -300,7 +301,7 @@ class ReactAgent:
                     run.end("error", f"model request failed: {type(exc).__name__}: {first}")
                 return {"messages": []}
             usage = getattr(reply, "usage_metadata", None) or {}
-            rec.add(EventKind.model_response, "", source="gateway.jsonl",
+            rec.add(EventKind.model_response, "", source=GATEWAY_LOG,
                     data={"step": run.steps, "input_tokens": usage.get("input_tokens", 0),
                           "output_tokens": usage.get("output_tokens", 0),
                           "tool_calls": [c["name"] for c in reply.tool_calls]})

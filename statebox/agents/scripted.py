@@ -23,6 +23,7 @@ from pathlib import Path
 
 from statebox.attempt import AgentOptions, AttemptContext
 from statebox.agents.claude_code import ClaudeCodeAgent
+from statebox.attempt_folder import EVENTS_FILE, STDERR_LOG, STDOUT_LOG
 from statebox.capped_log import CappedFile, read_tail
 from statebox.errors import UserError
 from statebox.recorder import SessionRecorder
@@ -95,14 +96,14 @@ class ShellAgent:
         with SessionRecorder(ctx.attempt_dir, limits=ctx.policy.recording) as rec:
             rec.add(EventKind.message, ctx.instruction, data={"role": "user"})
             rec.add(EventKind.shell_command, script, source="script")
-            stdout_path = ctx.attempt_dir / "stdout.log"
-            stderr_path = ctx.attempt_dir / "stderr.log"
+            stdout_path = ctx.attempt_dir / STDOUT_LOG
+            stderr_path = ctx.attempt_dir / STDERR_LOG
             line_no = 0
 
             def on_line(line: str) -> None:
                 nonlocal line_no
                 line_no += 1
-                rec.add(EventKind.tool_output, line.rstrip("\n"), source="stdout.log", line=line_no)
+                rec.add(EventKind.tool_output, line.rstrip("\n"), source=STDOUT_LOG, line=line_no)
 
             spec = ContainerSpec(
                 image=ctx.engine.ensure_image("sandbox"),
@@ -113,7 +114,7 @@ class ShellAgent:
                 attempt_id=ctx.attempt.attempt_id,
             )
             result = ctx.engine.run(spec, stdout_path, stderr_path, on_stdout_line=on_line)
-            rec.note_capped_logs(["stdout.log", "stderr.log"])  # a cap_reached event per capped log
+            rec.note_capped_logs([STDOUT_LOG, STDERR_LOG])  # a cap_reached event per capped log
             answer = ctx.workspace.read_output("answer.txt")  # refuses a planted symlink
             if answer is not None:
                 response = answer.strip()
@@ -124,7 +125,7 @@ class ShellAgent:
             reason = result.reason or ("" if status == "ok" else f"exit code {result.exit_code}")
             if status != "ok" and stderr_path.exists():
                 tail = read_tail(stderr_path, TAIL_BYTES).strip().splitlines()[-3:]
-                rec.add(EventKind.error, "\n".join(tail), source="stderr.log")
+                rec.add(EventKind.error, "\n".join(tail), source=STDERR_LOG)
             rec.add(EventKind.final_answer, response)
             return rec.session(
                 ctx.attempt.attempt_id,
@@ -132,7 +133,7 @@ class ShellAgent:
                 status=status,
                 reason=reason,
                 response=response,
-                raw_logs=["events.jsonl", "stdout.log", "stderr.log"],
+                raw_logs=[EVENTS_FILE, STDOUT_LOG, STDERR_LOG],
             )
 
 
@@ -175,13 +176,13 @@ class ShellStream:
             result = self.sandbox.exec(["env", *[f"{k}={v}" for k, v in env.items()], "bash", "-c", script],
                                        timeout_s=self.limit_s)
             cap = ctx.policy.recording.raw_log_bytes
-            for name, text in (("stdout.log", result.stdout), ("stderr.log", result.stderr)):
+            for name, text in ((STDOUT_LOG, result.stdout), (STDERR_LOG, result.stderr)):
                 log = CappedFile(ctx.attempt_dir / name, cap)
                 log.write(text.encode())
                 log.close()
             for line_no, line in enumerate(result.stdout.splitlines(), start=1):
-                rec.add(EventKind.tool_output, line, source="stdout.log", line=line_no)
-            rec.note_capped_logs(["stdout.log", "stderr.log"])
+                rec.add(EventKind.tool_output, line, source=STDOUT_LOG, line=line_no)
+            rec.note_capped_logs([STDOUT_LOG, STDERR_LOG])
             answer = ctx.workspace.read_output("answer.txt")  # refuses a planted symlink
             lines = [line for line in result.stdout.splitlines() if line.strip()]
             response = answer.strip() if answer is not None else (lines[-1].strip() if lines else "")
@@ -193,10 +194,10 @@ class ShellStream:
             else:
                 status, reason = "ok", ""
             if status != "ok" and result.stderr.strip():
-                rec.add(EventKind.error, "\n".join(result.stderr.strip().splitlines()[-3:]), source="stderr.log")
+                rec.add(EventKind.error, "\n".join(result.stderr.strip().splitlines()[-3:]), source=STDERR_LOG)
             rec.add(EventKind.final_answer, response)
             return rec.session(ctx.attempt.attempt_id, self.agent.name, status=status, reason=reason, response=response,
-                               raw_logs=["events.jsonl", "stdout.log", "stderr.log"],
+                               raw_logs=[EVENTS_FILE, STDOUT_LOG, STDERR_LOG],
                                meta={"streaming": "session", "question_file": question})
 
     def close(self) -> None:

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from statebox.attempt import AgentOptions, AttemptContext
+from statebox.attempt_folder import (EVENTS_FILE, STDERR_LOG, STDOUT_LOG, TRACKER_ANSWER, TRACKER_NETWORK, TRACKER_OUT_DIR,
+                                     TRACKER_RUN_FILE, TRACKER_TRACKS, tracker_out)
 from statebox.capped_log import CAP_REACHED, CappedFile, clamp_tree, read_tail
 from statebox.errors import UserError
 from statebox.recorder import SessionRecorder
@@ -131,7 +133,7 @@ class TrackerAgent:
             attempt_id=ctx.attempt.attempt_id,
         )
         try:
-            result = ctx.engine.run(spec, ctx.attempt_dir / "stdout.log", ctx.attempt_dir / "stderr.log",
+            result = ctx.engine.run(spec, ctx.attempt_dir / STDOUT_LOG, ctx.attempt_dir / STDERR_LOG,
                                     on_stdout_line=on_line)
         finally:
             scratch.copy_out(out_dir)
@@ -183,7 +185,7 @@ class TrackerAgent:
                                     "question_file": f"{root}/input/question.json", "out": f"{root}/out"})
                     rec = stack.enter_context(SessionRecorder(ctx.attempt_dir, started, limits=ctx.policy.recording))
                     self._record_launch(ctx, rec, command, group={"size": len(ctxs), "index": i})
-                    log = CappedFile(ctx.attempt_dir / "stdout.log", ctx.policy.recording.raw_log_bytes)
+                    log = CappedFile(ctx.attempt_dir / STDOUT_LOG, ctx.policy.recording.raw_log_bytes)
                     stack.callback(log.close)
                     state = _StreamState()
                     members.append((ctx, rec, state, self._event_handler(rec, state), log, out_dir, scratch))
@@ -207,21 +209,21 @@ class TrackerAgent:
                                      time_limit_s=limit, run_id=first.attempt.run_id,
                                      attempt_id=first.attempt.attempt_id)
                 try:
-                    result = first.engine.run(spec, group_in / "stdout.log", group_in / "stderr.log",
+                    result = first.engine.run(spec, group_in / STDOUT_LOG, group_in / STDERR_LOG,
                                               on_stdout_line=on_line)
                 finally:
                     for ctx, *_m, out_dir, scratch in members:
                         scratch.copy_out(out_dir)
-                stderr = (group_in / "stderr.log").read_bytes() if (group_in / "stderr.log").exists() else b""
+                stderr = (group_in / STDERR_LOG).read_bytes() if (group_in / STDERR_LOG).exists() else b""
                 netlog_dir = members[0][5]
                 failed = result.status != "ok" or result.exit_code not in (0, None)
                 sessions = []
                 for i, (ctx, rec, state, _h, log, out_dir, _s) in enumerate(members):
-                    err = CappedFile(ctx.attempt_dir / "stderr.log", ctx.policy.recording.raw_log_bytes)
+                    err = CappedFile(ctx.attempt_dir / STDERR_LOG, ctx.policy.recording.raw_log_bytes)
                     err.write(stderr[-ctx.policy.recording.raw_log_bytes // 2:])
                     err.close()
                     group = {"size": len(ctxs), "index": i}
-                    if failed and not state.answer and not (out_dir / "answer.json").is_file():
+                    if failed and not state.answer and not (out_dir / TRACKER_ANSWER).is_file():
                         sessions.append(self._rerun_alone(ctx, rec, state, log, out_dir, result, group))
                         continue
                     meta = self._meta()
@@ -252,7 +254,7 @@ class TrackerAgent:
     def _prepare(self, ctx: AttemptContext):
         """The attempt's input folder (question.json), its output folder and the limited scratch /out."""
         input_dir = ctx.attempt_dir / "tracker-input"
-        out_dir = ctx.attempt_dir / "tracker-out"
+        out_dir = ctx.attempt_dir / TRACKER_OUT_DIR
         input_dir.mkdir(parents=True, exist_ok=True)
         out_dir.mkdir(parents=True, exist_ok=True)
         # the container writes /out into a kernel-limited tmpfs; regular files are copied here afterwards
@@ -280,39 +282,39 @@ class TrackerAgent:
             kind = event.get("event")
             if kind == "network_attempt":
                 rec.add(EventKind.network_attempt, f"{event.get('kind')} {event.get('target')}",
-                        source="stdout.log", line=line_no, data=event)
+                        source=STDOUT_LOG, line=line_no, data=event)
             elif kind == "frames":
                 rec.add_frames(decoded=[float(t) for t in event.get("decoded", [])])
             elif kind == "answer":
                 state.answer = event
                 rec.add(EventKind.tool_output, f"program {event.get('program')}: {event.get('explanation', '')}",
-                        source="stdout.log", line=line_no, data=event)
+                        source=STDOUT_LOG, line=line_no, data=event)
             elif kind == "error":
-                rec.add(EventKind.error, str(event.get("message", "")), source="stdout.log", line=line_no, data=event)
+                rec.add(EventKind.error, str(event.get("message", "")), source=STDOUT_LOG, line=line_no, data=event)
             else:
-                rec.add(EventKind.tool_output, json.dumps(event), source="stdout.log", line=line_no, data=event)
+                rec.add(EventKind.tool_output, json.dumps(event), source=STDOUT_LOG, line=line_no, data=event)
         return on_event
 
     def _finish(self, ctx: AttemptContext, rec: SessionRecorder, result, out_dir: Path, netlog_dir: Path,
                 state: "_StreamState", meta: dict) -> Session:
         answer = state.answer
-        stderr_path = ctx.attempt_dir / "stderr.log"
+        stderr_path = ctx.attempt_dir / STDERR_LOG
         meta["gpu"] = result.gpu
-        rec.note_capped_logs(["stdout.log", "stderr.log"])
+        rec.note_capped_logs([STDOUT_LOG, STDERR_LOG])
         # /out was written by the container straight into the attempt folder: held to the same caps
         # (links and special files removed, never followed) before anything here reads it
         lim = ctx.policy.recording
         for name in clamp_tree(out_dir, lim.raw_log_bytes, 4 * lim.raw_log_bytes):
-            rec.add(EventKind.message, f"statebox: tracker-out/{name} was over its cap or not a regular file; cut",
-                    source=f"tracker-out/{name}",
-                    data={"role": "harness", "statebox": CAP_REACHED, "file": f"tracker-out/{name}",
+            rec.add(EventKind.message, f"statebox: {tracker_out(name)} was over its cap or not a regular file; cut",
+                    source=tracker_out(name),
+                    data={"role": "harness", "statebox": CAP_REACHED, "file": tracker_out(name),
                           "cap_bytes": lim.raw_log_bytes})
         for attempt in tc.read_network_log(netlog_dir):  # from processes whose stdout was not ours
             if not any(e.kind == EventKind.network_attempt and e.data.get("time") == attempt.get("time")
                        for e in rec.events):
                 rec.add(EventKind.network_attempt, f"{attempt.get('kind')} {attempt.get('target')}",
-                        source="tracker-out/network.jsonl", data=attempt)
-        answer_file = out_dir / "answer.json"
+                        source=tracker_out(TRACKER_NETWORK), data=attempt)
+        answer_file = out_dir / TRACKER_ANSWER
         if not answer and answer_file.exists():
             try:
                 answer = json.loads(answer_file.read_text())
@@ -330,9 +332,9 @@ class TrackerAgent:
                 response = str(answer.get("response", ""))
         if status not in ("ok", "abstain") and stderr_path.exists():
             tail = read_tail(stderr_path).strip().splitlines()[-3:]
-            rec.add(EventKind.error, "\n".join(tail), source="stderr.log")
+            rec.add(EventKind.error, "\n".join(tail), source=STDERR_LOG)
         meta.update({k: answer.get(k) for k in ("program", "explanation") if k in answer})
-        run_file = out_dir / "run.json"
+        run_file = out_dir / TRACKER_RUN_FILE
         if run_file.exists():
             try:
                 meta["run"] = json.loads(run_file.read_text())
@@ -345,7 +347,7 @@ class TrackerAgent:
             status=status,
             reason=reason,
             response=response,
-            raw_logs=["events.jsonl", "stdout.log", "stderr.log", "tracker-out/tracks.jsonl"],
+            raw_logs=[EVENTS_FILE, STDOUT_LOG, STDERR_LOG, tracker_out(TRACKER_TRACKS)],
             meta=meta,
         )
 

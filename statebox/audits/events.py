@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from statebox.attempt_folder import (ATTEMPT_FILE, CLAUDE_STREAM_LOG, CODEX_LOG, EVENTS_FILE, GATEWAY_LOG, RESPONSE_FILE,
+                                     STDERR_LOG, STDOUT_LOG)
 from statebox.audits.actions import Access, accesses, normalise_path, output_accesses
 from statebox.audits.fastmatch import compile_any, matching_lines
 from statebox.audits.lexicon import usable_secret
@@ -42,8 +44,8 @@ ACTION_KINDS = {EventKind.tool_call, EventKind.shell_command, EventKind.file_rea
 OBSERVED_KINDS = {EventKind.tool_output, EventKind.error}
 
 SHELL_TOOLS = {"bash", "shell", "exec_command", "local_shell", "run_shell", "terminal", "execute", "python", "run_python", "container.exec"}
-WITNESS_LOGS = ("gateway.jsonl", "stdout.log", "stderr.log")
-RAW_CLI_LOGS = ("claude.stream.jsonl", "codex.jsonl")
+WITNESS_LOGS = (GATEWAY_LOG, STDOUT_LOG, STDERR_LOG)
+RAW_CLI_LOGS = (CLAUDE_STREAM_LOG, CODEX_LOG)
 
 
 @dataclass
@@ -128,7 +130,7 @@ FORMATS = ("events", "claude", "codex", "gateway", "text")
 def detect_format(path: Path) -> str:
     """The session format of a file: by its conventional name, else by its first JSON line."""
     name = path.name
-    if name == "events.jsonl":
+    if name == EVENTS_FILE:
         return "events"
     if name.startswith("claude") and name.endswith(".jsonl"):
         return "claude"
@@ -387,11 +389,11 @@ def load_session_file(path: Path, facts: AttemptFacts | None = None, fmt: str | 
 def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> AuditLog:
     """An attempt folder: events.jsonl (or the CLI raw log) plus the independent witnesses."""
     attempt_dir = Path(attempt_dir)
-    facts = AttemptFacts.from_attempt_json(attempt_dir / "attempt.json") if (attempt_dir / "attempt.json").exists() \
+    facts = AttemptFacts.from_attempt_json(attempt_dir / ATTEMPT_FILE) if (attempt_dir / ATTEMPT_FILE).exists() \
         else AttemptFacts(attempt_id=attempt_dir.name)
     events: list[Event] = []
     sources: list[str] = []
-    primary = attempt_dir / "events.jsonl"
+    primary = attempt_dir / EVENTS_FILE
     secret_re = prefilter.secret_pattern(facts) if prefilter else None
     if primary.exists() and primary.stat().st_size > 0:
         data = primary.read_bytes()
@@ -429,14 +431,14 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
         else:
             events.extend(read_session_file(path, first_seq=_next_seq(events), keep=keep, data=data))
         sources.append(name)
-    response = attempt_dir / "response.txt"
+    response = attempt_dir / RESPONSE_FILE
     if response.exists():
         text = response.read_text(encoding="utf-8", errors="replace").strip()
         if text and not any(e.kind is EventKind.final_answer and e.text.strip() == text for e in events):
             events.append(Event.model_construct(seq=_next_seq(events), kind=EventKind.final_answer, time=None,
-                                                source="response.txt", line=1, text=text, data={}))
-            sources.append("response.txt")
-    events.sort(key=lambda e: (0 if e.source == "events.jsonl" or e.source not in WITNESS_LOGS + ("response.txt",) else 1, e.seq))
+                                                source=RESPONSE_FILE, line=1, text=text, data={}))
+            sources.append(RESPONSE_FILE)
+    events.sort(key=lambda e: (0 if e.source == EVENTS_FILE or e.source not in WITNESS_LOGS + (RESPONSE_FILE,) else 1, e.seq))
     return AuditLog(derive(events), facts, sources)
 
 

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, RUN_CONFIG_FILE
 from statebox.audits.events import AttemptFacts, AuditLog, derive, sniff_object
 from statebox.audits.verdict import AuditedAttempt, audit_run, verdict_of
 from statebox.errors import DataError, UserError
@@ -178,18 +179,18 @@ def merge_facts(base: AttemptFacts, given: SessionFacts | None) -> AttemptFacts:
 
 def is_statebox_folder(path: Path) -> bool:
     """A statebox run folder or attempt folder (what `statebox audit` has always read)."""
-    if (path / "results.sqlite").is_file() or (path / "run.json").is_file() and (path / "attempts").is_dir():
+    if (path / "results.sqlite").is_file() or (path / RUN_CONFIG_FILE).is_file() and (path / ATTEMPTS_DIR).is_dir():
         return True
-    if (path / "attempt.json").is_file() or (path / "events.jsonl").is_file():
+    if (path / ATTEMPT_FILE).is_file() or (path / EVENTS_FILE).is_file():
         return True
     # RUN_DIR/attempts, or any folder of attempt folders: what `audit_run` has always taken
-    return any(child.is_dir() and not child.is_symlink() and ((child / "attempt.json").is_file() or (child / "events.jsonl").is_file())
+    return any(child.is_dir() and not child.is_symlink() and ((child / ATTEMPT_FILE).is_file() or (child / EVENTS_FILE).is_file())
                for child in _children(path))
 
 
 def _children(path: Path) -> Iterator[Path]:
     try:
-        yield from (path / "attempts" if (path / "attempts").is_dir() else path).iterdir()
+        yield from (path / ATTEMPTS_DIR if (path / ATTEMPTS_DIR).is_dir() else path).iterdir()
     except OSError:
         return
 

@@ -50,6 +50,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
+from statebox.attempt_folder import SESSION_FILE
 from statebox.schema import Finding
 
 PLAN_FILE = "plan.json"
@@ -270,7 +271,7 @@ def _from_snapshot(path: Path) -> DecoyEvidence:
 
 def _attempt_end_ns(attempt_dir: Path) -> int | None:
     """When the attempt ended, from its host-written session.json (started_at + duration_s)."""
-    session = _read_json(attempt_dir / "session.json")
+    session = _read_json(attempt_dir / SESSION_FILE)
     try:
         return int((float(session["started_at"]) + float(session["duration_s"])) * 1e9) if session else None
     except (KeyError, TypeError, ValueError):

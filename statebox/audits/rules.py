@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from statebox.attempt_folder import EVENTS_FILE
 from statebox.audits.actions import (
     URL,
     command_word,
@@ -288,7 +289,7 @@ def is_gateway_evidence(event: Event) -> bool:
     agent's output shapes: a forged `refusal` kind there must not buy a pass)."""
     data = event.data or {}
     return event.kind is EventKind.network_attempt and bool(data.get("gateway")) and "derived_from" not in data \
-        and event.source != "events.jsonl"
+        and event.source != EVENTS_FILE
 
 
 def gateway_findings(event: Event) -> list[Finding]:

@@ -16,13 +16,13 @@ from itertools import repeat
 from pathlib import Path
 from typing import Any, Iterable
 
+from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, VERDICT_FILE
 from statebox.audits.events import AttemptFacts, AuditLog, Prefilter, load_attempt, load_session_file
 from statebox.audits.honeytokens import atime_findings, decoy_evidence, evidence_findings
 from statebox.audits.rules import ALWAYS_PARSE, run_rules, static_triggers
 from statebox.errors import UserError
 from statebox.schema import Finding, Prediction, Verdict
 
-VERDICT_FILE = "verdict.json"
 _PREFILTER: Prefilter | None = None
 
 
@@ -125,10 +125,10 @@ class AuditedAttempt:
 def attempt_dirs(run_dir: Path) -> list[Path]:
     """Attempt folders of a run (RUN_DIR/attempts/*), or the folder itself when it is one attempt."""
     run_dir = Path(run_dir)
-    if (run_dir / "attempt.json").exists() or (run_dir / "events.jsonl").exists():
+    if (run_dir / ATTEMPT_FILE).exists() or (run_dir / EVENTS_FILE).exists():
         return [run_dir]
-    base = run_dir / "attempts" if (run_dir / "attempts").is_dir() else run_dir
-    return sorted(p for p in base.iterdir() if p.is_dir() and ((p / "attempt.json").exists() or (p / "events.jsonl").exists()))
+    base = run_dir / ATTEMPTS_DIR if (run_dir / ATTEMPTS_DIR).is_dir() else run_dir
+    return sorted(p for p in base.iterdir() if p.is_dir() and ((p / ATTEMPT_FILE).exists() or (p / EVENTS_FILE).exists()))
 
 
 def audit_run(run_dir: Path, policy: Any = None, *, write: bool = True, keep_logs: bool = False,

@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from statebox.attempt_folder import ATTEMPTS_DIR, RUN_CONFIG_FILE
 from statebox.audits import external
 from statebox.audits.audit_report import write_audit_report
 from statebox.audits.events import FORMATS as SESSION_FORMATS, AttemptFacts
@@ -154,9 +155,9 @@ def _record_in_store(run_folder: Path, rows: list[AuditedAttempt]) -> None:
 def _run_folder_of(target: Path) -> Path:
     """The run folder whose lock guards TARGET: RUN_DIR itself, or RUN_DIR for RUN_DIR/attempts
     and RUN_DIR/attempts/<id>."""
-    if target.name == "attempts" and (target.parent / "run.json").exists():
+    if target.name == ATTEMPTS_DIR and (target.parent / RUN_CONFIG_FILE).exists():
         return target.parent
-    if target.parent.name == "attempts" and not (target / "attempts").is_dir():
+    if target.parent.name == ATTEMPTS_DIR and not (target / ATTEMPTS_DIR).is_dir():
         return target.parent.parent
     return target
 

@@ -28,6 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 
 from statebox import signals
 from statebox.agents.base import make_agent
+from statebox.attempt_folder import RUN_CONFIG_FILE
 from statebox.commands.run import execute_run
 from statebox.harness.plan import RunConfig, agent_options, datasets_from_suite
 from statebox.harness.runner import run_planned
@@ -102,7 +103,7 @@ def register(app: typer.Typer) -> None:
             lap("suite")
         datasets = datasets_from_suite(suite_dir)
         run_dir = out / "run"
-        run_id = RunConfig.load(run_dir).run_id if (run_dir / "run.json").exists() else f"demo-{seed}"
+        run_id = RunConfig.load(run_dir).run_id if (run_dir / RUN_CONFIG_FILE).exists() else f"demo-{seed}"
         options = {GROUPED_AGENT: {"extra": {"group": group, "group_wait_s": GROUP_WAIT_S}}} if group > 1 else {}
         config = RunConfig(
             run_id=run_id,

@@ -35,7 +35,7 @@ class SandboxTracker:
         # containers; the sweep writes this file first (cluster_worker.sweep), so no container starts
         # after it (a group member whose container the sweep removed does not run again alone).
         self.stop_marker: Path | None = None
-        self._sandboxes: "weakref.WeakSet[Sandbox]" = weakref.WeakSet()  # type: ignore[type-arg]
+        self._sandboxes: "weakref.WeakSet[Sandbox]" = weakref.WeakSet()
         self._guard = threading.Lock()
 
     def stopping(self) -> bool:

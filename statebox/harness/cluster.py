@@ -40,20 +40,31 @@ RAY_ADDRESS), `ray://host:10001` (Ray Client) or a head's `host:port` as `ray st
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, TextIO
 
 from statebox import signals
+from statebox.agents.base import Agent
+from statebox.attempt import provider_for
+from statebox.attempt_folder import AttemptFolder
 from statebox.errors import UserError
-from statebox.harness import cluster_auth
-from statebox.harness.runner import ATTEMPTS_DIR, AttemptExecutor, DispatchContext
+from statebox.harness import cluster_auth, cluster_worker
+from statebox.harness.cluster_handoff import BatchResult, RunSpec, RunSpecRef, ShippedDataset, ShippedFile, ShippedVideo
+from statebox.harness.cluster_worker import file_option_values, group_size, unpack_folder
+from statebox.harness.plan import AttemptJob, PlannedAttempt, RunConfig, agent_options
+from statebox.harness.runner import AttemptExecutor, DispatchContext, RecordHook, TaskFuture
 from statebox.harness.store import ResultRow
+from statebox.sandbox.images import ensure_image, image_tag
+from statebox.schema import resolve_video
 
 HOST_BATCH = 32  # host-side attempts per task
 MAX_RETRIES = 5  # Ray re-runs a task whose node or worker died this many times
@@ -65,30 +76,25 @@ CLUSTER_LOG = "cluster.jsonl"
 AGENT_IMAGES = {"tracker": "tracker", "claude-code": "agents", "codex": "agents", "claude-code-scripted": "agents"}
 
 
-def as_job(p: Any, options: dict[str, Any]) -> Any:
+def as_job(p: PlannedAttempt | AttemptJob, options: dict[str, Any]) -> AttemptJob:
     """A planned attempt as the typed job the attempt seam takes (a job stays itself)."""
-    from statebox.harness.plan import AttemptJob
-
     if isinstance(p, AttemptJob):
         return p
     return AttemptJob(attempt=p.attempt, dataset=p.dataset, item=p.item, query=p.query, options=options[p.attempt.agent],
                       decoy_answer=p.decoy_answer)
 
 
-def _node_video_name(job: Any) -> Any:
+def _node_video_name(job: AttemptJob) -> AttemptJob:
     """A job whose item names its video by an absolute head path names it by file name (the node's copy)."""
     if Path(job.item.video).is_absolute():
         return job.model_copy(update={"item": job.item.model_copy(update={"video": Path(job.item.video).name})})
     return job
 
 
-def file_options(config) -> dict[str, dict[str, Path]]:
+def file_options(config: RunConfig) -> dict[str, dict[str, Path]]:
     """agent -> {option: the file on the head} for each option of the run that names a file
     (`cluster_worker.FILE_FIELDS`, and `extra` keys with a `FILE_SUFFIXES` ending). A path that
     is not a file here is the user's to fix: one line, before anything is dispatched."""
-    from statebox.harness.cluster_worker import file_option_values
-    from statebox.harness.plan import agent_options
-
     found: dict[str, dict[str, Path]] = {}
     for agent in config.agents:
         for option, value in file_option_values(agent_options(config, agent)).items():
@@ -101,12 +107,11 @@ def file_options(config) -> dict[str, dict[str, Path]]:
     return found
 
 
-def ship_files(found: dict[str, dict[str, Path]], put: Callable[[bytes], Any]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, str]]]:
-    """The run spec's `files` (content hash -> {name, [ref]}: each distinct file put once) and
+def ship_files(found: dict[str, dict[str, Path]], put: Callable[[bytes], object]
+               ) -> tuple[dict[str, ShippedFile], dict[str, dict[str, str]]]:
+    """The run spec's `files` (content hash -> the file: each distinct file put once) and
     `file_options` (agent -> {option: content hash})."""
-    import hashlib
-
-    files: dict[str, dict[str, Any]] = {}
+    files: dict[str, ShippedFile] = {}
     by_path: dict[Path, str] = {}
     by_agent: dict[str, dict[str, str]] = {}
     for agent, options in found.items():
@@ -116,14 +121,14 @@ def ship_files(found: dict[str, dict[str, Path]], put: Callable[[bytes], Any]) -
                 data = path.read_bytes()
                 digest = by_path[path] = hashlib.sha256(data).hexdigest()[:24]
                 if digest not in files:
-                    files[digest] = {"name": path.name, "ref": [put(data)]}
+                    files[digest] = ShippedFile(name=path.name, ref=put(data))
             by_agent.setdefault(agent, {})[option] = digest
     return files, by_agent
 
 
 def _ray():
     try:
-        import ray
+        import ray  # an optional dependency (statebox[cluster]); a run without --cluster never needs it
     except ImportError:
         raise UserError("--cluster needs Ray: pip install 'statebox[cluster]'") from None
     return ray
@@ -154,15 +159,13 @@ def connect(address: str, *, allow_unauthenticated: bool = False, auth: cluster_
         cluster_auth.restore_mode()
         raise UserError(f"cannot connect to the Ray cluster at {address} ({auth.mode} auth): "
                         f"{(str(exc).splitlines() or [type(exc).__name__])[0][:200]}") from exc
-    from statebox import signals
-
     signals.install()  # Ray's driver set-up may replace SIGTERM/SIGINT handling: ours again
     return ray
 
 
 def disconnect() -> None:
     try:
-        import ray
+        import ray  # an optional dependency (statebox[cluster]): absent, there is nothing to disconnect
     except ImportError:
         return
     if ray.is_initialized():
@@ -176,13 +179,13 @@ def usable_nodes(ray) -> list[dict[str, Any]]:
 
 
 def _on_node(ray, node_id: str, fn: Callable, **options: Any):
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # optional dependency (statebox[cluster])
 
     return ray.remote(fn).options(num_cpus=0, max_retries=0,
                                   scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False), **options)
 
 
-def images_for(agents: dict[str, Any]) -> list[str]:
+def images_for(agents: dict[str, Agent]) -> list[str]:
     targets = []
     for name, agent in agents.items():
         if agent.needs_sandbox:
@@ -192,11 +195,8 @@ def images_for(agents: dict[str, Any]) -> list[str]:
     return targets
 
 
-def providers_for(config, agents: dict[str, Any]) -> list[str]:
-    from statebox.attempt import provider_for
-    from statebox.harness.plan import agent_options
-
-    found = []
+def providers_for(config: RunConfig, agents: dict[str, Agent]) -> list[str]:
+    found: list[str] = []
     for name, agent in agents.items():
         if agent.needs_gateway:
             p = provider_for(agent_options(config, name), getattr(agent, "provider", None))
@@ -221,8 +221,6 @@ def _get(ray, ref, timeout: float | None = None) -> Any:
 def node_reports(ray, targets: list[str], providers: list[str], probe: bool, policy: str = "default",
                  gateway: bool = False) -> list[dict[str, Any]]:
     """Every usable node's report (engine, images, keys, probe), gathered in parallel."""
-    from statebox.harness import cluster_worker
-
     nodes = usable_nodes(ray)
     refs = [_on_node(ray, n["NodeID"], cluster_worker.node_report).remote(targets, providers, probe, policy) for n in nodes]
     grefs = [_on_node(ray, n["NodeID"], cluster_worker.gateway_check).remote(providers) for n in nodes] if gateway else []
@@ -274,15 +272,16 @@ class RayExecutor(AttemptExecutor):
         self.host_batch = max(1, host_batch)
         self.task_cpus = task_cpus
         self.preflight = preflight
-        self._refs: dict[Future, Any] = {}
+        self._refs: dict[Future[Any], Any] = {}  # a task's future -> its ray.ObjectRef
         self._videos: dict[str, Any] = {}
         self._video_uses: dict[str, int] = {}
         self._engines: set[str] = set()
         self._lock = threading.Lock()
         self.per_node: dict[str, int] = {}
-        self._log = None
+        self._log: TextIO | None = None
+        self._saved_stdout: int | None = None  # fd 1 while Ray's driver is connected (`_quiet_stdout`)
         self._runs: dict[str, int] = {}  # attempt id -> attempts of the same agent from it on, in dispatch order
-        self._finished: list[tuple[Any, ResultRow]] = []  # rows of a group one of whose attempts failed
+        self._finished: list[tuple[PlannedAttempt, ResultRow]] = []  # rows of a group one of whose attempts failed
 
     # -------------------------------------------------------------- start
 
@@ -296,8 +295,6 @@ class RayExecutor(AttemptExecutor):
             raise
 
     def _start(self, ctx: DispatchContext) -> None:
-        from statebox.harness import cluster_worker
-
         self._files = file_options(ctx.config)  # a missing file: refused before connecting
         auth = cluster_auth.admit(self.address, allow_unauthenticated=self.allow_unauthenticated)
         if auth.mode != "token":
@@ -331,7 +328,7 @@ class RayExecutor(AttemptExecutor):
                                     "and the policy requires a GPU for the tracker")
         if problems:
             raise UserError("the cluster cannot run this run:\n" + "\n".join(problems))
-        self._spec = [ray.put(self._run_spec(ctx)), f"{ctx.config.run_id}:{time.time_ns()}"]
+        self._spec = RunSpecRef(ref=ray.put(self._run_spec(ctx)), key=f"{ctx.config.run_id}:{time.time_ns()}")
         for p in ctx.todo:
             if p.attempt.agent in self.sandboxed:
                 key = self._video_key(p)
@@ -343,23 +340,23 @@ class RayExecutor(AttemptExecutor):
     def _policy_ref(self, ctx: DispatchContext) -> str:
         return ctx.config.policy if not Path(ctx.config.policy).is_file() else "default"
 
-    def _run_spec(self, ctx: DispatchContext) -> dict[str, Any]:
+    def _run_spec(self, ctx: DispatchContext) -> RunSpec:
         config = ctx.config
         policy_yaml = Path(config.policy).read_text() if Path(config.policy).is_file() else None
         # keys never travel: a node's gateway takes its key from the node's environment
         gateway_options = {k: v for k, v in (ctx.gateway_options or {}).items() if "key" not in k.lower()}
-        datasets = [{"spec": d.spec.model_dump(), "key": f"dataset-{i}", "items": d.items} for i, d in enumerate(ctx.datasets)]
+        datasets = [ShippedDataset(spec=d.spec, key=f"dataset-{i}", items=d.items) for i, d in enumerate(ctx.datasets)]
         found = getattr(self, "_files", None)
         files, by_agent = ship_files(file_options(config) if found is None else found, self.ray.put)
-        return {"config": config.model_dump(), "policy_yaml": policy_yaml, "datasets": datasets,
-                "gateway_options": gateway_options, "files": files, "file_options": by_agent}
+        return RunSpec(config=config, policy_yaml=policy_yaml, datasets=datasets, gateway_options=gateway_options,
+                       files=files, file_options=by_agent)
 
     # -------------------------------------------------------------- dispatch
 
     def slots(self) -> int:
         return max(1, self.ctx.config.concurrency)
 
-    def batch_size(self, next_attempt) -> int:
+    def batch_size(self, next_attempt: PlannedAttempt) -> int:
         """Host-side attempts `host_batch` to a task, a tracker group `group` to a task, any other
         attempt that sees a video alone; never past the last attempt of the same agent (the runner
         takes the next attempts in plan order, which holds each agent's attempts together)."""
@@ -368,20 +365,16 @@ class RayExecutor(AttemptExecutor):
         return max(1, min(cap, self._runs.get(next_attempt.attempt.attempt_id, 1)))
 
     @staticmethod
-    def _video_path(p) -> Path:
-        from statebox.schema import resolve_video
-
+    def _video_path(p: PlannedAttempt) -> Path:
         return resolve_video(p.item, Path(p.dataset.videos) if p.dataset.videos else None)
 
-    def _video_key(self, p) -> str:
-        import hashlib
-
+    def _video_key(self, p: PlannedAttempt) -> str:
         path = self._video_path(p)
         st = path.stat()
         return hashlib.sha256(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:20]
 
-    def _ship_videos(self, batch) -> dict[str, tuple[str, str, list]]:
-        shipped = {}
+    def _ship_videos(self, batch: list[PlannedAttempt]) -> dict[str, ShippedVideo]:
+        shipped: dict[str, ShippedVideo] = {}
         for p in batch:
             if p.attempt.agent not in self.sandboxed:
                 continue
@@ -394,10 +387,10 @@ class RayExecutor(AttemptExecutor):
                 if self._video_uses[key] <= 0:  # the last attempt of this video: the task holds it now
                     self._videos.pop(key, None)
             rel = p.item.video if not Path(p.item.video).is_absolute() else Path(p.item.video).name
-            shipped[p.attempt.attempt_id] = (key, str(rel), [ref])
+            shipped[p.attempt.attempt_id] = ShippedVideo(key=key, rel=str(rel), ref=ref)
         return shipped
 
-    def _submit_ref(self, batch) -> Any:
+    def _submit_ref(self, batch: list[PlannedAttempt]) -> Any:
         jobs = [_node_video_name(as_job(p, self.ctx.options)) for p in batch]
         # a streaming session (`--streaming session`) is one task: all its open points, one container
         session = self.ctx.sessions.get(batch[0].attempt.attempt_id) if self.ctx.sessions else None
@@ -407,13 +400,13 @@ class RayExecutor(AttemptExecutor):
         return self._remote.options(num_cpus=self.task_cpus, num_gpus=gpu, max_retries=MAX_RETRIES,
                                     scheduling_strategy="SPREAD").remote(self._spec, jobs, self._ship_videos(batch), session)
 
-    def submit(self, batch) -> Future:
+    def submit(self, batch: list[PlannedAttempt]) -> Future[list[ResultRow]]:
         ref = self._submit_ref(batch)
         fut = _future_of(ref)
         self._refs[fut] = ref
         return fut
 
-    def collect(self, fut: Future, batch) -> list[ResultRow]:
+    def collect(self, fut: Future[Any], batch: list[PlannedAttempt]) -> list[ResultRow]:
         ref = self._refs.pop(fut, None)
         for attempt in range(RESUBMITS + 1):
             try:
@@ -434,43 +427,41 @@ class RayExecutor(AttemptExecutor):
         del ref
         return self.collect_rows(result, batch)
 
-    def collect_rows(self, result: dict[str, Any], batch) -> list[ResultRow]:
+    def collect_rows(self, result: BatchResult, batch: list[PlannedAttempt]) -> list[ResultRow]:
         """The rows of a finished task. A tracker group one of whose attempts raised on the node
-        (`result["error"]`) still has the others' rows: they are kept for `stop` to write, and
+        (`result.error`) still has the others' rows: they are kept for `stop` to write, and
         the run stops as it would for that one attempt (on one host: its thread's error)."""
         rows = self._place(result, batch)
-        error = result.get("error")
-        if error:
+        error = result.error
+        if error is not None:
             by_id = {p.attempt.attempt_id: p for p in batch}
             self._finished.extend((by_id[r.attempt_id], r) for r in rows)
-            message = f"attempt {error['attempt_id']}: {error.get('message') or error.get('type')}"
-            raise UserError(message if error.get("user_error") else f"{message} (on the cluster node, {error.get('type')})")
+            message = f"attempt {error.attempt_id}: {error.message or error.type}"
+            raise UserError(message if error.user_error else f"{message} (on the cluster node, {error.type})")
         return rows
 
-    def _place(self, result: dict[str, Any], batch) -> list[ResultRow]:
+    def _place(self, result: BatchResult, batch: list[PlannedAttempt]) -> list[ResultRow]:
         """Folders first (into RUN_DIR/attempts/), then the rows go back to the runner to be written."""
-        from statebox.harness.cluster_worker import unpack_folder
-
-        who = result["who"]
+        who = result.who
         rows = []
-        for row_dict, blob in result["results"]:
-            row = ResultRow.model_validate(row_dict)
-            if blob:
-                unpack_folder(blob, Path(self.ctx.run_dir) / ATTEMPTS_DIR / row.attempt_id)
+        for packed in result.results:
+            row = packed.row
+            if packed.folder:
+                unpack_folder(packed.folder, AttemptFolder(Path(self.ctx.run_dir), row.attempt_id).path)
             rows.append(row)
-        self._engines.add(who.get("docker_host", ""))
-        self.per_node[who["node"]] = self.per_node.get(who["node"], 0) + len(rows)
+        self._engines.add(who.docker_host)
+        self.per_node[who.node] = self.per_node.get(who.node, 0) + len(rows)
         if self._log is not None:
             # `task`: the first attempt of the Ray task that ran it (a tracker group shares one task and container)
             task = batch[0].attempt.attempt_id if batch else ""
             for row in rows:
-                self._log.write(json.dumps({"attempt_id": row.attempt_id, "node": who["node"], "node_id": who["node_id"],
-                                            "docker_host": who.get("docker_host", ""), "task": task,
-                                            "group": int(result.get("group", 1))}) + "\n")
+                self._log.write(json.dumps({"attempt_id": row.attempt_id, "node": who.node, "node_id": who.node_id,
+                                            "docker_host": who.docker_host, "task": task,
+                                            "group": result.group}) + "\n")
             self._log.flush()
         expected = [p.attempt.attempt_id for p in batch]
         got = [r.attempt_id for r in rows]
-        if got != expected and not (result.get("error") and got == [a for a in expected if a in set(got)]):
+        if got != expected and not (result.error is not None and got == [a for a in expected if a in set(got)]):
             raise UserError("the cluster returned rows for other attempts than it was given")
         return rows
 
@@ -479,8 +470,6 @@ class RayExecutor(AttemptExecutor):
     def _sweep(self, only_dead: bool, end: bool = False) -> None:
         """Every node removes the run's containers (`only_dead`: those whose process died);
         `end`: and the run's staging folder."""
-        from statebox.harness import cluster_worker
-
         ray = getattr(self, "ray", None)
         if ray is None:
             return
@@ -495,7 +484,7 @@ class RayExecutor(AttemptExecutor):
         except Exception:  # noqa: BLE001 - stopping must not mask the run's own error
             pass
 
-    def stop(self, pending: dict[Future, list], record: Callable[..., None]) -> None:
+    def stop(self, pending: dict[TaskFuture, list[PlannedAttempt]], record: RecordHook) -> None:
         finished, self._finished = self._finished, []
         if finished:  # the other attempts of a group whose one attempt stopped the run
             record(finished)
@@ -544,8 +533,6 @@ class RayExecutor(AttemptExecutor):
     def _quiet_stdout(self) -> None:
         """Ray's driver may print (a worker died, a node left) to stdout, which `run --json`
         keeps for its one JSON document: while connected, fd 1 goes to stderr."""
-        import sys
-
         try:
             sys.stdout.flush()
             self._saved_stdout = os.dup(1)
@@ -554,9 +541,7 @@ class RayExecutor(AttemptExecutor):
             self._saved_stdout = None
 
     def _restore_stdout(self) -> None:
-        import sys
-
-        saved = getattr(self, "_saved_stdout", None)
+        saved = self._saved_stdout
         if saved is None:
             return
         try:
@@ -567,10 +552,10 @@ class RayExecutor(AttemptExecutor):
             self._saved_stdout = None
 
 
-def same_agent_runs(todo: list) -> dict[str, int]:
+def same_agent_runs(todo: list[PlannedAttempt]) -> dict[str, int]:
     """attempt id -> how many attempts of the same agent follow it in dispatch order (itself included)."""
     runs: dict[str, int] = {}
-    count, agent = 0, None
+    count, agent = 0, ""
     for p in reversed(todo):
         count = count + 1 if p.attempt.agent == agent else 1
         agent = p.attempt.agent
@@ -578,20 +563,18 @@ def same_agent_runs(todo: list) -> dict[str, int]:
     return runs
 
 
-def cluster_group_size(agent: Any) -> int:
+def cluster_group_size(agent: Agent) -> int:
     """Attempts of `agent` per Ray task: the tracker's `group` option (one container each), else 1."""
-    from statebox.harness.cluster_worker import group_size
-
     return group_size(agent)
 
 
-def _future_of(ref) -> Future:
+def _future_of(ref: Any) -> Future[Any]:
     try:
         return ref.future()
     except Exception:  # noqa: BLE001 - a client ref without .future(): wait in a thread
-        import ray
+        import ray  # an optional dependency (statebox[cluster]); connected by now
 
-        fut: Future = Future()
+        fut: Future[Any] = Future()
 
         def wait() -> None:
             try:
@@ -634,8 +617,6 @@ def doctor(address: str, targets: list[str] | None = None, providers: list[str] 
     """(the cluster's auth mode and the driver's token source, node reports, problems) for
     `statebox cluster doctor`; a refused connection (no token, a wrong one, no token auth
     without the flag) is the one line of a UserError."""
-    from statebox.harness import cluster_worker
-
     auth = cluster_auth.admit(normalise_address(address), allow_unauthenticated=allow_unauthenticated)
     ray = connect(address, auth=auth)
     try:
@@ -652,10 +633,6 @@ def prepare(address: str, targets: list[str], *, build: bool = False, chunk_mb: 
     """Put the images on every node: ship the head's (docker save -> docker load, in chunks
     through the object store) unless a node already has the same content-hash tag, or build
     them on the node (`build=True`). Returns problems (empty: every node has every tag)."""
-    import subprocess
-
-    from statebox.harness import cluster_worker
-
     ray = connect(address, allow_unauthenticated=allow_unauthenticated)
     try:
         nodes = usable_nodes(ray)
@@ -665,8 +642,6 @@ def prepare(address: str, targets: list[str], *, build: bool = False, chunk_mb: 
                 done = _get(ray, ref)
                 progress(f"{done['node']}: built {', '.join(done['tags'].values())}")
         else:
-            from statebox.sandbox.images import ensure_image, image_tag
-
             wanted = {t: ensure_image(t) for t in targets}  # the head's own, built here if needed
             refs_to_save = list(dict.fromkeys([image_tag(t)[1] for t in targets if image_tag(t)[1]] + list(wanted.values())))
             reports = node_reports(ray, targets, [], probe=False)
@@ -677,7 +652,7 @@ def prepare(address: str, targets: list[str], *, build: bool = False, chunk_mb: 
                     continue
                 progress(f"{report['node']}: shipping {' '.join(refs_to_save)}")
                 loader_cls = ray.remote(cluster_worker.ImageLoader)
-                from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+                from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # optional dependency (statebox[cluster])
 
                 loader = loader_cls.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(report["node_id"], soft=False)).remote()
                 saver = subprocess.Popen(["docker", "save", *refs_to_save], stdout=subprocess.PIPE)

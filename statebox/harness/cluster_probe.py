@@ -26,6 +26,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from statebox.attempt_folder import STDERR_LOG, STDOUT_LOG
 from statebox.errors import UserError
 
 PROBE_FILE = ".statebox-probe"
@@ -79,7 +80,7 @@ def probe_engine(engine, policy, image: str, *, where: str = "") -> ProbeResult:
         spec = ContainerSpec(image=image, command=["python3", "-c", PROBE_SCRIPT], workspace=folder.path,
                              policy=policy, run_id="statebox-probe", attempt_id=f"probe-{token[:8]}")
         try:
-            ran = engine.run(spec, logs / "stdout.log", logs / "stderr.log")
+            ran = engine.run(spec, logs / STDOUT_LOG, logs / STDERR_LOG)
         except Exception as exc:  # noqa: BLE001 - a refused bind mount is the clearest "not this host"
             text = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
             if "bind source path does not exist" in text or "invalid mount" in text or "no such file" in text.lower():
@@ -87,7 +88,7 @@ def probe_engine(engine, policy, image: str, *, where: str = "") -> ProbeResult:
             else:
                 result.problems.append(f"{label}: the probe container did not run ({text})")
             return result
-        out = (logs / "stdout.log").read_text(errors="replace") if (logs / "stdout.log").exists() else ""
+        out = (logs / STDOUT_LOG).read_text(errors="replace") if (logs / STDOUT_LOG).exists() else ""
         lines = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
         if lines.get("probe") == token:
             result.shares_filesystem = True
@@ -98,7 +99,7 @@ def probe_engine(engine, policy, image: str, *, where: str = "") -> ProbeResult:
         egress = lines.get("egress", "")
         result.egress_blocked = egress == "blocked" and set(result.interfaces) <= {"lo"}
         if "egress" not in lines:
-            err = (logs / "stderr.log").read_text(errors="replace")[-300:] if (logs / "stderr.log").exists() else ""
+            err = (logs / STDERR_LOG).read_text(errors="replace")[-300:] if (logs / STDERR_LOG).exists() else ""
             result.problems.append(f"{label}: the probe container failed ({ran.reason or ran.status}) {err.strip()[:160]}")
         elif not result.egress_blocked:
             result.problems.append(f"{label}: a sandbox is NOT cut off from the network (interfaces {result.interfaces}, "

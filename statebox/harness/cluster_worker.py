@@ -22,7 +22,9 @@ Per Ray worker process, the run's services (`runner.start_services`: the sandbox
 the gateway) start once, on the first attempt of that run, and are reused; an attempt runs
 with `runner.run_attempt(job, services)` (the attempt seam) into the node's staging folder;
 the finished attempt folder is packed (regular files only, no links) and returned with its
-row. The head unpacks it into `RUN_DIR/attempts/<id>/` and only then writes the row.
+row. The head unpacks it into `RUN_DIR/attempts/<id>/` and only then writes the row. What
+crosses between head and node is typed (`harness/cluster_handoff.py`): a `RunSpecRef` to the
+run's `RunSpec`, the batch's `AttemptJob`s and `ShippedVideo`s in, a `BatchResult` out.
 """
 
 from __future__ import annotations
@@ -33,16 +35,42 @@ import io
 import os
 import shutil
 import socket
+import subprocess
 import tarfile
 import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor, wait
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast, runtime_checkable
+from urllib.parse import urlparse
 
+import docker
+
+import statebox
+from statebox.attempt import AgentOptions
+from statebox.attempt_folder import AttemptFolder
 from statebox.errors import UserError
+from statebox.harness.cluster_handoff import (
+    BatchResult,
+    GroupError,
+    NodeIdentity,
+    PackedAttempt,
+    RunSpec,
+    RunSpecRef,
+    ShippedFile,
+    ShippedVideo,
+)
+from statebox.harness.cluster_probe import probe_engine
+from statebox.harness.plan import AttemptJob, LoadedDataset, RunConfig, SessionJob
+from statebox.harness.runner import run_attempt, run_session, start_services
+from statebox.harness.store import ResultRow
+from statebox.policies.model import load_policy
+from statebox.sandbox.docker import LABEL, SandboxEngine
+from statebox.sandbox.images import ensure_image, image_status
+from statebox.sandbox.limited_fs import pid_alive
 
-ATTEMPTS_DIR = "attempts"
 PACK_LEVEL = 1  # gzip level: logs compress well, and a 2-core node should not spend its time here
 FILES_DIR = "files"  # in a run's staging folder: the head's files the agents' options name
 STOP_MARKER = "STOPPING"  # in a run's staging folder: written by a stop's sweep before it removes containers
@@ -70,8 +98,6 @@ def node_name(node_id: str = "") -> str:
 
 def code_fingerprint() -> str:
     """A hash of the statebox package's Python sources: head and nodes must run the same code."""
-    import statebox
-
     root = Path(statebox.__file__).parent
     h = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
@@ -93,7 +119,23 @@ def video_cache_bytes() -> int:
 # ---------------------------------------------------------------- the head's files
 
 
-def file_option_values(options: Any) -> dict[str, str]:
+def ray_get(ref: object) -> object:
+    """`ray.get` of a reference the head made (typed `object` in the hand-off models, cluster_handoff.py)."""
+    import ray  # an optional dependency (statebox[cluster]); only a node's process gets here
+
+    got: object = ray.get(cast("ray.ObjectRef[object]", ref))
+    return got
+
+
+def ray_get_bytes(ref: object) -> bytes:
+    """The bytes behind a reference the head put (a video, a file an option names)."""
+    data = ray_get(ref)
+    if not isinstance(data, bytes):
+        raise TypeError(f"expected bytes in Ray's object store, found a {type(data).__name__}")
+    return data
+
+
+def file_option_values(options: AgentOptions) -> dict[str, str]:
     """option -> value for each of `options` (an AgentOptions) that names a file: the
     `FILE_FIELDS` that are set, and `extra` string values whose key ends in a `FILE_SUFFIXES`
     (as `extra.KEY`)."""
@@ -104,17 +146,17 @@ def file_option_values(options: Any) -> dict[str, str]:
     return found
 
 
-def place_files(files: dict[str, dict[str, Any]], dest: Path, get: Any) -> dict[str, Path]:
-    """Write each shipped file (content hash -> {name, [ref]}) as `dest/<hash>/<name>` unless it is
-    there already; `get(ref)` reads the bytes (ray.get on a node). Returns hash -> path."""
+def place_files(files: dict[str, ShippedFile], dest: Path, get: Callable[[object], bytes]) -> dict[str, Path]:
+    """Write each shipped file (content hash -> its name and reference) as `dest/<hash>/<name>` unless
+    it is there already; `get(ref)` reads the bytes (ray.get on a node). Returns hash -> path."""
     placed = {}
     for digest, f in files.items():
-        name = Path(f["name"]).name or "file"
+        name = Path(f.name).name or "file"
         target = Path(dest) / digest / name
         if not target.is_file():
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_name(f".{name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_bytes(get(f["ref"][0]))
+            tmp.write_bytes(get(f.ref))
             tmp.replace(target)
         placed[digest] = target
     return placed
@@ -136,7 +178,7 @@ def rewrite_options(raw: dict[str, Any], by_option: dict[str, str], placed: dict
     return out
 
 
-def rewrite_job_options(options: Any, by_option: dict[str, str], placed: dict[str, Path]) -> Any:
+def rewrite_job_options(options: AgentOptions, by_option: dict[str, str], placed: dict[str, Path]) -> AgentOptions:
     """`rewrite_options` for an AgentOptions."""
     if not by_option:
         return options
@@ -146,15 +188,13 @@ def rewrite_job_options(options: Any, by_option: dict[str, str], placed: dict[st
 # ---------------------------------------------------------------- the video cache
 
 
-def evict_videos(root: Path, cap_bytes: int, keep: set[Path] | frozenset = frozenset(),
+def evict_videos(root: Path, cap_bytes: int, keep: Iterable[Path] = (),
                  grace_s: float = VIDEO_GRACE_S, now: float | None = None) -> list[Path]:
     """Remove the least recently used videos under `root` (their mtime is their last use) until
     the cache holds at most `cap_bytes`; never one in `keep` or used in the last `grace_s`.
     Returns what it removed (empty folders go too)."""
-    import time
-
     now = time.time() if now is None else now
-    keep = {Path(k).resolve() for k in keep}
+    kept = {Path(k).resolve() for k in keep}
     entries = []
     total = 0
     for dirpath, _dirs, names in os.walk(root):
@@ -172,7 +212,7 @@ def evict_videos(root: Path, cap_bytes: int, keep: set[Path] | frozenset = froze
     for mtime, size, path in sorted(entries):
         if total <= cap_bytes:
             break
-        if path.resolve() in keep or now - mtime < grace_s:
+        if path.resolve() in kept or now - mtime < grace_s:
             continue
         try:
             path.unlink()
@@ -242,48 +282,40 @@ def unpack_folder(blob: bytes, dest: Path) -> None:
 
 # ---------------------------------------------------------------- the run on this process
 
-_runs: dict[str, Any] = {}
+_runs: dict[str, NodeRun] = {}
 _runs_lock = threading.Lock()
 
 
 class NodeRun:
     """One run's services in one Ray worker process, and its staging folder on the node."""
 
-    def __init__(self, spec: dict[str, Any]) -> None:
-        from statebox.harness.plan import DatasetSpec, LoadedDataset, RunConfig
-        from statebox.harness.runner import start_services
-
-        import ray
-
-        self.run_id = spec["config"]["run_id"]
+    def __init__(self, spec: RunSpec) -> None:
+        self.run_id = spec.config.run_id
         self.staging = node_root() / "runs" / self.run_id
         self.staging.mkdir(parents=True, exist_ok=True)
         (self.staging / STOP_MARKER).unlink(missing_ok=True)  # a resumed run: the stop it resumes from is over
-        config = RunConfig.model_validate(spec["config"])
-        if spec.get("policy_yaml") is not None:  # a policy file on the head: the node gets its text
+        config: RunConfig = spec.config
+        if spec.policy_yaml is not None:  # a policy file on the head: the node gets its text
             policy_path = self.staging / "policy.yaml"
-            policy_path.write_text(spec["policy_yaml"])
+            policy_path.write_text(spec.policy_yaml)
             config = config.model_copy(update={"policy": str(policy_path)})
         # the head's files the options name: copies here, and the options point at them
-        self.file_options: dict[str, dict[str, str]] = spec.get("file_options") or {}
-        self.placed = place_files(spec.get("files") or {}, self.staging / FILES_DIR, ray.get)
+        self.file_options: dict[str, dict[str, str]] = spec.file_options
+        self.placed = place_files(spec.files, self.staging / FILES_DIR, ray_get_bytes)
         if self.file_options:
             config = config.model_copy(update={"agent_options": {
                 agent: rewrite_options(raw, self.file_options.get(agent, {}), self.placed)
                 for agent, raw in config.agent_options.items()}})
         self.videos_root = node_root() / "videos"
-        datasets = []
-        for d in spec["datasets"]:
-            ds = DatasetSpec.model_validate(d["spec"])
-            datasets.append(LoadedDataset(spec=ds.model_copy(update={"videos": str(self.videos_root / d["key"])}),
-                                          items=d["items"], warnings=[]))
+        datasets = [LoadedDataset(spec=d.spec.model_copy(update={"videos": str(self.videos_root / d.key)}),
+                                  items=list(d.items), warnings=[]) for d in spec.datasets]
         self.config = config
-        self.services = start_services(config, self.staging, gateway_options=spec.get("gateway_options") or None,
+        self.services = start_services(config, self.staging, gateway_options=spec.gateway_options or None,
                                        datasets=datasets)
         self.services.tracker.stop_marker = self.staging / STOP_MARKER
         self._video_lock = threading.Lock()
 
-    def options_for(self, job: Any) -> Any:
+    def options_for(self, job: AttemptJob) -> AttemptJob:
         """The job with its file options pointing at this node's copies."""
         by_option = self.file_options.get(job.attempt.agent)
         if not by_option:
@@ -293,19 +325,17 @@ class NodeRun:
     def video_folder(self, key: str) -> Path:
         return self.videos_root / key
 
-    def materialise_video(self, key: str, rel: str, blob_ref: list) -> None:
+    def materialise_video(self, video: ShippedVideo) -> None:
         """The head ships each video once per node (through Ray's object store); cached by content
         key, least recently used videos removed above the cache's cap (`evict_videos`)."""
-        target = self.video_folder(key) / rel
+        target = self.video_folder(video.key) / video.rel
         with self._video_lock:
             try:
                 os.utime(target)  # a hit: its mtime says when it was last used
                 return
             except FileNotFoundError:
                 pass
-            import ray
-
-            data = ray.get(blob_ref[0])
+            data = ray_get_bytes(video.ref)
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
             tmp.write_bytes(data)
@@ -322,14 +352,15 @@ class NodeRun:
             pass
 
 
-def _run_for(spec_holder: list) -> NodeRun:
-    key = spec_holder[1]
+def _run_for(spec: RunSpecRef) -> NodeRun:
+    key = spec.key
     with _runs_lock:
         run = _runs.get(key)
         if run is None:
-            import ray
-
-            run = NodeRun(ray.get(spec_holder[0]))
+            got = ray_get(spec.ref)
+            if not isinstance(got, RunSpec):
+                raise TypeError(f"the run's spec in Ray's object store is a {type(got).__name__}, not a RunSpec")
+            run = NodeRun(got)
             _runs[key] = run
         return run
 
@@ -355,83 +386,82 @@ def end_run(run_id: str) -> bool:
     return True
 
 
-def node_identity() -> dict[str, str]:
+def node_identity() -> NodeIdentity:
     node_id = ""
     try:
-        import ray
+        import ray  # an optional dependency (statebox[cluster]); absent outside a cluster
 
-        node_id = ray.get_runtime_context().get_node_id()
+        node_id = str(ray.get_runtime_context().get_node_id())
     except Exception:  # noqa: BLE001 - outside Ray (unit tests)
         pass
-    return {"node_id": node_id, "node": node_name(node_id), "host": socket.gethostname(),
-            "docker_host": os.environ.get("DOCKER_HOST", ""), "pid": str(os.getpid())}
+    return NodeIdentity(node_id=node_id, node=node_name(node_id), host=socket.gethostname(),
+                        docker_host=os.environ.get("DOCKER_HOST", ""), pid=str(os.getpid()))
 
 
-def run_batch(spec_holder: list, jobs: list, videos: dict[str, tuple[str, str, list]],
-              session: Any = None) -> dict[str, Any]:
+@runtime_checkable
+class GroupAgent(Protocol):
+    """An agent whose attempts share one container (the tracker, its `group` option): told which
+    attempts to wait for."""
+
+    def expect_group(self, attempt_ids: list[str]) -> None: ...
+
+    def left_group(self, attempt_id: str) -> None: ...
+
+
+def run_batch(spec: RunSpecRef, jobs: list[AttemptJob], videos: dict[str, ShippedVideo],
+              session: SessionJob | None = None) -> BatchResult:
     """Run a batch of attempts on this node; returns each row with its packed folder.
 
-    `videos`: attempt id -> (dataset key, path relative to the dataset's video folder,
-    [object ref of the bytes]) for the attempts that see a video. `session` (a `SessionJob`):
-    the batch is one streaming session's open points, run by `runner.run_session` in one
-    container; its rows come back together when the session ends.
+    `videos`: attempt id -> the video it sees (for the attempts that see one). `session`: the
+    batch is one streaming session's open points, run by `runner.run_session` in one container;
+    its rows come back together when the session ends.
     """
-    from statebox.harness.runner import run_attempt, run_session
-
-    run = _run_for(spec_holder)
-    results = []
+    run = _run_for(spec)
     if session is not None:
         shipped = next((videos[j.attempt.attempt_id] for j in jobs if j.attempt.attempt_id in videos), None)
         if shipped is not None:
-            run.materialise_video(*shipped)
-        folder = str(run.video_folder(shipped[0])) if shipped is not None else None
+            run.materialise_video(shipped)
+        folder = str(run.video_folder(shipped.key)) if shipped is not None else None
 
-        def placed(job: Any) -> Any:
+        def placed_point(job: AttemptJob) -> AttemptJob:
             if folder is None:
                 return run.options_for(job)
             return run.options_for(job.model_copy(update={"dataset": job.dataset.model_copy(update={"videos": folder})}))
 
-        session = session.model_copy(update={"jobs": [placed(j) for j in session.jobs]})
-        for row in run_session(session, run.services):
-            folder_of = run.staging / ATTEMPTS_DIR / row.attempt_id
-            blob = pack_folder(folder_of) if folder_of.exists() else b""
-            shutil.rmtree(folder_of, ignore_errors=True)
-            results.append((row.model_dump(), blob))
-        return {"who": node_identity(), "results": results}
-    def placed(job: Any) -> Any:
-        aid = job.attempt.attempt_id
-        shipped = videos.get(aid)
-        if shipped is not None:
-            key, rel, ref = shipped
-            run.materialise_video(key, rel, ref)
+        session = session.model_copy(update={"jobs": [placed_point(j) for j in session.jobs]})
+        return BatchResult(who=node_identity(), results=[_packed(run, row) for row in run_session(session, run.services)])
+
+    def placed(job: AttemptJob) -> AttemptJob:
+        video = videos.get(job.attempt.attempt_id)
+        if video is not None:
+            run.materialise_video(video)
         return run.options_for(job.model_copy(update={"dataset": job.dataset.model_copy(
-            update={"videos": str(run.video_folder(videos[aid][0])) if shipped else job.dataset.videos})}))
+            update={"videos": str(run.video_folder(video.key)) if video is not None else job.dataset.videos})}))
 
     agent = run.services.agents.get(jobs[0].attempt.agent) if jobs else None
-    if len(jobs) > 1 and group_size(agent) > 1 and all(j.attempt.agent == jobs[0].attempt.agent for j in jobs):
+    if (len(jobs) > 1 and isinstance(agent, GroupAgent) and group_size(agent) > 1
+            and all(j.attempt.agent == jobs[0].attempt.agent for j in jobs)):
         return run_group(run, [placed(j) for j in jobs], agent)
-    for job in jobs:
-        row = run_attempt(placed(job), run.services)
-        results.append(_packed(run, row))
-    return {"who": node_identity(), "results": results}
+    return BatchResult(who=node_identity(), results=[_packed(run, run_attempt(placed(job), run.services)) for job in jobs])
 
 
-def group_size(agent: Any) -> int:
+def group_size(agent: object) -> int:
     """How many attempts of `agent` share one container (the tracker's `group` option; else 1)."""
     return int(getattr(agent, "group", 1) or 1) if hasattr(agent, "expect_group") else 1
 
 
-def _packed(run: NodeRun, row: Any) -> tuple[dict[str, Any], bytes]:
-    folder = run.staging / ATTEMPTS_DIR / row.attempt_id
+def _packed(run: NodeRun, row: ResultRow) -> PackedAttempt:
+    """An attempt's row and its folder, packed to go to the head; the node's copy is removed."""
+    folder = AttemptFolder(run.staging, row.attempt_id).path
     blob = pack_folder(folder) if folder.exists() else b""
     shutil.rmtree(folder, ignore_errors=True)
-    return row.model_dump(), blob
+    return PackedAttempt(row=row, folder=blob)
 
 
-def run_group(run: NodeRun, jobs: list, agent: Any) -> dict[str, Any]:
+def run_group(run: NodeRun, jobs: list[AttemptJob], agent: GroupAgent) -> BatchResult:
     """A tracker group (one Ray task): every attempt runs the whole attempt seam (`run_attempt`:
-    its own folder, workspace mount, honeytokens, audit, score, row) in its own thread, and the
-    agent, told to expect exactly these attempts (`expect_group`), runs them in ONE container.
+    its own folder's lifecycle, workspace mount, honeytokens, audit, score, row) in its own thread,
+    and the agent, told to expect exactly these attempts (`expect_group`), runs them in ONE container.
 
     Rows come back together when the group ends. An attempt whose thread raised (a full disk
     on the node, a bug) costs only itself: the others' rows and folders come back, with
@@ -440,19 +470,17 @@ def run_group(run: NodeRun, jobs: list, agent: Any) -> dict[str, Any]:
     this, the task's main thread) stops every member: the run's services are cancelled (no
     row for a cancelled attempt), this node's containers of the run removed, and it re-raises.
     """
-    from statebox.harness.runner import run_attempt
-
     ids = [j.attempt.attempt_id for j in jobs]
     agent.expect_group(ids)
 
-    def one(job: Any) -> Any:
+    def one(job: AttemptJob) -> ResultRow:
         try:
             return run_attempt(job, run.services)
         finally:  # arrived and finished, or failed before its agent ran: the group stops waiting for it
             agent.left_group(job.attempt.attempt_id)
 
     pool = ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="group")
-    futures = [pool.submit(one, j) for j in jobs]
+    futures: list[Future[ResultRow]] = [pool.submit(one, j) for j in jobs]
     try:
         # Wait in short slices, not in one blocking `result()`: Ray's cancel is a KeyboardInterrupt raised
         # in this thread, and a thread blocked on a lock without a timeout only sees it when every member
@@ -466,20 +494,18 @@ def run_group(run: NodeRun, jobs: list, agent: Any) -> dict[str, Any]:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
-    results, error = [], None
+    results: list[PackedAttempt] = []
+    error: GroupError | None = None
     for aid, fut in zip(ids, futures):
         exc = fut.exception()
         if exc is None:
             results.append(_packed(run, fut.result()))
         else:  # no row: its folder is not shipped, and resume redoes it
             if error is None:
-                error = {"attempt_id": aid, "type": type(exc).__name__, "user_error": isinstance(exc, UserError),
-                         "message": str(exc).splitlines()[0][:300] if str(exc) else ""}
-            shutil.rmtree(run.staging / ATTEMPTS_DIR / aid, ignore_errors=True)
-    out: dict[str, Any] = {"who": node_identity(), "results": results, "group": len(jobs)}
-    if error is not None:
-        out["error"] = error
-    return out
+                error = GroupError(attempt_id=aid, type=type(exc).__name__, user_error=isinstance(exc, UserError),
+                                   message=str(exc).splitlines()[0][:300] if str(exc) else "")
+            shutil.rmtree(AttemptFolder(run.staging, aid).path, ignore_errors=True)
+    return BatchResult(who=node_identity(), results=results, group=len(jobs), error=error)
 
 
 # ---------------------------------------------------------------- doctor, sweep, images
@@ -487,7 +513,7 @@ def run_group(run: NodeRun, jobs: list, agent: Any) -> dict[str, Any]:
 
 def node_report(targets: list[str], providers: list[str], probe: bool, policy_name: str = "default") -> dict[str, Any]:
     """What `cluster doctor` and the start of a cluster run need to know about this node."""
-    report: dict[str, Any] = {**node_identity(), "code": code_fingerprint(), "problems": [], "images": {},
+    report: dict[str, Any] = {**node_identity().model_dump(), "code": code_fingerprint(), "problems": [], "images": {},
                               "keys": {}, "gpu_runtime": False, "probe": None}
     where = report["node"]
     for provider in providers:
@@ -500,14 +526,11 @@ def node_report(targets: list[str], providers: list[str], probe: bool, policy_na
     if not targets:
         return report
     try:
-        from statebox.sandbox.docker import SandboxEngine
-
         engine = SandboxEngine()
     except UserError as exc:
         report["problems"].append(f"{where}: {exc}")
         return report
     report["gpu_runtime"] = engine.has_gpu_runtime()
-    from statebox.sandbox.images import image_status
 
     for target in targets:
         try:
@@ -519,9 +542,6 @@ def node_report(targets: list[str], providers: list[str], probe: bool, policy_na
             report["problems"].append(f"{where}: image {status.get('tag') or 'statebox-' + target} missing on "
                                       f"{report['docker_host'] or 'the local engine'}; run `statebox cluster prepare`")
     if probe and report["images"].get("sandbox", {}).get("present"):
-        from statebox.harness.cluster_probe import probe_engine
-        from statebox.policies.model import load_policy
-
         try:
             found = probe_engine(engine, load_policy(policy_name), report["images"]["sandbox"]["tag"], where=where)
             report["probe"] = {"shares_filesystem": found.shares_filesystem, "egress_blocked": found.egress_blocked,
@@ -534,9 +554,6 @@ def node_report(targets: list[str], providers: list[str], probe: bool, policy_na
 
 def gateway_check(providers: list[str]) -> list[str]:
     """Can this node's gateway start and reach each provider's upstream (a plain TCP connect)?"""
-    import socket as _socket
-    from urllib.parse import urlparse
-
     problems = []
     for provider in providers:
         default = "https://api.anthropic.com" if provider == "anthropic" else "https://api.openai.com"
@@ -544,7 +561,7 @@ def gateway_check(providers: list[str]) -> list[str]:
         parsed = urlparse(base)
         port = parsed.port or (443 if parsed.scheme == "https" else 80)
         try:
-            _socket.create_connection((parsed.hostname, port), timeout=5).close()
+            socket.create_connection((parsed.hostname, port), timeout=5).close()
         except OSError as exc:
             problems.append(f"{node_name()}: gateway upstream {base} unreachable ({exc.strerror or exc})")
     return problems
@@ -554,11 +571,6 @@ def sweep(run_id: str, engines: list[str], only_dead: bool) -> int:
     """Remove the run's containers on this node's engine and on any other engine of this host
     seen in the run (a lost node's, when it shared this machine). `only_dead`: only containers
     whose statebox process is gone (the end of a run); else all of the run's (a stop)."""
-    import docker
-
-    from statebox.sandbox.docker import LABEL
-    from statebox.sandbox.limited_fs import pid_alive
-
     removed = 0
     staging = node_root() / "runs" / run_id
     if not only_dead and staging.is_dir():  # a stop: this node's attempts start no container from now on
@@ -592,8 +604,6 @@ class ImageLoader:
     """`docker load` on this node, fed the head's `docker save` stream chunk by chunk."""
 
     def __init__(self) -> None:
-        import subprocess
-
         cmd = ["docker", "load"]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
@@ -608,12 +618,10 @@ class ImageLoader:
         out = self.proc.stdout.read().decode(errors="replace") if self.proc.stdout else ""
         err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
         code = self.proc.wait()
-        return {"code": code, "out": out[-2000:], "err": err[-2000:], **node_identity()}
+        return {"code": code, "out": out[-2000:], "err": err[-2000:], **node_identity().model_dump()}
 
 
 def build_images(targets: list[str]) -> dict[str, Any]:
     """Build (or find up to date) the sandbox images on this node's engine."""
-    from statebox.sandbox.images import ensure_image
-
     tags = {t: ensure_image(t) for t in targets}
-    return {"tags": tags, **node_identity()}
+    return {"tags": tags, **node_identity().model_dump()}

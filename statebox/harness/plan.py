@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, m
 
 from statebox.agents.base import agent_class
 from statebox.attempt import AgentOptions, provider_for
+from statebox.attempt_folder import RUN_CONFIG_FILE as RUN_CONFIG_FILE  # the run folder's config file; named where the folder is
 from statebox.benchmarks import load_benchmark
 from statebox.errors import UserError
 from statebox.harness.trust import TrustPlan, TrustSettings, plan_for_run
@@ -28,7 +29,6 @@ from statebox.policies.model import load_policy
 from statebox.schema import BENCHMARKS, Attempt, Item, Query
 from statebox.userfiles import CONFIG_MAX_BYTES, read_user_text
 
-RUN_CONFIG_FILE = "run.json"
 
 
 class DatasetSpec(BaseModel):

@@ -10,11 +10,9 @@ are — retrying them would let a flaky agent roll the dice.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import queue as queue_mod
 import random
-import shutil
 import threading
 import time
 from collections import Counter
@@ -27,6 +25,7 @@ from statebox import signals
 from statebox.agents.base import Agent, make_agent
 from statebox.agents.streaming import AgentStream, can_stream
 from statebox.attempt import AgentOptions, AttemptContext, SecretFacts, provider_for
+from statebox.attempt_folder import ATTEMPTS_DIR, RUN_CONFIG_FILE, AttemptFolder, failed_session, inside
 from statebox.audits.verdict import audit_attempt
 from statebox.errors import InfrastructureError, StorageError, UserError, storage_error
 from statebox.harness.attempt_sandbox import AttemptSandboxes, SandboxTracker
@@ -57,7 +56,6 @@ from statebox.scoring import score_query
 from statebox.signals import Cancelled, Interrupted
 
 INFRA_RETRIES = 2
-ATTEMPTS_DIR = "attempts"
 STOP_GRACE_S = 30.0  # on a stop: how long in-flight attempts get to unwind once their containers are gone
 PREFLIGHT_PROBES = 8  # videos probed at once before a run starts
 
@@ -116,7 +114,7 @@ class AgentTally:
     failed: int = 0
     tokens: int = 0
     cost: float = 0.0
-    statuses: Counter = field(default_factory=Counter)
+    statuses: Counter[str] = field(default_factory=Counter)
 
 
 def start_services(
@@ -201,50 +199,37 @@ def _probe_quietly(video: str) -> tuple[Any, UserError | None]:
         return None, exc
 
 
-def _write_json(path: Path, payload: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, default=str))
-    tmp.replace(path)
-
-
 def run_attempt(job: AttemptJob, services: RunServices) -> ResultRow:
     """Run one attempt end to end and return its store row (never raises for agent faults).
 
     Raises `Cancelled` (the run is stopping: no row) and `StorageError` (a full or
     read-only disk: stop the run). Writes no store row: the caller (the head) does.
     """
-    run_dir = services.run_dir
     try:
         return _run_attempt(job, services)
     except (Cancelled, StorageError):
         raise
     except OSError as exc:  # writing the attempt folder or the workspace: a full or read-only disk
-        err = storage_error(exc, None, "cannot write the run folder" if _under(exc.filename, run_dir) else "cannot write",
-                            owned=_under(exc.filename, run_dir))
-        if err is None:
-            raise
-        raise err from exc
+        raise _disk_fault(exc, services.run_dir) from exc
 
 
-def _under(path: Any, folder: Path) -> bool:
-    if not path:
-        return False
-    try:
-        Path(str(path)).resolve().relative_to(Path(folder).resolve())
-        return True
-    except (ValueError, OSError):
-        return False
+def _disk_fault(exc: OSError, run_dir: Path) -> BaseException:
+    """A full or read-only disk as the run's `StorageError` (any other OSError as itself)."""
+    owned = inside(exc.filename, run_dir)
+    return storage_error(exc, None, "cannot write the run folder" if owned else "cannot write", owned=owned) or exc
 
 
-_DISK_WORDS = ("[Errno 28]", "No space left on device", "[Errno 30]", "Read-only file system", "[Errno 122]")
+def _folder(services: RunServices, job: AttemptJob) -> AttemptFolder:
+    return AttemptFolder(services.run_dir, job.attempt.attempt_id)
 
 
-def _fresh_folder(services: RunServices, job: AttemptJob) -> Path:
-    attempt_dir = services.run_dir / ATTEMPTS_DIR / job.attempt.attempt_id
-    if attempt_dir.exists():  # left over from a killed run: that attempt was in flight, redo it
-        shutil.rmtree(attempt_dir)
-    attempt_dir.mkdir(parents=True)
-    return attempt_dir
+def _finisher(job: AttemptJob, services: RunServices, folder: AttemptFolder) -> Callable[[Session, int], ResultRow]:
+    """How the attempt folder's lifecycle turns this job's finished session into its row."""
+
+    def finish(session: Session, retries: int) -> ResultRow:
+        return finish_row(job.planned, session, services.policy, folder.path, retries)
+
+    return finish
 
 
 def _secret_facts(job: AttemptJob, video: Path) -> SecretFacts:
@@ -257,21 +242,19 @@ def _secret_facts(job: AttemptJob, video: Path) -> SecretFacts:
     )
 
 
-def _write_attempt_record(attempt_dir: Path, job: AttemptJob, workspace: Workspace | None, secret: SecretFacts) -> None:
-    _write_json(
-        attempt_dir / "attempt.json",
-        {
-            "attempt": job.attempt.model_dump(),
-            "attempt_id": job.attempt.attempt_id,
-            "bench": job.dataset.bench,
-            "item_id": job.item.id,
-            "question": job.item.question,  # lets the auditor recognise searches for it
-            "query_index": job.query.index,
-            "query_time": job.query.time,
-            "workspace_video": workspace.video_name if workspace else None,
-            "secret": secret.__dict__,
-        },
-    )
+def _attempt_record(job: AttemptJob, workspace: Workspace | None, secret: SecretFacts) -> dict[str, object]:
+    """attempt.json's content (`AttemptFolder.write_record`); the auditor's `AttemptFacts` reads it."""
+    return {
+        "attempt": job.attempt.model_dump(),
+        "attempt_id": job.attempt.attempt_id,
+        "bench": job.dataset.bench,
+        "item_id": job.item.id,
+        "question": job.item.question,  # lets the auditor recognise searches for it
+        "query_index": job.query.index,
+        "query_time": job.query.time,
+        "workspace_video": workspace.video_name if workspace else None,
+        "secret": secret.__dict__,
+    }
 
 
 def _run_agent(agent: Agent, ctx: AttemptContext, services: RunServices, started: float) -> tuple[Session, int]:
@@ -287,7 +270,7 @@ def _run_agent(agent: Agent, ctx: AttemptContext, services: RunServices, started
                 raise Cancelled("the run is stopping") from None
             retries += 1
             if retries > INFRA_RETRIES:
-                return _failed_session(ctx.attempt.attempt_id, agent.name, f"infrastructure: {exc}", started), retries
+                return failed_session(ctx.attempt.attempt_id, agent.name, f"infrastructure: {exc}", started), retries
             time.sleep(min(2.0 * retries, 5.0))
 
 
@@ -295,36 +278,33 @@ def _run_attempt(job: AttemptJob, services: RunServices) -> ResultRow:
     attempt = job.attempt
     policy = services.policy
     agent = services.agents[attempt.agent]
-    if services.cancel.is_set():
-        raise Cancelled("the run is stopping")
-    attempt_dir = _fresh_folder(services, job)
+    folder = _folder(services, job)
     videos_dir = Path(job.dataset.videos) if job.dataset.videos else None
-    video = resolve_video(job.item, videos_dir)
-    secret = _secret_facts(job, video)
-    workspace: Workspace | None = None
-    sandboxes: AttemptSandboxes | None = None
-    decoys: AttemptDecoys | None = None
-    started = time.time()
-    session: Session | None = None
-    retries = 0
-    try:
+    with folder.lifecycle(agent.name, _finisher(job, services, folder), cancel=services.cancel) as run:
+        video = resolve_video(job.item, videos_dir)
+        secret = _secret_facts(job, video)
+        workspace: Workspace | None = None
         mounts: list[Mount] = []
         if agent.needs_sandbox:
             workspace = prepare_workspace(job.item, job.query, video, policy, reencode=policy.reencode, dataset=secret.dataset)
+            run.on_cleanup(workspace.cleanup)
             if policy.audit.honeytokens:  # host files outside the run folder (harness/decoys.py)
-                decoys = plant_decoys(attempt_dir, random.Random(attempt.attempt_id), decoy_answer=job.decoy_answer)
+                decoys = plant_decoys(folder.path, random.Random(attempt.attempt_id), decoy_answer=job.decoy_answer)
+                # once its containers are gone the decoys' snapshot is final (none when stopped)
+                run.on_cleanup(lambda: decoys.finish(folder.path if run.session is not None else None), quiet=False)
                 mounts = decoys.mounts
                 secret.honeytoken_values = list(decoys.plan.values)
                 secret.honeytoken_paths = list(decoys.plan.paths)
-        _write_attempt_record(attempt_dir, job, workspace, secret)
+        folder.write_record(_attempt_record(job, workspace, secret))
         sandboxes = services.sandboxes_for(job, mounts)
         if sandboxes is not None:
+            run.on_cleanup(lambda: sandboxes.attempt_cleanup(attempt.attempt_id))
             sandboxes.attempt_init(attempt.attempt_id)
         ctx = AttemptContext(
             attempt=attempt,
             item=job.item,
             query=job.query,
-            attempt_dir=attempt_dir,
+            attempt_dir=folder.path,
             policy=policy,
             options=job.options,
             secret=secret,
@@ -334,39 +314,8 @@ def _run_attempt(job: AttemptJob, services: RunServices) -> ResultRow:
             dataset_items=services.items.get(job.dataset.label, []),
             videos_dir=videos_dir,
         )
-        session, retries = _run_agent(agent, ctx, services, started)
-    except StorageError:  # a full or read-only disk stops the run; it is no fault of this attempt
-        raise
-    except UserError as exc:  # e.g. the leak gate refused the workspace: this attempt cannot run
-        session = _failed_session(attempt.attempt_id, agent.name, str(exc), started)
-    except OSError as exc:
-        if storage_error(exc, owned=_under(exc.filename, services.run_dir)) is not None:
-            raise
-        session = _failed_session(attempt.attempt_id, agent.name, f"{type(exc).__name__}: {exc}", started)
-    except Exception as exc:  # noqa: BLE001 - an agent bug must not stop the other attempts
-        session = _failed_session(attempt.attempt_id, agent.name, f"{type(exc).__name__}: {exc}", started)
-    finally:
-        if sandboxes is not None:
-            try:
-                sandboxes.attempt_cleanup(attempt.attempt_id)
-            except Exception:  # noqa: BLE001
-                pass
-        if workspace is not None:
-            try:
-                workspace.cleanup()
-            except Exception:  # noqa: BLE001
-                pass
-        if decoys is not None:  # its containers are gone: the decoys' snapshot is final (none when stopped)
-            decoys.finish(attempt_dir if session is not None else None)
-    assert session is not None
-    if services.cancel.is_set():  # stopped mid-way (its container may have been removed): redo on resume
-        raise Cancelled("the run is stopping")
-    if session.status != "ok" and any(w in (session.reason or "") for w in _DISK_WORDS):
-        # an agent that caught a full/read-only disk itself: a row would make resume skip it forever
-        raise StorageError(f"cannot write the attempt folder: {session.reason.splitlines()[0][:200]} ({attempt_dir})")
-    (attempt_dir / "response.txt").write_text(session.response)
-    _write_json(attempt_dir / "session.json", json.loads(session.model_dump_json()))
-    return finish_row(job.planned, session, policy, attempt_dir, retries)
+        run.session, run.retries = _run_agent(agent, ctx, services, run.started)
+    return run.row
 
 
 RowHook = Callable[[ResultRow], None]
@@ -387,11 +336,36 @@ def run_session(job: SessionJob, services: RunServices, on_row: RowHook | None =
     except (Cancelled, StorageError):
         raise
     except OSError as exc:
-        err = storage_error(exc, None, "cannot write the run folder" if _under(exc.filename, services.run_dir) else "cannot write",
-                            owned=_under(exc.filename, services.run_dir))
-        if err is None:
-            raise
-        raise err from exc
+        raise _disk_fault(exc, services.run_dir) from exc
+
+
+@dataclass
+class _SessionKit:
+    """What a streaming session's points share (made on its first asked point, undone when it ends)."""
+
+    space: SessionWorkspace | None = None
+    stream: AgentStream | None = None
+    sandboxes: AttemptSandboxes | None = None
+    decoys: AttemptDecoys | None = None
+
+    def close(self, lead: AttemptJob) -> None:
+        """Whatever happened: the conversation, the containers, the workspace, then the decoys (every
+        point has its snapshot)."""
+        undo: list[Callable[[], object]] = []
+        if self.stream is not None:
+            undo.append(self.stream.close)
+        if self.sandboxes is not None:
+            sandboxes = self.sandboxes
+            undo.append(lambda: sandboxes.attempt_cleanup(lead.attempt.attempt_id))
+        if self.space is not None:
+            undo.append(self.space.cleanup)
+        for step in undo:
+            try:
+                step()
+            except Exception:  # noqa: BLE001 - tidying up must not mask the session's outcome
+                pass
+        if self.decoys is not None:
+            self.decoys.finish(None)
 
 
 def _run_session(job: SessionJob, services: RunServices, on_row: RowHook | None) -> list[ResultRow]:
@@ -418,23 +392,21 @@ def _run_session(job: SessionJob, services: RunServices, on_row: RowHook | None)
     videos_dir = Path(lead.dataset.videos) if lead.dataset.videos else None
     video = resolve_video(lead.item, videos_dir)
     base_secret = _secret_facts(lead, video)
-    space: SessionWorkspace | None = None
-    stream: AgentStream | None = None
-    sandboxes: AttemptSandboxes | None = None
-    decoys: AttemptDecoys | None = None
+    kit = _SessionKit()
     try:
         for j in job.jobs:
             if services.cancel.is_set():
                 raise Cancelled("the run is stopping")
             answered = job.answered.get(j.attempt.attempt_id)
-            if space is None:
+            if kit.space is None:
                 try:
-                    space = SessionWorkspace.open(lead.item, job.jobs[0].query, video, policy, dataset=base_secret.dataset)
+                    kit.space = SessionWorkspace.open(lead.item, job.jobs[0].query, video, policy, dataset=base_secret.dataset)
                 except (Cancelled, StorageError):
                     raise
                 except Exception as exc:  # noqa: BLE001 - the leak gate, a bad video: no point of this session can run
                     _emit_all(emit, todo, rows, services, _session_fault(exc, services))
                     return rows
+            space = kit.space
             if answered is not None:
                 try:
                     space.advance(j.query)
@@ -445,57 +417,36 @@ def _run_session(job: SessionJob, services: RunServices, on_row: RowHook | None)
                     return rows
                 space.replayed(j.query, answered)
                 continue
-            attempt_dir = _fresh_folder(services, j)
-            started = time.time()
-            secret = SecretFacts(**base_secret.__dict__)
-            if sandboxes is None:  # the session's first asked point: decoys planted once, mounted for the whole session
-                mounts: list[Mount] = []
-                if policy.audit.honeytokens:
-                    decoys = plant_decoys(attempt_dir, random.Random(lead.attempt.attempt_id), decoy_answer=lead.decoy_answer)
-                    mounts = decoys.mounts
-                    base_secret.honeytoken_values = list(decoys.plan.values)
-                    base_secret.honeytoken_paths = list(decoys.plan.paths)
-                    secret = SecretFacts(**base_secret.__dict__)
-                sandboxes = services.sandboxes_for(lead, mounts)
-                assert sandboxes is not None
-                sandboxes.attempt_init(lead.attempt.attempt_id)
-            session, retries, stream = _ask_point(agent, j, space, attempt_dir, secret, sandboxes, stream, services,
-                                                  started, points=len(todo))
-            if decoys is not None:
-                # the same decoys judge every point, each from its own snapshot: a read taints this point and the rest
-                decoys.snapshot(attempt_dir)
-            if services.cancel.is_set():
-                raise Cancelled("the run is stopping")
-            if session.status != "ok" and any(w in (session.reason or "") for w in _DISK_WORDS):
-                raise StorageError(f"cannot write the attempt folder: {session.reason.splitlines()[0][:200]} ({attempt_dir})")
-            (attempt_dir / "response.txt").write_text(session.response)
-            _write_json(attempt_dir / "session.json", json.loads(session.model_dump_json()))
-            emit(finish_row(j.planned, session, policy, attempt_dir, retries))
-            space.answered(j.query, session.response)
+            folder = _folder(services, j)
+            with folder.lifecycle(agent.name, _finisher(j, services, folder), cancel=services.cancel) as point:
+                secret = SecretFacts(**base_secret.__dict__)
+                if kit.sandboxes is None:  # the session's first asked point: decoys planted once, mounted for the whole session
+                    mounts: list[Mount] = []
+                    if policy.audit.honeytokens:
+                        kit.decoys = plant_decoys(folder.path, random.Random(lead.attempt.attempt_id), decoy_answer=lead.decoy_answer)
+                        mounts = kit.decoys.mounts
+                        base_secret.honeytoken_values = list(kit.decoys.plan.values)
+                        base_secret.honeytoken_paths = list(kit.decoys.plan.paths)
+                        secret = SecretFacts(**base_secret.__dict__)
+                    sandboxes = services.sandboxes_for(lead, mounts)
+                    assert sandboxes is not None
+                    kit.sandboxes = sandboxes
+                    sandboxes.attempt_init(lead.attempt.attempt_id)
+                point.session, point.retries, kit.stream = _ask_point(agent, j, space, folder, secret, kit.sandboxes,
+                                                                      kit.stream, services, point.started, points=len(todo))
+                if kit.decoys is not None:
+                    # the same decoys judge every point, each from its own snapshot: a read taints this point and the rest
+                    kit.decoys.snapshot(folder.path)
+            emit(point.row)
+            space.answered(j.query, point.row.response)
     finally:
-        if stream is not None:
-            try:
-                stream.close()
-            except Exception:  # noqa: BLE001
-                pass
-        if sandboxes is not None:
-            try:
-                sandboxes.attempt_cleanup(lead.attempt.attempt_id)
-            except Exception:  # noqa: BLE001
-                pass
-        if space is not None:
-            try:
-                space.cleanup()
-            except Exception:  # noqa: BLE001
-                pass
-        if decoys is not None:  # every point has its snapshot: the decoys go
-            decoys.finish(None)
+        kit.close(lead)
     return rows
 
 
 def _session_fault(exc: Exception, services: RunServices) -> str:
     """Why a session could not start: a user error's own line; a full or read-only run disk is raised, not recorded."""
-    if isinstance(exc, OSError) and storage_error(exc, owned=_under(exc.filename, services.run_dir)) is not None:
+    if isinstance(exc, OSError) and storage_error(exc, owned=inside(exc.filename, services.run_dir)) is not None:
         raise exc
     return str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
 
@@ -508,7 +459,7 @@ def _emit_all(emit: RowHook, todo: list[AttemptJob], rows: list[ResultRow], serv
             emit(_session_failure(k, services, reason))
 
 
-def _ask_point(agent: Agent, job: AttemptJob, space: SessionWorkspace, attempt_dir: Path, secret: SecretFacts,
+def _ask_point(agent: Agent, job: AttemptJob, space: SessionWorkspace, folder: AttemptFolder, secret: SecretFacts,
                sandboxes: AttemptSandboxes | None, stream: AgentStream | None, services: RunServices, started: float,
                *, points: int) -> tuple[Session, int, AgentStream | None]:
     """One query point of a session: the next cut and question, then the agent (its conversation
@@ -517,14 +468,14 @@ def _ask_point(agent: Agent, job: AttemptJob, space: SessionWorkspace, attempt_d
     try:
         space.advance(job.query)
         view = space.question(job.query)
-        _write_attempt_record(attempt_dir, job, view, secret)
+        folder.write_record(_attempt_record(job, view, secret))
         # the point's query as the agent sees it: which question file is this point's, and its place in the session
         query = job.query.model_copy(update={"meta": {**job.query.meta, "session_question_file": space.question_file,
                                                       "session_position": space.position}})
         item = job.item
         if not can_stream(agent) and space.history:  # agents that prompt from the question alone still get the Q&A
             item = item.model_copy(update={"question": f"{item.question.strip()}\n{history_note(space.history)}"})
-        ctx = AttemptContext(attempt=job.attempt, item=item, query=query, attempt_dir=attempt_dir,
+        ctx = AttemptContext(attempt=job.attempt, item=item, query=query, attempt_dir=folder.path,
                              policy=services.policy, options=job.options, secret=secret, workspace=view,
                              engine=sandboxes, gateway=services.gateway,
                              dataset_items=services.items.get(job.dataset.label, []),
@@ -547,31 +498,21 @@ def _ask_point(agent: Agent, job: AttemptJob, space: SessionWorkspace, attempt_d
                     stream = None
                 retries += 1
                 if retries > INFRA_RETRIES:
-                    return _failed_session(job.attempt.attempt_id, agent.name, f"infrastructure: {exc}", started), retries, None
+                    return failed_session(job.attempt.attempt_id, agent.name, f"infrastructure: {exc}", started), retries, None
                 time.sleep(min(2.0 * retries, 5.0))
     except (Cancelled, StorageError):
         raise
-    except UserError as exc:  # the cut could not be added (the agent filled or planted the workspace), the leak gate
-        return _failed_session(job.attempt.attempt_id, agent.name, str(exc), started), retries, stream
-    except OSError as exc:
-        if storage_error(exc, owned=_under(exc.filename, services.run_dir)) is not None:
-            raise
-        return _failed_session(job.attempt.attempt_id, agent.name, f"{type(exc).__name__}: {exc}", started), retries, stream
-    except Exception as exc:  # noqa: BLE001 - an agent bug must not stop the other sessions
-        return _failed_session(job.attempt.attempt_id, agent.name, f"{type(exc).__name__}: {exc}", started), retries, stream
+    except Exception as exc:  # noqa: BLE001 - the cut could not be added, the leak gate, an agent bug: this point fails
+        return folder.fault_session(exc, agent.name, started), retries, stream
 
 
 def _session_failure(job: AttemptJob, services: RunServices, reason: str) -> ResultRow:
-    """The row of a point that could not be asked (its session could not start)."""
-    attempt_dir = _fresh_folder(services, job)
-    session = _failed_session(job.attempt.attempt_id, job.attempt.agent, reason, time.time())
-    (attempt_dir / "response.txt").write_text("")
-    _write_json(attempt_dir / "session.json", json.loads(session.model_dump_json()))
-    return finish_row(job.planned, session, services.policy, attempt_dir, 0)
-
-
-def _failed_session(attempt_id: str, agent: str, reason: str, started: float) -> Session:
-    return Session(attempt_id=attempt_id, agent=agent, status="error", reason=reason.splitlines()[0][:500] if reason else "error", started_at=started, duration_s=time.time() - started)
+    """The row of a point that could not be asked (its session could not start): no agent ran, so
+    neither a stop nor a disk fault is this point's to report (`cancel=None`)."""
+    folder = _folder(services, job)
+    with folder.lifecycle(job.attempt.agent, _finisher(job, services, folder), cancel=None) as run:
+        run.fail(reason)
+    return run.row
 
 
 def finish_row(planned: PlannedAttempt, session: Session, policy: Policy, attempt_dir: Path, retries: int) -> ResultRow:
@@ -680,7 +621,7 @@ def _run_locked(
     try:
         config.save(run_dir)
     except OSError as exc:
-        raise storage_error(exc, run_dir / "run.json", "cannot write the run folder") or exc
+        raise storage_error(exc, run_dir / RUN_CONFIG_FILE, "cannot write the run folder") or exc
     store = ResultStore(run_dir)
     done = store.done_ids()
     items_by_dataset = {d.spec.label: d.items for d in datasets}
@@ -706,7 +647,7 @@ def _run_locked(
                                    items_by_dataset=items_by_dataset, datasets=datasets, todo=todo,
                                    gateway_options=gateway_options, sessions=sessions))
     lock = threading.Lock()
-    pending: dict[Future, list[PlannedAttempt]] = {}
+    pending: dict[TaskFuture, list[PlannedAttempt]] = {}
     queue = list(reversed(todo))
     session_queue = list(reversed(batches))  # a session is one batch: all its points not yet stored
 
@@ -772,6 +713,13 @@ def _run_locked(
     return store
 
 
+# A batch in flight: its rows on this host's threads; a Ray task's `BatchResult` on a cluster
+# (harness/cluster_handoff.py). Only the executor that made it reads it (`collect`).
+TaskFuture = Future[Any]
+# writes finished attempts' rows (the head is the one writer)
+RecordHook = Callable[[list[tuple[PlannedAttempt, ResultRow]]], None]
+
+
 @dataclass
 class DispatchContext:
     """What an executor needs to run a run's attempts (built once by `run_planned`)."""
@@ -781,7 +729,7 @@ class DispatchContext:
     policy: Policy
     agents: dict[str, Agent]
     options: dict[str, AgentOptions]
-    items_by_dataset: dict[str, list]
+    items_by_dataset: dict[str, list[Item]]
     datasets: list[LoadedDataset]
     todo: list[PlannedAttempt]
     gateway_options: dict[str, Any] | None = None
@@ -809,17 +757,18 @@ class AttemptExecutor:
     def batch_size(self, next_attempt: PlannedAttempt) -> int:
         return 1
 
-    def submit(self, batch: list[PlannedAttempt]) -> Future:
+    def submit(self, batch: list[PlannedAttempt]) -> TaskFuture:
         raise NotImplementedError
 
-    def collect(self, fut: Future, batch: list[PlannedAttempt]) -> list[ResultRow]:
-        return fut.result()
+    def collect(self, fut: TaskFuture, batch: list[PlannedAttempt]) -> list[ResultRow]:
+        rows: list[ResultRow] = fut.result()
+        return rows
 
     def drain(self) -> list[tuple[PlannedAttempt, ResultRow]]:
         """Rows finished ahead of their batch (a streaming session's points), to be written now."""
         return []
 
-    def stop(self, pending: dict[Future, list[PlannedAttempt]], record: Callable[..., None]) -> None:
+    def stop(self, pending: dict[TaskFuture, list[PlannedAttempt]], record: RecordHook) -> None:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -839,7 +788,7 @@ class LocalExecutor(AttemptExecutor):
     def slots(self) -> int:
         return max(1, self.ctx.config.concurrency)
 
-    def submit(self, batch: list[PlannedAttempt]) -> Future:
+    def submit(self, batch: list[PlannedAttempt]) -> TaskFuture:
         ctx = self.ctx
         session = ctx.sessions.get(batch[0].attempt.attempt_id) if ctx.sessions else None
         if session is not None:
@@ -867,7 +816,7 @@ class LocalExecutor(AttemptExecutor):
             except queue_mod.Empty:
                 return out
 
-    def stop(self, pending: dict[Future, list[PlannedAttempt]], record: Callable[..., None]) -> None:
+    def stop(self, pending: dict[TaskFuture, list[PlannedAttempt]], record: RecordHook) -> None:
         def record_all(finished: list[tuple[PlannedAttempt, ResultRow]]) -> None:
             record(self.drain() + list(finished))
 
@@ -886,7 +835,7 @@ class LocalExecutor(AttemptExecutor):
             services.close()
 
 
-def _stop_in_flight(services: RunServices, pending: dict[Future, list[PlannedAttempt]], record: Callable[..., None]) -> None:
+def _stop_in_flight(services: RunServices, pending: dict[TaskFuture, list[PlannedAttempt]], record: RecordHook) -> None:
     """Stop the attempts in flight: no new container, remove the running ones, give their
     threads `STOP_GRACE_S` to unwind (workspaces cleaned in their `finally`). An attempt
     that had finished before the stop still gets its row; the stopped ones get none, and

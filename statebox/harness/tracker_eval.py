@@ -23,11 +23,13 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, JsonValue
 
+from statebox.attempt_folder import (RUN_CONFIG_FILE, SESSION_FILE, STDERR_LOG, STDOUT_LOG, TRACKER_OUT_DIR, TRACKER_TRACKS,
+                                     AttemptFolder)
 from statebox.errors import UserError
-from statebox.harness.plan import RUN_CONFIG_FILE, RunConfig, datasets_from_suite
-from statebox.harness.runner import ATTEMPTS_DIR, run_planned
+from statebox.harness.plan import RunConfig, datasets_from_suite
+from statebox.harness.runner import run_planned
 from statebox.harness.store import ResultRow, open_existing
 from statebox.tracker import container as tc
 
@@ -80,13 +82,13 @@ def tracker_run_config(suite_dir: Path, weights: Path | None = None, *, tasks: l
             raise UserError(f"--task {', '.join(unknown)}: not in {suite_dir} (has: {', '.join(d.label for d in datasets)})")
         datasets = [d for d in datasets if d.label in tasks]
     weights_path = tc.resolve_weights(weights)
-    extra: dict[str, int] = {"stride": stride}
+    extra: dict[str, JsonValue] = {"stride": stride}
     if group > 1:  # left out at 1, so an existing run folder's config (and run id) is unchanged
         extra["group"] = group
         concurrency = max(concurrency, group)
-    tracker_options = {"weights": str(weights_path), "extra": extra}
+    tracker_options: dict[str, JsonValue] = {"weights": str(weights_path), "extra": extra}
     agents = [TRACKER, BASELINE]
-    options = {TRACKER: tracker_options, BASELINE: {}}
+    options: dict[str, dict[str, JsonValue]] = {TRACKER: tracker_options, BASELINE: {}}
     config = RunConfig(run_id="", agents=agents, datasets=datasets, concurrency=concurrency, policy=policy,
                        agent_options=options, suite=str(Path(suite_dir).resolve()))
     return config.model_copy(update={"run_id": config.fingerprint(command="tracker eval")})
@@ -100,7 +102,7 @@ def evaluate_suite(suite_dir: Path, weights: Path | None = None, *, tasks: list[
     config = tracker_run_config(suite_dir, weights, tasks=tasks, stride=stride, concurrency=concurrency, policy=policy,
                                 group=group)
     run_dir = Path(run_dir) if run_dir is not None else Path("runs") / config.run_id
-    if (run_dir / "run.json").exists():
+    if (run_dir / RUN_CONFIG_FILE).exists():
         config = config.model_copy(update={"run_id": RunConfig.load(run_dir).run_id})  # same folder: resume
 
     def on_progress(agent: str, row: ResultRow | None, tally) -> None:
@@ -157,11 +159,11 @@ def run_peer(suite_dir: Path, families: list[str], weights: Path, stride: int, o
             command += ["--video", f"/videos/{i}/{video.name}"]
         out_dir.mkdir(parents=True, exist_ok=True)
         spec = ContainerSpec(image=tc.tracker_image(), command=command, workspace=None, policy=pol,
-                             env=dict(tc.OFFLINE_ENV), mounts=mounts, gpu=True)
-        result = engine.run(spec, out_dir / "stdout.log", out_dir / "stderr.log")
+                             env=dict(tc.OFFLINE_ENV), mounts=mounts, gpu=True, time_limit_s=None)
+        result = engine.run(spec, out_dir / STDOUT_LOG, out_dir / STDERR_LOG)
         if result.status != "ok" or result.exit_code not in (0, None):
             raise UserError(f"ultralytics' tracking loop failed ({result.status}, exit {result.exit_code}); "
-                            f"see {out_dir / 'stderr.log'}")
+                            f"see {out_dir / STDERR_LOG}")
         scratch.copy_out(out_dir)
     finally:
         scratch.cleanup()
@@ -215,7 +217,7 @@ def _add_tracking(result: SuiteScore, run_dir: Path, rows: list[ResultRow]) -> N
     for row in rows:
         if row.agent != TRACKER:
             continue
-        path = run_dir / ATTEMPTS_DIR / row.attempt_id / "tracker-out" / "tracks.jsonl"
+        path = AttemptFolder(run_dir, row.attempt_id).file(TRACKER_OUT_DIR) / TRACKER_TRACKS
         if path.is_file():
             n = sum(1 for _ in path.open())
             if n > longest.get((row.dataset, row.item_id), (-1, path))[0]:
@@ -224,7 +226,7 @@ def _add_tracking(result: SuiteScore, run_dir: Path, rows: list[ResultRow]) -> N
     for (task, item_id), (_n, path) in sorted(longest.items()):
         video = videos.get(task, {}).get(item_id)
         truth = video.parent.parent / "gt" / f"{video.stem}.tracks.jsonl" if video else None
-        if truth is None or not truth.is_file():
+        if video is None or truth is None or not truth.is_file():
             continue
         gt = load_truth(truth)
         frames, boxes = load_tracks_jsonl(path)
@@ -243,7 +245,7 @@ def _add_tracking(result: SuiteScore, run_dir: Path, rows: list[ResultRow]) -> N
 
 
 def _session(run_dir: Path, attempt_id: str) -> dict:
-    path = run_dir / ATTEMPTS_DIR / attempt_id / "session.json"
+    path = AttemptFolder(run_dir, attempt_id).file(SESSION_FILE)
     try:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):

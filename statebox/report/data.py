@@ -32,6 +32,7 @@ from typing import Any, Iterator
 
 import orjson
 
+from statebox.attempt_folder import ATTEMPTS_DIR, EVENTS_FILE, RUN_CONFIG_FILE
 from statebox.report.aggregate import AgentDatasetScore, ScoreAccumulator, add_comparisons
 from statebox.report.attribution import AttributionAccumulator, FailureAttribution, probe_parents
 from statebox.harness.store import RESULTS_FILE, ResultRow, check_store_file
@@ -198,7 +199,7 @@ def read_transcript(attempt_dir: Path | str, max_events: int = MAX_EVENTS_PER_AT
     look like one (a torn last line, a killed writer) or is longer than `MAX_LINE` is parsed
     (and its text cut at `max_text`), so the page can splice the lines into its JSON as they are.
     """
-    path = os.path.join(attempt_dir, "events.jsonl")
+    path = os.path.join(attempt_dir, EVENTS_FILE)
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             text = handle.read()
@@ -407,7 +408,7 @@ class ChunkSink:
         path: str | None = None
         key, size = "-", 0
         if row.attempt_id in present:
-            path = attempts + os.sep + row.attempt_id + os.sep + "events.jsonl"
+            path = attempts + os.sep + row.attempt_id + os.sep + EVENTS_FILE
             try:
                 st = os.stat(path)
                 key, size = f"{st.st_size}:{st.st_mtime_ns}", min(st.st_size, MAX_EVENTS_PER_ATTEMPT * MAX_LINE)
@@ -625,7 +626,7 @@ class ReportPass:
         self.trust_ids, self.source_ids = trust_ids, source_ids
         self.trust_rows: list[ResultRow] = []
         self.source_rows: list[ResultRow] = []
-        self._attempts = str(self.run_dir / "attempts")
+        self._attempts = str(self.run_dir / ATTEMPTS_DIR)
         self.datasets = {d.label: d for d in datasets}
         self.dataset_list = datasets
         self.sink = sink
@@ -812,7 +813,7 @@ def summarise(run_dir: Path, datasets: list[DatasetInfo], sink: ChunkSink | None
     from statebox.scoring.report import _collector_paused
 
     try:
-        plan = load_run_trust(run_dir) if (Path(run_dir) / "run.json").exists() else None
+        plan = load_run_trust(run_dir) if (Path(run_dir) / RUN_CONFIG_FILE).exists() else None
         trust_ids = frozenset(plan.by_id()) if plan is not None else frozenset()
         source_ids = frozenset(t.source_id for t in plan.items if t.kind == "twin") if plan is not None else frozenset()
         rpass = ReportPass(run_dir, datasets, sink, trust_ids=trust_ids, source_ids=source_ids)

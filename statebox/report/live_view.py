@@ -25,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, SESSION_FILE
 from statebox.report.page import ATTEMPTS_SECTION, page_head, page_meta, page_tail, summary_html
 from statebox.report.data import (
     DatasetInfo,
@@ -121,7 +122,7 @@ class LiveRun:
 
     def _in_flight(self) -> list[dict[str, Any]]:
         """Attempt folders with no store row and no final session.json: started, not finished."""
-        attempts = self.run_dir / "attempts"
+        attempts = self.run_dir / ATTEMPTS_DIR
         out: list[dict[str, Any]] = []
         if not attempts.is_dir():
             return out
@@ -133,17 +134,17 @@ class LiveRun:
                 if entry.name in done or not entry.is_dir():
                     continue
                 folder = Path(entry.path)
-                if (folder / "session.json").exists():
+                if (folder / SESSION_FILE).exists():
                     continue  # finished; its row is being written
                 info: dict[str, Any] = {"attempt_id": entry.name}
                 try:
-                    meta = json.loads((folder / "attempt.json").read_text())
+                    meta = json.loads((folder / ATTEMPT_FILE).read_text())
                     info.update(agent=meta.get("attempt", {}).get("agent"), item_id=meta.get("item_id"),
                                 dataset=meta.get("attempt", {}).get("dataset"))
                 except (OSError, ValueError):
                     pass
                 try:
-                    with open(folder / "events.jsonl", "rb") as fh:
+                    with open(folder / EVENTS_FILE, "rb") as fh:
                         info["events"] = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 16), b""))
                 except OSError:
                     info["events"] = 0
@@ -180,7 +181,7 @@ class LiveRun:
     def attempt(self, attempt_id: str) -> dict[str, Any] | None:
         if not attempt_id or "/" in attempt_id or "\\" in attempt_id or attempt_id.startswith("."):
             return None
-        folder = self.run_dir / "attempts" / attempt_id
+        folder = self.run_dir / ATTEMPTS_DIR / attempt_id
         transcript = read_transcript(folder)
         conn = self._connect()
         if conn is not None:
@@ -202,7 +203,7 @@ class LiveRun:
         ids: list[str] = []
         started = time.time()
         complete = True
-        attempts = self.run_dir / "attempts"
+        attempts = self.run_dir / ATTEMPTS_DIR
         if needle and attempts.is_dir():
             with os.scandir(attempts) as it:
                 for entry in it:
@@ -210,7 +211,7 @@ class LiveRun:
                         complete = False
                         break
                     try:
-                        with open(os.path.join(entry.path, "events.jsonl"), "rb") as fh:
+                        with open(os.path.join(entry.path, EVENTS_FILE), "rb") as fh:
                             if needle in fh.read().lower():
                                 ids.append(entry.name)
                     except OSError:

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from statebox import signals
+from statebox.attempt_folder import STDERR_LOG, STDOUT_LOG
 from statebox.errors import UserError
 from statebox.policies import load_policy
 from statebox.sandbox.docker import ContainerSpec, SandboxEngine
@@ -56,7 +57,7 @@ def run_command(*, video: Path, question: str, query_time: float | None, policy_
         if tty:
             return _run_tty(engine, spec)
         logs = Path(tempfile.mkdtemp(prefix="statebox-run-"))
-        result = engine.run(spec, logs / "stdout.log", logs / "stderr.log",
+        result = engine.run(spec, logs / STDOUT_LOG, logs / STDERR_LOG,
                             on_stdout_line=lambda line: print(line, flush=True),
                             on_stderr_line=lambda line: print(line, file=sys.stderr, flush=True))
         _say(f"status={result.status} exit_code={result.exit_code} duration={result.duration_s:.2f}s"

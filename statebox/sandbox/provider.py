@@ -10,14 +10,18 @@ Docker (`sandbox/docker.py:SandboxEngine`) is the one provider today; the harnes
 per-attempt wrapper (`harness/attempt_sandbox.py:AttemptSandboxes`: honeytoken mounts, labels,
 the run's stop switch) satisfies the same protocol, and so must any provider the
 cluster work adds. `tests/sandbox/test_provider_contract.py` is the suite every
-provider passes. Providers are chosen by name through `get_provider`.
+provider passes, and `tests/sandbox/test_provider_signatures.py` holds each registered
+provider's method signatures to this protocol's (a `runtime_checkable` Protocol compares
+names only; mypy checks only the call sites it sees). Providers are chosen by name through
+`get_provider`.
 """
 
 from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from statebox.errors import UserError
 from statebox.sandbox.spec import ContainerResult, ContainerSpec, ExecResult
@@ -57,8 +61,8 @@ class SandboxProvider(Protocol):
 
     name: str
 
-    def run_init(self) -> None:
-        """Once before a run's first attempt (housekeeping: containers a killed run left)."""
+    def run_init(self, run_id: str) -> None:
+        """Once before run `run_id`'s first attempt (housekeeping: containers a killed run left)."""
         ...
 
     def attempt_init(self, attempt_id: str) -> None:
@@ -69,8 +73,8 @@ class SandboxProvider(Protocol):
         """After an attempt, whatever happened: no container of it may outlive this."""
         ...
 
-    def run_cleanup(self) -> None:
-        """Once after the run (or on a stop): no container of the run may outlive this."""
+    def run_cleanup(self, run_id: str) -> None:
+        """Once after run `run_id` (or on a stop): no container of the run may outlive this."""
         ...
 
     def run(self, spec: ContainerSpec, stdout_path: Path | str | None, stderr_path: Path | str | None,
@@ -107,5 +111,7 @@ def get_provider(name: str = "docker", **options: Any) -> SandboxProvider:
     if target is None:
         raise UserError(f"unknown sandbox provider {name!r} (known: {', '.join(sorted(PROVIDERS))})")
     module_name, factory = target.split(":")
-    provider = getattr(importlib.import_module(module_name), factory)(**options)
+    provider: object = getattr(importlib.import_module(module_name), factory)(**options)
+    if not isinstance(provider, SandboxProvider):  # names only (runtime_checkable); signatures: tests/sandbox
+        raise UserError(f"sandbox provider {name!r} ({target}) does not offer the SandboxProvider methods")
     return provider

@@ -15,10 +15,11 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
+from statebox.attempt_folder import CLAUDE_STREAM_LOG
 from statebox.sessions import EventDraft, clip, parse_json_lines
 from statebox.schema import EventKind
 
-RAW_LOG = "claude.stream.jsonl"
+RAW_LOG = CLAUDE_STREAM_LOG
 
 _READ_TOOLS = {"Read": "file_path", "Glob": "path", "Grep": "path", "LS": "path"}
 _WRITE_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}

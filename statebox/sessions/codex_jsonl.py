@@ -16,10 +16,11 @@ import json
 import shlex
 from typing import Any, Iterable
 
+from statebox.attempt_folder import CODEX_LOG
 from statebox.sessions import EventDraft, clip, parse_json_lines
 from statebox.schema import EventKind
 
-RAW_LOG = "codex.jsonl"
+RAW_LOG = CODEX_LOG
 _SHELLS = {"bash", "sh", "zsh", "dash", "/bin/bash", "/bin/sh", "/usr/bin/bash", "/bin/zsh", "/bin/dash"}
 
 

@@ -35,10 +35,11 @@ import json
 import re
 from typing import Any, Iterable
 
+from statebox.attempt_folder import GATEWAY_LOG
 from statebox.sessions import EventDraft, clip, parse_json_lines
 from statebox.schema import EventKind
 
-RAW_LOG = "gateway.jsonl"
+RAW_LOG = GATEWAY_LOG
 
 try:  # request lines hold the whole conversation: orjson reads them several times faster
     from orjson import OPT_SORT_KEYS

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
+from statebox.attempt_folder import TRACKER_NETWORK
 from statebox.errors import UserError
 from statebox.sandbox.images import ensure_image
 
@@ -69,7 +70,7 @@ def tracker_image(progress: Callable[[str], None] = lambda _m: None) -> str:
 
 
 def read_network_log(out_dir: Path) -> list[dict]:
-    path = Path(out_dir) / "network.jsonl"
+    path = Path(out_dir) / TRACKER_NETWORK
     if not path.exists():
         return []
     rows = []

@@ -113,6 +113,7 @@ def test_a_failed_attempt_of_a_group_keeps_the_others_rows(tmp_path):
     (written by `stop`, as the run stops), the failed one gets no row (resume redoes it)."""
     from statebox.errors import UserError
     from statebox.harness.cluster import RayExecutor
+    from statebox.harness.cluster_handoff import BatchResult, GroupError, NodeIdentity, PackedAttempt
     from statebox.harness.cluster_worker import pack_folder
     from statebox.harness.store import ResultRow
 
@@ -126,10 +127,11 @@ def test_a_failed_attempt_of_a_group_keeps_the_others_rows(tmp_path):
         (src / "session.json").write_text("{}")
         row = ResultRow(attempt_id=f"tracker-{k}", run_id="r", agent="tracker", dataset="d", bench="vstat", item_id=str(k))
         rows.append(row)
-        results.append((row.model_dump(), pack_folder(src)))
-    result = {"who": {"node": "g", "node_id": "n1"}, "results": results, "group": 3,
-              "error": {"attempt_id": "tracker-1", "type": "StorageError", "message": "no space left on device (/x)",
-                        "user_error": True}}
+        results.append(PackedAttempt(row=row, folder=pack_folder(src)))
+    who = NodeIdentity(node="g", node_id="n1", host="g", pid="1")
+    result = BatchResult(who=who, results=results, group=3,
+                         error=GroupError(attempt_id="tracker-1", type="StorageError", message="no space left on device (/x)",
+                                          user_error=True))
     with pytest.raises(UserError, match="tracker-1: no space left"):
         ex.collect_rows(result, batch)
     recorded = []
@@ -139,7 +141,8 @@ def test_a_failed_attempt_of_a_group_keeps_the_others_rows(tmp_path):
     assert not (tmp_path / "attempts" / "tracker-1").exists()
     # rows for an attempt it was not given are refused, error or not
     with pytest.raises(UserError, match="other attempts"):
-        ex._place({"who": {"node": "g", "node_id": "n1"}, "results": results[::-1], "group": 3, "error": {"attempt_id": "x"}}, batch)
+        ex._place(BatchResult(who=who, results=results[::-1], group=3,
+                              error=GroupError(attempt_id="x", type="OSError", user_error=False)), batch)
 
 
 # ------------------------------------------------------------------ on a real cluster
@@ -525,7 +528,7 @@ def test_the_node_runs_a_group_in_threads_and_returns_the_rows_of_the_others(tmp
     """`cluster_worker.run_group` without Ray: every member through `run_attempt` in its own thread at
     once (the agent told to expect them, and told when each is done); one raising costs only itself."""
     from statebox.errors import StorageError
-    from statebox.harness import cluster_worker, runner
+    from statebox.harness import cluster_worker
     from statebox.harness.store import ResultRow
 
     class Agent:
@@ -553,17 +556,17 @@ def test_the_node_runs_a_group_in_threads_and_returns_the_rows_of_the_others(tmp
         (folder / "session.json").write_text(aid)
         return ResultRow(attempt_id=aid, run_id="r", agent="tracker", dataset="d", bench="vstat", item_id=aid)
 
-    monkeypatch.setattr(runner, "run_attempt", fake_run_attempt)
+    monkeypatch.setattr(cluster_worker, "run_attempt", fake_run_attempt)
     (tmp_path / "staging" / "attempts" / "tracker-1").mkdir(parents=True)  # what the failed one left on the node
     agent = Agent()
     run = SimpleNamespace(staging=tmp_path / "staging", services=SimpleNamespace(cancel=threading.Event()))
     jobs = [SimpleNamespace(attempt=SimpleNamespace(attempt_id=f"tracker-{k}", agent="tracker")) for k in range(3)]
     out = cluster_worker.run_group(run, jobs, agent)
     assert agent.expected == ["tracker-0", "tracker-1", "tracker-2"] and sorted(agent.left) == agent.expected
-    assert [r["attempt_id"] for r, _ in out["results"]] == ["tracker-0", "tracker-2"] and out["group"] == 3
-    assert out["error"]["attempt_id"] == "tracker-1" and out["error"]["user_error"] is True
-    assert "no space left" in out["error"]["message"]
+    assert [p.row.attempt_id for p in out.results] == ["tracker-0", "tracker-2"] and out.group == 3
+    assert out.error is not None and out.error.attempt_id == "tracker-1" and out.error.user_error is True
+    assert "no space left" in out.error.message
     assert not (tmp_path / "staging" / "attempts").exists() or not any((tmp_path / "staging" / "attempts").iterdir())
     dest = tmp_path / "head" / "tracker-2"
-    cluster_worker.unpack_folder(out["results"][1][1], dest)
+    cluster_worker.unpack_folder(out.results[1].folder, dest)
     assert (dest / "session.json").read_text() == "tracker-2"

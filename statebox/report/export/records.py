@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from statebox.attempt import provider_for_model
+from statebox.attempt_folder import ATTEMPTS_DIR, EVENTS_FILE
 from statebox.errors import UserError
 from statebox.harness.plan import RunConfig, load_datasets, trust_plan
 from statebox.report.data import (
@@ -34,7 +35,6 @@ from statebox.harness.store import RESULTS_FILE
 from statebox.harness.trust import TrustItem
 from statebox.schema import Item
 
-ATTEMPTS_DIR = "attempts"
 EXPORT_ORDER = "agent, dataset, item_id, query_index, epoch"
 
 
@@ -73,7 +73,7 @@ class AttemptRecord:
 
     @property
     def events_path(self) -> Path:
-        return self.attempt_dir / "events.jsonl"
+        return self.attempt_dir / EVENTS_FILE
 
 
 def check_run_dir(run_dir: Path) -> Path:
