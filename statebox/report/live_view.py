@@ -20,6 +20,7 @@ import os
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -27,8 +28,11 @@ from typing import Any
 
 from statebox.report.page import ATTEMPTS_SECTION, page_head, page_meta, page_tail, summary_html
 from statebox.report.data import (
+    COLUMNS,
     DatasetInfo,
     ReportPass,
+    RunSummary,
+    Vocab,
     encode_transcript,
     connect_readonly,
     count_rows,
@@ -36,8 +40,10 @@ from statebox.report.data import (
     js_json,
     load_run_datasets,
     read_transcript,
+    row_from_tuple,
     summarise,
 )
+from statebox.harness.plan import RunConfig
 from statebox.harness.store import RESULTS_FILE
 
 ROWS_PER_POLL = 5000
@@ -50,8 +56,6 @@ class LiveRun:
     """What the server knows about one run folder; every read goes to disk again."""
 
     def __init__(self, run_dir: Path, poll_ms: int = 2000) -> None:
-        from statebox.harness.plan import RunConfig
-
         self.run_dir = Path(run_dir)
         self.poll_ms = poll_ms
         self.config = RunConfig.load(self.run_dir)
@@ -185,8 +189,6 @@ class LiveRun:
         conn = self._connect()
         if conn is not None:
             try:
-                from statebox.report.data import COLUMNS, row_from_tuple
-
                 raw = conn.execute(f"SELECT {', '.join(COLUMNS)} FROM results WHERE attempt_id = ?", (attempt_id,)).fetchone()
             finally:
                 conn.close()
@@ -234,8 +236,6 @@ class LiveRun:
                 return cached[2]
             started = time.time()
             if conn is None:
-                from statebox.report.data import RunSummary, Vocab
-
                 summary = RunSummary([], 0, self.datasets, {}, {}, Vocab(), Vocab(), Vocab(), Vocab(), Vocab())
             else:
                 summary = summarise(self.run_dir, self.datasets)
@@ -308,7 +308,7 @@ def make_handler(live: LiveRun) -> type[BaseHTTPRequestHandler]:
 
 
 def serve(run_dir: Path, port: int = 8765, host: str = "127.0.0.1", poll_ms: int = 2000,
-          ready: Any = None) -> None:
+          ready: Callable[[str], object] | None = None) -> None:
     """Serve until interrupted; `ready(url)` is called once listening."""
     live = LiveRun(run_dir, poll_ms=poll_ms)
     server = ThreadingHTTPServer((host, port), make_handler(live))
