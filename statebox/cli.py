@@ -15,13 +15,16 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import TYPE_CHECKING
 
-import click
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
-from statebox import signals
+from statebox import __version__, signals
 from statebox.errors import UserError, storage_error
+
+if TYPE_CHECKING:  # typer vendors click (typer._click): its group's methods take and return these classes
+    from typer._click import Command, Context, HelpFormatter
 
 # name -> the first paragraph of its help, in the order `statebox --help` lists them
 COMMANDS: dict[str, str] = {
@@ -41,7 +44,7 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def load_command(name: str) -> click.Command:
+def load_command(name: str) -> Command:
     """Import `statebox/commands/<name>.py` and return the click command it registers as `name`."""
     module = importlib.import_module(f"statebox.commands.{name}")
     holder = typer.Typer()
@@ -58,17 +61,17 @@ class LazyGroup(TyperGroup):
 
     _listing = False
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: Context) -> list[str]:
         return [*super().list_commands(ctx), *(n for n in COMMANDS if n not in self.commands)]
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             if self._listing:  # the root's help: a placeholder with the table's line, nothing imported
-                return click.Command(cmd_name, help=COMMANDS[cmd_name])
+                return TyperCommand(cmd_name, help=COMMANDS[cmd_name])
             self.add_command(load_command(cmd_name), cmd_name)
         return super().get_command(ctx, cmd_name)
 
-    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
         self._listing = True
         try:
             return super().format_help(ctx, formatter)
@@ -93,14 +96,12 @@ def root() -> None:
 @app.command("version")
 def version() -> None:
     """Print statebox's version."""
-    from statebox import __version__
-
     print(__version__)
 
 
 def remove_own_containers() -> int:
     """The engine's sweep of this process's containers (imported only on the way out: docker is slow to import)."""
-    from statebox.sandbox.docker import remove_own_containers as sweep
+    from statebox.sandbox.docker import remove_own_containers as sweep  # why: the docker SDK imports slowly
 
     return sweep()
 

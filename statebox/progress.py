@@ -21,11 +21,13 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
+from typing import Any
 
 from rich.console import Console
-from rich.progress import Progress, ProgressColumn
+from rich.progress import Progress, ProgressColumn, TaskID
 
 from statebox.errors import UserError
 
@@ -74,7 +76,7 @@ class ProgressDisplay:
     console decides). A quiet console gets nothing.
     """
 
-    def __init__(self, title: str, console: Console, columns: list[ProgressColumn | str] | None = None, *,
+    def __init__(self, title: str, console: Console, columns: Sequence[ProgressColumn | str] | None = None, *,
                  slots: int | None = None, interval: float | None = None, plain: bool | None = None) -> None:
         self.title = title
         self.console = console
@@ -82,7 +84,7 @@ class ProgressDisplay:
         self.interval = interval if interval is not None else progress_interval()
         self.plain = (not console.is_terminal) if plain is None else plain
         self._tasks: dict[str, _Task] = {}
-        self._rich_ids: dict[str, int] = {}
+        self._rich_ids: dict[str, TaskID] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -94,7 +96,8 @@ class ProgressDisplay:
         with self._lock:
             self._tasks[name] = _Task(name, total, done, done_at_start=done, fields=dict(fields))
         if self._rich is not None:
-            self._rich_ids[name] = self._rich.add_task(name, total=total, completed=done, **fields)
+            task_fields: dict[str, Any] = dict(fields)  # rich's task fields, read by the columns' `{task.fields[...]}`
+            self._rich_ids[name] = self._rich.add_task(name, total=total, completed=done, **task_fields)
 
     def update(self, name: str, *, done: int | None = None, total: int | None = None, failed: int | None = None,
                running: int | None = None, note: str | None = None, **fields: object) -> None:
@@ -112,7 +115,7 @@ class ProgressDisplay:
                 task.note = note
             task.fields.update(fields)
         if self._rich is not None:
-            extra = dict(fields)
+            extra: dict[str, Any] = dict(fields)  # rich's task fields (and its description)
             if failed is not None and "failed" in self._rich.tasks[self._rich_ids[name]].fields:
                 extra["failed"] = failed
             if note is not None:

@@ -46,7 +46,10 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future
 from concurrent.futures import wait as futures_wait
-from typing import Any
+from types import FrameType
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 HANDLED = ("SIGINT", "SIGTERM", "SIGHUP")
 FORCE_AFTER = 3  # the third signal while stopping exits at once (cleanup is bounded anyway)
@@ -125,7 +128,7 @@ def check() -> None:
     raise Cancelled("statebox is stopping")
 
 
-def _handler(signum: int, frame: Any) -> None:
+def _handler(signum: int, frame: FrameType | None) -> None:
     """Record the signal, nothing else: no exception, no lock (see the module's docstring)."""
     _received.append(signum)
     if len(_received) >= FORCE_AFTER:
@@ -134,7 +137,7 @@ def _handler(signum: int, frame: Any) -> None:
     # the clean-up already under way is bounded
 
 
-def install(sweep: Callable[[], Any] | None = None) -> None:
+def install(sweep: Callable[[], object] | None = None) -> None:
     """Route SIGINT/SIGTERM/SIGHUP to the recording handler (main thread only; an ignored
     SIGHUP, as under nohup, stays ignored) and start the backstop, which calls `sweep` (the
     CLI's container sweep) before it ends a process whose main thread never answered."""
@@ -154,7 +157,7 @@ def install(sweep: Callable[[], Any] | None = None) -> None:
         thread.start()
 
 
-def _watch_unanswered(sweep: Callable[[], Any], poll_s: float = 0.2) -> None:
+def _watch_unanswered(sweep: Callable[[], object], poll_s: float = 0.2) -> None:
     """The backstop (a daemon thread): see the module's docstring."""
     while not _received:
         time.sleep(poll_s)
@@ -220,7 +223,7 @@ def wait_futures(futures: Iterable[Future], timeout: float | None = None,
             return done, not_done
 
 
-def result(future: Future) -> Any:
+def result(future: Future[T]) -> T:
     """`future.result()` that ends at a stop signal (raising as `check` does)."""
     wait_futures([future], return_when="ALL_COMPLETED")
     return future.result()
@@ -241,7 +244,7 @@ def wait_process(proc: "subprocess.Popen[Any]", timeout: float | None = None) ->
             continue
 
 
-def settle_threads(grace_s: float = 20.0, sweep: Callable[[], Any] = lambda: None) -> bool:
+def settle_threads(grace_s: float = 20.0, sweep: Callable[[], object] = lambda: None) -> bool:
     """After a stop: keep calling `sweep` (the CLI passes `sandbox.docker.remove_own_containers`)
     while other non-daemon threads finish, up to `grace_s`. Returns True when only the main
     thread (and daemons) remain."""

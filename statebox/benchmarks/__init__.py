@@ -11,8 +11,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from statebox.errors import UserError
-from statebox.schema import BENCHMARKS, Item
+from statebox.errors import DataError, UserError
+from statebox.schema import BENCHMARKS, Item, resolve_video
 
 
 class LoadResult(BaseModel):
@@ -53,16 +53,12 @@ def _check_unique_ids(bench: str, result: LoadResult, path: Path) -> None:
     seen: set[str] = set()
     for item in result.items:
         if item.id in seen:
-            from statebox.errors import DataError
-
             line = item.meta.get("line")
             raise DataError(path, line, f"duplicate item id '{item.id}'")
         seen.add(item.id)
 
 
 def _missing_video_warnings(bench: str, items: list[Item], videos_dir: Path) -> list[str]:
-    from statebox.schema import resolve_video
-
     if not videos_dir.is_dir():
         return [f"videos folder {videos_dir} does not exist: every {bench} video is missing"]
     missing = [item for item in items if not resolve_video(item, videos_dir).exists()]

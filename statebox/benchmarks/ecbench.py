@@ -21,7 +21,7 @@ from pathlib import Path
 from statebox.benchmarks import LoadResult
 from statebox.errors import DataError
 from statebox.schema import Item, Query, Span
-from statebox.scoring.spans import parse_clips
+from statebox.clip_spans import parse_clips
 from statebox.userfiles import TRANSCRIPT_LINE_MAX_BYTES, iter_lines
 
 REQUIRED = ("video_id", "question_id", "question_type", "task_type", "question", "answer")

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from statebox.benchmarks import LoadResult
 from statebox.benchmarks._io import as_label, field
 from statebox.datafiles import read_json_or_jsonl
 from statebox.errors import DataError
-from statebox.schema import Item, MaskRLE, Query, VisualPrompt
+from statebox.schema import AnswerType, Item, MaskRLE, Query, VisualPrompt
 
 CHOICE_TYPES = ("single-choice", "multi-choice", "true/false", "open-ended")
 DIMENSIONS = {
@@ -64,6 +64,7 @@ def _item(row: dict[str, Any], path: Path, line: int | None, where: str, unknown
         raise DataError(path, line, f"{where + ': ' if where else ''}field 'choices' must be an object {{a, b, c, d}}")
     choices = {str(k).lower(): str(v) for k, v in choices_raw.items() if v is not None and str(v).strip()}
 
+    answer_type: AnswerType
     if choice_type == "open-ended":
         match = FIRST_NUMBER.search(answers[0])
         if not match:
@@ -103,7 +104,7 @@ def _item(row: dict[str, Any], path: Path, line: int | None, where: str, unknown
     )
 
 
-def _numbers(value: Any, n: int) -> bool:
+def _numbers(value: object, n: int) -> TypeGuard[list[float] | tuple[float, ...]]:
     return (isinstance(value, (list, tuple)) and len(value) == n
             and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value))
 
@@ -151,12 +152,20 @@ def _entry(lists: dict[str, list[Any]], key: str, index: int) -> Any:
     return None if value in (None, [], {}) else value
 
 
+def _rle_counts(value: object) -> str | list[int] | None:
+    """An RLE's `counts` (compressed text or run lengths), or None when it is neither."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(c, int) for c in value):
+        return value
+    return None
+
+
 def _mask(value: Any, index: int, path: Path, line: int | None, prefix: str) -> MaskRLE | list[list[float]]:
     """A COCO RLE ({counts, size}) or polygons ([[x, y, x, y, ...], ...]); anything else names the line."""
     if isinstance(value, dict):
-        counts, size = value.get("counts"), value.get("size")
-        ok_counts = isinstance(counts, str) or (isinstance(counts, list) and all(isinstance(c, int) for c in counts))
-        if not ok_counts or not _numbers(size, 2) or min(size) <= 0:
+        counts, size = _rle_counts(value.get("counts")), value.get("size")
+        if counts is None or not _numbers(size, 2) or min(size) <= 0:
             raise DataError(path, line, f"{prefix}mask {index} must be a COCO RLE {{counts, size: [h, w]}}")
         return MaskRLE(counts=counts, size=[int(size[0]), int(size[1])])
     if isinstance(value, list) and value and _numbers(value, len(value)):

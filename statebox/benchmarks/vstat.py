@@ -15,7 +15,7 @@ from statebox.benchmarks import LoadResult
 from statebox.benchmarks._io import as_label, field
 from statebox.datafiles import read_json, type_name
 from statebox.errors import DataError
-from statebox.schema import Item, Query
+from statebox.schema import AnswerType, Item, Query
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # Taxonomy fields kept as labels when a doc has them (the paper's four label axes + task).
@@ -66,6 +66,7 @@ def _item(doc: dict[str, Any], task: str, index: int, path: Path, where: str) ->
     source_task = str(doc.get("source_task") or task)
     item_id = str(doc["id"]) if doc.get("id") is not None else f"{source_task}:{index}"
 
+    answer_type: AnswerType
     if choices:
         answer_type = "mcq"
         target: Any = _mcq_letter(answer, doc.get("answer_index"))

@@ -6,6 +6,7 @@ import json
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -35,7 +36,7 @@ def make(
     workers: int = typer.Option(None, "--workers", min=1, help="Processes (default: up to 2)."),
 ) -> None:
     """Render the suite's videos, ground truth and annotation files."""
-    from statebox.benchmarks.synthetic.suite import default_workers, make_suite  # the generator (numpy, the renderer): only when run
+    from statebox.benchmarks.synthetic.suite import default_workers, make_suite  # why: the generator (numpy), only when run
 
     console = Console(stderr=True)
     start = time.perf_counter()
@@ -64,8 +65,9 @@ def info(
         _print_info(dir)
 
 
-def summarise(dir: Path) -> dict:
-    from statebox.benchmarks.synthetic.suite import load_suite  # the generator's package: only when run
+def summarise(dir: Path) -> dict[str, Any]:
+    """The suite's summary as `bench info --json` prints it."""
+    from statebox.benchmarks.synthetic.suite import load_suite  # why: the generator (numpy), only when run
 
     suite = load_suite(dir)
     rows = []
@@ -81,7 +83,7 @@ def summarise(dir: Path) -> dict:
             "datasets": rows}
 
 
-def _console():
+def _console() -> Console:
     """A console that keeps tables readable when stdout is a pipe or a log file (rich would use 80 columns)."""
     console = Console()
     if not console.is_terminal:
@@ -109,7 +111,7 @@ def validate(
     as_json: bool = typer.Option(False, "--json", help="Print the probes as one JSON object."),
 ) -> None:
     """Run the validity probes (oracle 100%, max-single-frame 0%/100%, 1 fps, causal streaming answers); exit 2 on failure."""
-    from statebox.benchmarks.synthetic.validate import validate_suite  # the generator's package: only when run
+    from statebox.harness.suite_validity import validate_suite  # why: the generator (numpy, cv2, PyAV), only when run
 
     report = validate_suite(dir)
     if as_json:
@@ -138,7 +140,7 @@ def variants(
     factor: int = typer.Option(2, "--factor", min=1, help="stretch: how many times slower."),
 ) -> None:
     """Write a suite of diagnostic variants of the same items (run it with `statebox run --suite DIR`)."""
-    from statebox.benchmarks.synthetic.variants import make_variants  # the generator's package: only when run
+    from statebox.benchmarks.synthetic.variants import make_variants  # why: the generator (numpy, cv2, PyAV), only when run
 
     start = time.perf_counter()
     path = make_variants(suite, kind, out, factor=factor)

@@ -8,6 +8,9 @@ from typing import Optional
 
 import typer
 
+from statebox.harness.cluster import doctor as run_doctor
+from statebox.harness.cluster import prepare as run_prepare
+
 ALLOW_HELP = ("connect even if the cluster runs without Ray token authentication (anyone who reaches its ports "
               "can run code on its nodes, which hold the provider keys)")
 
@@ -28,8 +31,6 @@ def register(app: typer.Typer) -> None:
         """The cluster's auth mode and where the driver's token came from; nodes, engines, images
         and tags, GPUs, gateway keys and reachability. Exit 0 when the cluster can run attempts,
         else one line per problem (a missing or wrong token: that one line) and exit 2."""
-        from statebox.harness.cluster import doctor as run_doctor
-
         auth, reports, problems = run_doctor(cluster, list(image), list(provider), probe=probe,
                                              allow_unauthenticated=allow_unauthenticated)
         if as_json:
@@ -65,8 +66,6 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Put the sandbox images on every node (ship `docker save` from here, or build there);
         content-hash tags checked afterwards."""
-        from statebox.harness.cluster import prepare as run_prepare
-
         problems = run_prepare(cluster, list(image), build=build, chunk_mb=chunk_mb or 32,
                                progress=lambda m: print(m, file=sys.stderr, flush=True),
                                allow_unauthenticated=allow_unauthenticated)

@@ -13,6 +13,7 @@ from rich.table import Table
 from statebox.benchmarks import load_benchmark
 from statebox.scoring.judge import make_judge
 from statebox.scoring.predictions import load_predictions
+from statebox.schema import ScoreReport
 from statebox.scoring.report import score_predictions
 
 
@@ -57,7 +58,7 @@ def register(app: typer.Typer) -> None:
             print_report(report)
 
 
-def print_report(report) -> None:
+def print_report(report: ScoreReport) -> None:
     console = Console()
     extra = report.model_extra or {}
     ci = extra.get("ci") or {}

@@ -106,12 +106,12 @@ def evaluate(
     for col in ("task", "n", "tracker", "frequency", "abstained", "programs", "HOTA / IDF1 / MOTA"):
         table.add_column(col)
 
-    def fmt(tracking: dict) -> str:
+    def fmt(tracking: dict[str, dict[str, float]]) -> str:
         return "; ".join(f"{side} {m['HOTA']:.2f} / {m['IDF1']:.2f} / {m['MOTA']:.2f}" for side, m in tracking.items())
 
-    for name, r in rows.items():
-        table.add_row(name, str(r["n"]), f"{r['accuracy']:.2f}", f"{r['frequency_baseline']:.2f}", str(r["abstained"]),
-                      ", ".join(f"{k} {v}" for k, v in r["programs"].items()), fmt(r["tracking"]))
+    for name, t in score.tasks.items():  # the rows above, typed: the same rounding
+        table.add_row(name, str(t.n), f"{round(t.accuracy, 4):.2f}", f"{round(t.chance, 4):.2f}", str(t.abstained),
+                      ", ".join(f"{k} {v}" for k, v in t.programs.items()), fmt(t.tracking))
     Console().print(table)
     if score.tracking:
         print(f"tracking (HOTA / IDF1 / MOTA, every scored video): {fmt(score.tracking)}")

@@ -153,14 +153,16 @@ def _ask(endpoint: str, client: bool, token: str | None) -> tuple[str, str]:
         if client:
             from ray.core.generated import ray_client_pb2, ray_client_pb2_grpc
 
-            ray_client_pb2_grpc.RayletDriverStub(channel).ClusterInfo(
-                ray_client_pb2.ClusterInfoRequest(type=ray_client_pb2.ClusterInfoType.PING), timeout=PROBE_TIMEOUT_S,
-                metadata=metadata)
+            # protobuf makes the *_pb2 classes at import and ray ships no .pyi for them: mypy cannot see them
+            ping = ray_client_pb2.ClusterInfoType.PING  # type: ignore[attr-defined]
+            request = ray_client_pb2.ClusterInfoRequest(type=ping)  # type: ignore[attr-defined]
+            ray_client_pb2_grpc.RayletDriverStub(channel).ClusterInfo(request, timeout=PROBE_TIMEOUT_S, metadata=metadata)
         else:
             from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
 
             gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetClusterId(
-                gcs_service_pb2.GetClusterIdRequest(), timeout=PROBE_TIMEOUT_S, metadata=metadata)
+                gcs_service_pb2.GetClusterIdRequest(),  # type: ignore[attr-defined]  # a *_pb2 class: made at import
+                timeout=PROBE_TIMEOUT_S, metadata=metadata)
         return "OK", ""
     except grpc.RpcError as exc:
         details = (exc.details() or "").strip()
@@ -225,7 +227,10 @@ def restore_mode() -> None:
 
 def _reload_ray_config() -> None:
     try:
-        from ray._raylet import AuthenticationTokenLoader, Config
+        from ray._raylet import (  # type: ignore[attr-defined]  # ray's _raylet.pyi lags the extension: both exist
+            AuthenticationTokenLoader,
+            Config,
+        )
     except ImportError:  # no Ray: nothing cached
         return
     Config.initialize("")

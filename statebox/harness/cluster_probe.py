@@ -25,9 +25,17 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from statebox.attempt_folder import STDERR_LOG, STDOUT_LOG
 from statebox.errors import UserError
+from statebox.policies.model import Policy
+from statebox.sandbox.images import ensure_image
+from statebox.sandbox.spec import ContainerSpec
+from statebox.sandbox.workspace import limited_folder
+
+if TYPE_CHECKING:  # imported for real where an engine is made (the docker SDK is slow to import)
+    from statebox.sandbox.docker import SandboxEngine
 
 PROBE_FILE = ".statebox-probe"
 DEFAULT_SOCKETS = ("", "unix:///var/run/docker.sock", "unix:///run/docker.sock")
@@ -63,11 +71,8 @@ class ProbeResult:
         return not self.problems
 
 
-def probe_engine(engine, policy, image: str, *, where: str = "") -> ProbeResult:
-    """Run the probe container on `engine` (a `SandboxEngine`) and say what it found."""
-    from statebox.sandbox.spec import ContainerSpec
-    from statebox.sandbox.workspace import limited_folder
-
+def probe_engine(engine: SandboxEngine, policy: Policy, image: str, *, where: str = "") -> ProbeResult:
+    """Run the probe container on `engine` and say what it found."""
     result = ProbeResult()
     label = where or (getattr(engine, "docker_host", None) or os.environ.get("DOCKER_HOST") or "the local engine")
     token = secrets.token_hex(16)
@@ -121,7 +126,7 @@ def engine_is_default(docker_host: str | None = None) -> bool:
     return host in DEFAULT_SOCKETS
 
 
-def require_shared_filesystem(policy, docker_host: str | None = None) -> None:
+def require_shared_filesystem(policy: Policy, docker_host: str | None = None) -> None:
     """Single-host runs: refuse (one line) an engine that does not see this host's files.
 
     Checked once per process and engine, only when DOCKER_HOST points elsewhere than the
@@ -132,8 +137,7 @@ def require_shared_filesystem(policy, docker_host: str | None = None) -> None:
     with _checked_lock:
         found = _checked.get(host)
     if found is None:
-        from statebox.sandbox.docker import SandboxEngine
-        from statebox.sandbox.images import ensure_image
+        from statebox.sandbox.docker import SandboxEngine  # why: the docker SDK (~1 s), remote engines only
 
         engine = SandboxEngine(host or None)
         found = probe_engine(engine, policy, ensure_image("sandbox", docker_host=host or None), where=f"DOCKER_HOST={host}")

@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from statebox.errors import DataError
+from statebox.errors import DataError, StorageError, UserError, storage_error
 
 RESULTS_FILE = "results.sqlite"
 SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite 3 database file
@@ -159,10 +159,8 @@ def check_store_file(path: Path) -> None:
 _CHECKED: set[tuple[str, int, int]] = set()  # (path, size, mtime) of stores check_store_file passed
 
 
-def _sqlite_storage_error(exc: Exception, path: Path, doing: str):
+def _sqlite_storage_error(exc: Exception, path: Path, doing: str) -> StorageError | None:
     """SQLite's words for a full or read-only disk, as the one-line `StorageError`."""
-    from statebox.errors import StorageError, storage_error
-
     found = storage_error(exc, path, doing)
     if found is not None:
         return found
@@ -295,8 +293,6 @@ class ResultStore:
 
 def open_existing(run_dir: Path) -> ResultStore:
     """Open a finished or partial run's store; a folder without one is a user error."""
-    from statebox.errors import UserError
-
     path = Path(run_dir) / RESULTS_FILE
     if not path.exists() and not path.is_symlink():
         raise UserError(f"{run_dir}: not a statebox run folder (no {RESULTS_FILE})")

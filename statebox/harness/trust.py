@@ -42,6 +42,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from statebox.agents.baselines import format_target
 from statebox.benchmarks import transforms
+from statebox.benchmarks.synthetic import groundtruth as gt
+from statebox.benchmarks.synthetic.families import FAMILIES, family_module
 from statebox.benchmarks.synthetic.impossible import Donor, make_impossible, opaque_id
 from statebox.errors import UserError
 from statebox.harness.store import ResultRow
@@ -171,9 +173,7 @@ def _family(label: str) -> str:
 
 
 def _family_classes(label: str) -> frozenset[str]:
-    # the generator's family table (numpy, the renderer) is loaded only by suite runs with trust items
-    from statebox.benchmarks.synthetic.families import FAMILIES, family_module
-
+    # `family_module` imports the family (numpy, the renderer): only suite runs with trust items get here
     family = _family(label)
     return frozenset(family_module(family).CLASSES) if family in FAMILIES else frozenset()
 
@@ -182,8 +182,6 @@ def _donors(sources: Sequence[TrustSource], suite: bool) -> dict[str, list[Donor
     """Per dataset label: videos of the suite's other families (with their length and classes)."""
     if not suite:
         return {}
-    from statebox.benchmarks.synthetic import groundtruth as gt
-
     pool: list[tuple[str, Donor]] = []
     for src in sources:
         classes = _family_classes(src.label)
@@ -279,7 +277,7 @@ def _twin(run_id: str, src: TrustSource, item: Item, videos: Path | None, out_di
     if "@" in src.label or item.transcript:
         return "its answer may come from text (a variant suite, a transcript), which no video transform changes"
     if suite and _family(src.label) == src.label:
-        from statebox.benchmarks.synthetic import counterfactual as cf  # numpy and the renderer: suite runs only
+        from statebox.benchmarks.synthetic import counterfactual as cf  # why: numpy and the renderer, suite runs only
 
         if cf.twin_family(src.label) and videos is not None:
             spec = cf.twin_spec(src.label, videos.parent, item)
@@ -294,7 +292,7 @@ def _twin(run_id: str, src: TrustSource, item: Item, videos: Path | None, out_di
     planned = transforms.plan_twin(item)
     if isinstance(planned, str):
         if suite and "@" not in src.label:  # a generated family without a re-rendered twin: say so in the run output
-            from statebox.benchmarks.synthetic import counterfactual as cf
+            from statebox.benchmarks.synthetic import counterfactual as cf  # why: numpy and the renderer, suite runs only
 
             if not cf.twin_family(src.label):
                 return f"{planned}; {src.label} has no re-rendered twin (those with one: {', '.join(cf.COVERED)})"
@@ -302,7 +300,7 @@ def _twin(run_id: str, src: TrustSource, item: Item, videos: Path | None, out_di
     dst = out_dir / f"{new_id}.mp4"
     return TrustItem(kind="twin", label=src.label, bench=src.bench, item=transforms.twin_item(item, planned, new_id, dst),
                      source_id=item.id, construction=planned.kind,
-                     recipe=Recipe(op=planned.kind, src=str(source_video), dst=str(dst)))  # type: ignore[arg-type]
+                     recipe=Recipe(op=planned.kind, src=str(source_video), dst=str(dst)))
 
 
 def materialise(plan: TrustPlan, progress: "Callable[[TrustItem], None] | None" = None, *, out_dir: str = "") -> int:
@@ -316,7 +314,7 @@ def materialise(plan: TrustPlan, progress: "Callable[[TrustItem], None] | None" 
         if r is None or Path(r.dst).exists():
             continue
         if r.op == "render":
-            from statebox.benchmarks.synthetic import counterfactual as cf  # the renderer: only when a twin is due
+            from statebox.benchmarks.synthetic import counterfactual as cf  # why: the renderer, only when a twin is due
 
             cf.render_twin(r.spec, Path(r.dst).parent.parent, Path(r.dst).stem, r.seed)
         else:

@@ -27,7 +27,8 @@ from statebox.scoring import chance_response, score_query
 def split_rows(rows: Iterable[ResultRow], plan: TrustPlan) -> tuple[list[ResultRow], list[ResultRow]]:
     """(rows the normal score counts, rows of impossible items and twins)."""
     ids = set(plan.by_id())
-    normal, trust = [], []
+    normal: list[ResultRow] = []
+    trust: list[ResultRow] = []
     for r in rows:
         (trust if r.item_id in ids else normal).append(r)
     return normal, trust

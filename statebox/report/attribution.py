@@ -46,9 +46,8 @@ def outcomes() -> tuple[str, ...]:
 
 
 def _variants() -> ModuleType:
-    # imported where used: the synthetic generator pulls in cv2 and PyAV (~0.3 s), which a
-    # report of a run without failure-mode probes must not pay for
-    from statebox.benchmarks.synthetic import variants
+    # a report of a run without failure-mode probes must not pay for the generator's import
+    from statebox.benchmarks.synthetic import variants  # why: the generator pulls in cv2 and PyAV (~0.3 s)
 
     return variants
 

@@ -28,15 +28,20 @@ from json.encoder import encode_basestring as _encode_str
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 import orjson
 
 from statebox.attempt_folder import ATTEMPTS_DIR, EVENTS_FILE, RUN_CONFIG_FILE
 from statebox.report.aggregate import AgentDatasetScore, ScoreAccumulator, add_comparisons
 from statebox.report.attribution import AttributionAccumulator, FailureAttribution, probe_parents
+from statebox.errors import UserError
+from statebox.harness.plan import RunConfig, load_datasets, trust_plan
 from statebox.harness.store import RESULTS_FILE, ResultRow, check_store_file
+from statebox.harness.trust import TrustPlan
+from statebox.harness.trust_results import outcome_from_rows
 from statebox.schema import Item
+from statebox.scoring.report import _collector_paused
 
 MAX_EVENTS_PER_ATTEMPT = 300
 MAX_TEXT = 2000
@@ -58,8 +63,6 @@ VERDICT_ORDER = ("clean", "suspicious", "contaminated")
 
 def connect_readonly(run_dir: Path) -> sqlite3.Connection:
     """The run's store, read-only (`mode=ro`); a folder without one is a user error."""
-    from statebox.errors import UserError
-
     path = Path(run_dir) / RESULTS_FILE
     if not path.exists():
         raise UserError(f"{run_dir}: not a statebox run folder (no {RESULTS_FILE})")
@@ -129,9 +132,10 @@ def _make_assign() -> Any:
 _assign = _make_assign()
 
 
-def row_from_tuple(values: tuple[Any, ...]) -> Any:
-    """A stored row (columns in `COLUMNS` order) with ResultRow's attributes, not re-validated."""
-    return LiteRow(values)
+def row_from_tuple(values: tuple[Any, ...]) -> ResultRow:
+    """A stored row (columns in `COLUMNS` order) with ResultRow's attributes, not re-validated: a `LiteRow`,
+    read as the `ResultRow` it mirrors (its readers only read attributes)."""
+    return cast(ResultRow, LiteRow(values))
 
 
 def iter_rows(conn: sqlite3.Connection, *, order: str = REPORT_ORDER, after_rowid: int | None = None,
@@ -153,7 +157,7 @@ def iter_rows(conn: sqlite3.Connection, *, order: str = REPORT_ORDER, after_rowi
             if not batch:
                 return
             for raw in batch:
-                yield raw[0], LiteRow(raw[1:])
+                yield raw[0], row_from_tuple(raw[1:])
     finally:
         cursor.close()
 
@@ -348,11 +352,11 @@ class ChunkSink:
         self.written_attempts = 0
         self.transcript_seconds = 0.0  # wall time in the transcript part (stat, read, encode, write, link)
         self._index: list[list[Any]] = []
-        self._pending: list[tuple[str, str, str, str]] = []  # attempt id, events path, stat key, row tail
+        self._pending: list[tuple[str, str | None, str, str]] = []  # attempt id, events path, stat key, row tail
         self._present: set[str] | None = None  # the attempt folders (listed once)
         self._present_in: str | None = None
         self._p_bytes = 0
-        self._group: Any = None
+        self._group: tuple[str, str] | None = None
 
     @staticmethod
     def _wrap(name: str) -> tuple[bytes, bytes]:
@@ -393,7 +397,7 @@ class ChunkSink:
     def transcript_chunk(self) -> int:
         return len(self.transcript_chunks)
 
-    def add_attempt(self, attempts: str, row: Any, group: Any = None) -> int:
+    def add_attempt(self, attempts: str, row: ResultRow, group: tuple[str, str] | None = None) -> int:
         """Queue one attempt's transcript; returns the number of the chunk that will hold it."""
         if group != self._group:
             self._flush_transcripts()
@@ -415,7 +419,7 @@ class ChunkSink:
             except OSError:
                 path = None
         tail = _row_tail(row)
-        self._pending.append((row.attempt_id, path, key, tail))  # type: ignore[arg-type]
+        self._pending.append((row.attempt_id, path, key, tail))
         self._p_bytes += size + len(tail)
         number = len(self.transcript_chunks)
         if self._p_bytes >= TRANSCRIPT_CHUNK_BYTES or len(self._pending) >= TRANSCRIPT_CHUNK_ATTEMPTS:
@@ -433,7 +437,7 @@ class ChunkSink:
             self._write_transcripts(self._pending)
             self.transcript_seconds += time.perf_counter() - started
 
-    def _write_transcripts(self, pending: list[tuple[str, str, str, str]]) -> None:
+    def _write_transcripts(self, pending: list[tuple[str, str | None, str, str]]) -> None:
         digest = hashlib.blake2b(TRANSCRIPT_FORMAT, digest_size=12)
         for attempt_id, _, key, tail in pending:
             digest.update(f"{attempt_id}\0{key}\0{tail}\0".encode("utf-8", "surrogatepass"))
@@ -443,19 +447,18 @@ class ChunkSink:
         target = self.path(name)
         if self.previous is not None:
             old = self.previous / f"{name}.js"
+            reused = True
             try:
                 os.link(old, target)
             except FileExistsError:
                 return
             except OSError:
-                if old.exists():
+                reused = old.exists()
+                if reused:
                     shutil.copyfile(old, target)
-                    old = target
-                else:
-                    old = None  # type: ignore[assignment]
-            if old is not None:
-                head, tail = self._wrap(name)
-                self.bytes += target.stat().st_size - len(head) - len(tail)
+            if reused:
+                head, end = self._wrap(name)
+                self.bytes += target.stat().st_size - len(head) - len(end)
                 self.reused += 1
                 self.reused_attempts += len(pending)
                 return
@@ -464,9 +467,10 @@ class ChunkSink:
             if path is None:
                 events = _MISSING_EVENTS
             else:
-                events = _events_json(path)
-                if events is None:  # the careful path: parsed, shortened, as `read_transcript` does
-                    events = encode_transcript(read_transcript(os.path.dirname(path)), None)[:-1].encode("utf-8")
+                fast = _events_json(path)
+                # None: the careful path, parsed and shortened as `read_transcript` does
+                events = (fast if fast is not None
+                          else encode_transcript(read_transcript(os.path.dirname(path)), None)[:-1].encode("utf-8"))
             parts.append(b"%b:%b,%b" % (_encode_str(attempt_id).encode("utf-8"), events, tail.encode("utf-8")))
         body = b"{" + b",".join(parts) + b"}"
         self._write_bytes(name, body.replace(b"<", b"\\u003c") if b"<" in body else body)  # one escaping pass
@@ -711,7 +715,7 @@ class ReportPass:
             if len(cache) >= 8192:
                 cache.clear()
             found = cache[response] = _parse_int(response)
-        return found  # type: ignore[return-value]
+        return found
 
     def _plots(self, row: ResultRow, plot: tuple[int | None, tuple[int, ...]], info: DatasetInfo) -> None:
         truth, bins = plot
@@ -789,16 +793,12 @@ class ReportPass:
 
 def load_run_datasets(run_dir: Path) -> list[DatasetInfo]:
     """The run's datasets as its run.json names them (with `--limit` applied)."""
-    from statebox.harness.plan import RunConfig, load_datasets
-
     config = RunConfig.load(Path(run_dir))
     return [DatasetInfo.build(d.spec.label, d.spec.bench, d.items) for d in load_datasets(config)]
 
 
-def load_run_trust(run_dir: Path) -> Any:
+def load_run_trust(run_dir: Path) -> TrustPlan | None:
     """The run's trust plan (harness/trust.py: impossible items, twins), or None when it mixed none in."""
-    from statebox.harness.plan import RunConfig, load_datasets, trust_plan
-
     config = RunConfig.load(Path(run_dir))
     if config.trust is None or not config.trust.active:
         return None
@@ -810,8 +810,6 @@ def summarise(run_dir: Path, datasets: list[DatasetInfo], sink: ChunkSink | None
     """One streaming pass over the store (read-only) into a RunSummary (+ the sink's chunks)."""
     own = conn is None
     conn = conn or connect_readonly(run_dir)
-    from statebox.scoring.report import _collector_paused
-
     try:
         plan = load_run_trust(run_dir) if (Path(run_dir) / RUN_CONFIG_FILE).exists() else None
         trust_ids = frozenset(plan.by_id()) if plan is not None else frozenset()
@@ -825,8 +823,6 @@ def summarise(run_dir: Path, datasets: list[DatasetInfo], sink: ChunkSink | None
                 feed(row, rowid)
             summary = rpass.finish()
         if plan is not None:
-            from statebox.harness.trust_results import outcome_from_rows  # loaded with the plan above, only for trust runs
-
             summary.trust = outcome_from_rows(plan, rpass.trust_rows, {d.label: d.items for d in datasets}, rpass.source_rows)
         return summary
     finally:

@@ -20,6 +20,7 @@ import os
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -28,8 +29,11 @@ from typing import Any
 from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, SESSION_FILE
 from statebox.report.page import ATTEMPTS_SECTION, page_head, page_meta, page_tail, summary_html
 from statebox.report.data import (
+    COLUMNS,
     DatasetInfo,
     ReportPass,
+    RunSummary,
+    Vocab,
     encode_transcript,
     connect_readonly,
     count_rows,
@@ -37,8 +41,10 @@ from statebox.report.data import (
     js_json,
     load_run_datasets,
     read_transcript,
+    row_from_tuple,
     summarise,
 )
+from statebox.harness.plan import RunConfig
 from statebox.harness.store import RESULTS_FILE
 
 ROWS_PER_POLL = 5000
@@ -51,8 +57,6 @@ class LiveRun:
     """What the server knows about one run folder; every read goes to disk again."""
 
     def __init__(self, run_dir: Path, poll_ms: int = 2000) -> None:
-        from statebox.harness.plan import RunConfig
-
         self.run_dir = Path(run_dir)
         self.poll_ms = poll_ms
         self.config = RunConfig.load(self.run_dir)
@@ -186,8 +190,6 @@ class LiveRun:
         conn = self._connect()
         if conn is not None:
             try:
-                from statebox.report.data import COLUMNS, row_from_tuple
-
                 raw = conn.execute(f"SELECT {', '.join(COLUMNS)} FROM results WHERE attempt_id = ?", (attempt_id,)).fetchone()
             finally:
                 conn.close()
@@ -235,8 +237,6 @@ class LiveRun:
                 return cached[2]
             started = time.time()
             if conn is None:
-                from statebox.report.data import RunSummary, Vocab
-
                 summary = RunSummary([], 0, self.datasets, {}, {}, Vocab(), Vocab(), Vocab(), Vocab(), Vocab())
             else:
                 summary = summarise(self.run_dir, self.datasets)
@@ -309,7 +309,7 @@ def make_handler(live: LiveRun) -> type[BaseHTTPRequestHandler]:
 
 
 def serve(run_dir: Path, port: int = 8765, host: str = "127.0.0.1", poll_ms: int = 2000,
-          ready: Any = None) -> None:
+          ready: Callable[[str], object] | None = None) -> None:
     """Serve until interrupted; `ready(url)` is called once listening."""
     live = LiveRun(run_dir, poll_ms=poll_ms)
     server = ThreadingHTTPServer((host, port), make_handler(live))

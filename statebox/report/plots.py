@@ -14,6 +14,7 @@ from typing import Any
 
 from statebox.report.aggregate import AT_CEILING, NOT_ABOVE, TOO_FEW, AgentDatasetScore, best_priors, prior_outcome
 from statebox.report.visible_text import visible_html
+from statebox.schema import ScoreReport
 
 FONT = "font-family='system-ui,-apple-system,Segoe UI,Roboto,sans-serif'"
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
@@ -30,7 +31,7 @@ def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.1f}"
 
 
-def headline_value(s: AgentDatasetScore, report: Any = None) -> float | None:
+def headline_value(s: AgentDatasetScore, report: ScoreReport | None = None) -> float | None:
     value = (report or s.report).metrics.get(s.headline)
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
 
@@ -43,7 +44,12 @@ def score_ci(s: AgentDatasetScore) -> tuple[float, float] | None:
 def agent_order(scores: list[AgentDatasetScore]) -> list[str]:
     """Best first: mean headline score over the datasets an agent answered."""
     means = agent_means(scores)
-    return sorted(means, key=lambda a: (-(means[a] if means[a] is not None else -1.0), a))
+
+    def best_first(agent: str) -> tuple[float, str]:
+        mean = means[agent]
+        return (-(mean if mean is not None else -1.0), agent)
+
+    return sorted(means, key=best_first)
 
 
 def agent_means(scores: list[AgentDatasetScore]) -> dict[str, float | None]:

@@ -1,65 +1,16 @@
-"""EC-Bench evidence spans: parsing `h:mm:ss` clips and the official union-set IoU.
+"""EC-Bench evidence spans: the official union-set IoU over parsed `h:mm:ss` clips.
 
 The released evaluator (not the paper's "single merged interval") computes IoU
 over the union of merged intervals at integer-second resolution; these functions
-reproduce its behaviour, quirks included:
-- a value that `ast.literal_eval` turns into a list is read as `[[start, end], ...]`
-  pairs whose elements must each be exactly `h:mm:ss` (no fallback to the regex);
-- any other text: every `h:mm:ss` is found and consecutive ones are paired
-  (`.mmm` suffixes are ignored, an odd last timestamp is dropped);
-- intervals with end < start are dropped; touching intervals merge.
+reproduce its behaviour: touching intervals merge. The clips text itself is read by
+`statebox/clip_spans.py` (base layer: the EC-Bench loader reads the same format).
 """
 
 from __future__ import annotations
 
-import ast
-import math
-import re
-from typing import Any
+from statebox.clip_spans import Interval, parse_clips
 
-TIME_PATTERN = re.compile(r"(\d{1,2}):(\d{2}):(\d{2})")
-
-Interval = tuple[int, int]
-
-
-def _seconds(parts: tuple[str, str, str]) -> int:
-    hours, minutes, seconds = (int(p) for p in parts)
-    return hours * 3600 + minutes * 60 + seconds
-
-
-def _strict_seconds(value: str) -> int | None:
-    match = TIME_PATTERN.fullmatch(value.strip())
-    return _seconds(match.groups()) if match else None  # type: ignore[arg-type]
-
-
-def parse_clips(raw: Any) -> list[Interval]:
-    """Intervals (seconds) from a clips value: a list of pairs, or any text holding h:mm:ss pairs."""
-    if raw is None or (isinstance(raw, float) and math.isnan(raw)):
-        return []
-    if isinstance(raw, list):
-        intervals: list[Interval] = []
-        for pair in raw:
-            if isinstance(pair, (list, tuple)) and len(pair) == 2:
-                start, end = _strict_seconds(str(pair[0])), _strict_seconds(str(pair[1]))
-                if start is not None and end is not None and end >= start:
-                    intervals.append((start, end))
-        return intervals
-    text = str(raw).strip()
-    if not text or text.lower() == "nan":
-        return []
-    try:
-        literal = ast.literal_eval(text)
-    except Exception:  # noqa: BLE001 - anything literal_eval rejects falls through to the regex
-        literal = None
-    if isinstance(literal, list):
-        return parse_clips(literal)
-    tokens = TIME_PATTERN.findall(text)
-    intervals = []
-    for i in range(0, len(tokens) - 1, 2):
-        start, end = _seconds(tokens[i]), _seconds(tokens[i + 1])
-        if end >= start:
-            intervals.append((start, end))
-    return intervals
+__all__ = ["Interval", "hull_iou", "merge", "parse_clips", "union_iou"]  # parse_clips: read here by the scorer and its tests
 
 
 def merge(intervals: list[Interval]) -> list[Interval]:

@@ -58,7 +58,7 @@ def test_twin_counts_are_the_oracles_counts_from_the_rendered_tracks(suite, tmp_
         src_rows = gt.read_tracks(Path(spec.videos).parent, Path(item.video).stem)
         events = gt.read_events(video.parent.parent, video.stem) if family == "ec_beeps" else None
         if family == "ec_beeps":  # the beeps really are in the twin's audio track, at the events' times
-            from statebox.benchmarks.synthetic.validate import _audio_probes
+            from statebox.harness.suite_validity import _audio_probes
 
             probe = _audio_probes(family, video.parent.parent, video.parent, [twin.model_copy(update={"video": str(video)})])[0]
             assert probe.ok, probe.value

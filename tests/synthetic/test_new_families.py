@@ -20,7 +20,7 @@ from statebox.benchmarks.synthetic import clip as clip_mod
 from statebox.benchmarks.synthetic import groundtruth as gt
 from statebox.benchmarks.synthetic.families import family_module
 from statebox.benchmarks.synthetic.suite import load_suite
-from statebox.benchmarks.synthetic.validate import validate_suite
+from statebox.harness.suite_validity import validate_suite
 from statebox.benchmarks.synthetic.video import read_audio
 from statebox.benchmarks.vcbench import SUBTYPES
 

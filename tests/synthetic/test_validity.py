@@ -13,7 +13,7 @@ import pytest
 from statebox.benchmarks.synthetic import groundtruth as gt
 from statebox.benchmarks.synthetic import oracle
 from statebox.benchmarks.synthetic.suite import load_suite, make_suite
-from statebox.benchmarks.synthetic.validate import validate_suite
+from statebox.harness.suite_validity import validate_suite
 from statebox.errors import UserError
 
 STATEBOX = [sys.executable, "-m", "statebox.cli"]

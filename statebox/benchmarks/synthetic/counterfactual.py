@@ -79,7 +79,7 @@ from statebox.benchmarks.synthetic.families.common import LayoutRejected, rng_fo
 from statebox.benchmarks.synthetic.families.ec_bolts import QUESTIONS, turn_runs
 from statebox.benchmarks.synthetic.families.ec_common import clips_text, span
 from statebox.benchmarks.synthetic.families.morse_light import lamp
-from statebox.benchmarks.synthetic.geometry import aim
+from statebox.benchmarks.synthetic.geometry import aim, colour3
 from statebox.benchmarks.synthetic.render import Light, Renderer
 from statebox.errors import DataError
 from statebox.schema import Item, Span
@@ -370,7 +370,7 @@ def render_line_twin(spec: dict[str, Any], out_family_dir: Path, stem: str, seed
 
     plan = lc.Plan.__new__(lc.Plan)  # the family's motion, fed the twin's balls instead of a draw
     plan.lanes, plan.start = [float(v) for v in spec["lanes"]], [float(v) for v in spec["start"]]
-    plan.colours = [tuple(int(c) for c in col) for col in spec["colours"]]
+    plan.colours = [colour3(col) for col in spec["colours"]]
     plan.moves = [(int(b), float(s), float(e), float(x)) for b, s, e, x in spec["moves"]]
     n_frames = int(lc.DURATION * FPS)
     renderer = Renderer(lc.WIDTH, lc.HEIGHT, lc.GROUND, noise_sigma=1.5, seed=seed)
@@ -418,8 +418,8 @@ def swing_twin_spec(family_dir: Path, item: Item) -> dict[str, Any] | str:
 def render_swing_twin(spec: dict[str, Any], out_family_dir: Path, stem: str, seed: int) -> Path:
 
     plan = sw.Plan.__new__(sw.Plan)
-    plan.colour, plan.y = tuple(int(c) for c in spec["colour"]), float(spec["y"])
-    plan.legs = [tuple(float(v) for v in leg) for leg in spec["legs"]]
+    plan.colour, plan.y = colour3(spec["colour"]), float(spec["y"])
+    plan.legs = [(float(leg[0]), float(leg[1]), float(leg[2]), float(leg[3])) for leg in spec["legs"]]
     renderer = Renderer(sw.WIDTH, sw.HEIGHT, sw.GROUND, noise_sigma=1.5, seed=seed)
     cam = sw.camera()
     clip = render_clip(renderer, int(sw.DURATION * FPS), FPS, lambda i, t: (cam, plan.scene(t)))
@@ -538,7 +538,7 @@ def render_cup_twin(spec: dict[str, Any], out_family_dir: Path, stem: str, seed:
     plan = cd.Plan.__new__(cd.Plan)  # the family's motion, fed the twin's ops
     plan.ops = [(str(kind), int(cup), int(ball), float(t)) for kind, cup, ball, t in spec["ops"]]
     plan.duration = float(spec["duration"])
-    plan.colour = {int(b): tuple(int(v) for v in c) for b, c in spec["colour"]}
+    plan.colour = {int(b): colour3(c) for b, c in spec["colour"]}
     renderer = Renderer(cd.WIDTH, cd.HEIGHT, cd.TABLE, noise_sigma=1.5, seed=seed)
     cam = aim((0.0, -4.8, 2.6), (0.0, 0.0, 1.1), 50.0, cd.WIDTH, cd.HEIGHT)
     clip = render_clip(renderer, int(plan.duration * FPS), FPS, lambda i, t: (cam, plan.scene(t)))
@@ -799,8 +799,8 @@ def streaming_twin_spec(family_dir: Path, item: Item) -> dict[str, Any] | str:
 def render_streaming_twin(spec: dict[str, Any], out_family_dir: Path, stem: str, seed: int) -> Path:
 
     plan = sc.Plan.__new__(sc.Plan)  # the family's motion and camera, fed the source's individuals less one
-    plan.drift = tuple(float(x) for x in spec["drift"])
-    plan.individuals = [sc.Individual(int(i["oid"]), str(i["kind"]), tuple(int(c) for c in i["colour"]), float(i["lane"]),
+    plan.drift = (float(spec["drift"][0]), float(spec["drift"][1]), float(spec["drift"][2]))
+    plan.individuals = [sc.Individual(int(i["oid"]), str(i["kind"]), colour3(i["colour"]), float(i["lane"]),
                                       [sc.Visit(float(a), int(b), float(c), float(d), int(e)) for a, b, c, d, e in i["visits"]])
                         for i in spec["individuals"]]
     n_frames = int(sc.DURATION * FPS)

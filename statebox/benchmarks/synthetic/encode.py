@@ -26,7 +26,7 @@ def _frame(i420: np.ndarray, w: int, h: int) -> av.VideoFrame:
     for plane, data in zip(frame.planes, planes):
         padded = np.zeros((plane.buffer_size // plane.line_size, plane.line_size), np.uint8)
         padded[: data.shape[0], : data.shape[1]] = data
-        plane.update(padded)
+        plane.update(padded)  # type: ignore[arg-type]  # PyAV's stub says bytes; update() takes any buffer (no copy)
     return frame
 
 
@@ -75,7 +75,7 @@ def encode(out: str, fps: int, w: int, h: int, source, audio: np.ndarray | None 
             count += 1
         for packet in stream.encode():
             container.mux(packet)
-        if astream is not None:
+        if astream is not None and audio is not None:
             _mux_audio(container, astream, audio, rate)
     return count
 

@@ -208,7 +208,7 @@ def _entity(family: str, rows: list[gt.TrackRow], events: list[gt.GtEvent], span
 def lane_rank(rows: list[gt.TrackRow]) -> dict[int, int]:
     """Ball id -> lane from the camera (1 = nearest: the lowest box bottom on screen), from the first frame."""
     first = [r for r in rows if r.frame == 0 and r.cls == "ball" and r.amodal_box]
-    order = sorted(first, key=lambda r: -r.amodal_box[3])
+    order = sorted(first, key=lambda r: -r.amodal()[3])
     return {r.id: i + 1 for i, r in enumerate(order)}
 
 

@@ -11,6 +11,7 @@ fraction exact and cheap, which the ground truth depends on.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -144,6 +145,12 @@ class Sphere:
 Part = Mesh | Sphere
 
 
+def colour3(values: Iterable[float]) -> tuple[int, int, int]:
+    """A BGR colour from exactly three numbers (a numpy draw, a twin spec's JSON list)."""
+    b, g, r = (int(v) for v in values)
+    return b, g, r
+
+
 def box_mesh(center_xy: tuple[float, float], z0: float, size: tuple[float, float, float], yaw: float,
              color: tuple[int, int, int], gloss: float = 0.12) -> Mesh:
     """An upright box standing on height z0, rotated by `yaw` about its vertical axis."""
@@ -183,4 +190,8 @@ def shade(color: tuple[int, int, int], normal: np.ndarray, light: np.ndarray, vi
     spec = gloss * max(0.0, float(dot3(normal, half))) ** 24
     k = ambient + 0.72 * diffuse
     s = 255.0 * spec
-    return tuple(int(min(255.0, max(0.0, c * k + s))) for c in color)
+
+    def channel(c: int) -> int:
+        return int(min(255.0, max(0.0, c * k + s)))
+
+    return channel(color[0]), channel(color[1]), channel(color[2])

@@ -43,6 +43,12 @@ class TrackRow(BaseModel):
 
     model_config = {"populate_by_name": True}
 
+    def amodal(self) -> list[float]:
+        """The full silhouette box, for a reader that places the object (ValueError on a row without one)."""
+        if self.amodal_box is None:
+            raise ValueError(f"track row of object {self.id} at frame {self.frame} has no amodal box")
+        return self.amodal_box
+
 
 class GtEvent(BaseModel):
     time: float

@@ -104,8 +104,9 @@ def _same_form(original: Any, index: int) -> Any:
 def after_cut(item: Item, rng: random.Random, new_id: str, video: Path, held: Path) -> ImpossibleItem | None:
     """The question asked at a later query time than the video (`held`, made from `video`) shows;
     None when no later time has an answer different from an earlier one's (the cut would hide nothing)."""
-    timed = sorted((q for q in item.queries if q.time is not None and q.target is not None), key=lambda q: q.time)
-    pairs = [(a, b) for i, a in enumerate(timed) for b in timed[i + 1:] if b.time - a.time >= 1.0 and b.target != a.target]
+    timed = sorted(((q.time, q) for q in item.queries if q.time is not None and q.target is not None), key=lambda tq: tq[0])
+    pairs = [(a, b) for i, (a_time, a) in enumerate(timed) for b_time, b in timed[i + 1:]
+             if b_time - a_time >= 1.0 and b.target != a.target]
     if not pairs:
         return None
     cut, asked = pairs[rng.randrange(len(pairs))]

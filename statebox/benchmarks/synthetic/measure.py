@@ -12,6 +12,7 @@ import re
 from collections import defaultdict
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from statebox.benchmarks.synthetic import groundtruth as gt
 from statebox.benchmarks.synthetic.families.cup_drops import ORDINALS, dict_text, set_text
@@ -60,10 +61,10 @@ def shell_game(rows: list[gt.TrackRow]) -> str:
     last = by_frame(rows)[-1]
     ball = next(r for r in last if r.cls == "ball")
     cups = [r for r in last if r.cls == "cup"]
-    bx = (ball.amodal_box[0] + ball.amodal_box[2]) / 2
-    centre = {r.id: (r.amodal_box[0] + r.amodal_box[2]) / 2 for r in cups}
+    bx = (ball.amodal()[0] + ball.amodal()[2]) / 2
+    centre = {r.id: (r.amodal()[0] + r.amodal()[2]) / 2 for r in cups}
     under = min(centre, key=lambda cid: abs(centre[cid] - bx))
-    order = sorted(centre, key=centre.get)
+    order = sorted(centre, key=centre.__getitem__)
     return LETTERS[order.index(under)]
 
 
@@ -76,8 +77,8 @@ def bolts(rows: list[gt.TrackRow], hold: int = 1) -> int:
     """Clockwise (angle-decreasing) rotation runs, summed over bolts (`hold`: see ec_bolts.turn_runs)."""
     if hold > 1:
 
-        series = {oid: [float(v) for _, v in s] for oid, s in _series(rows, "angle", "bolt").items()}
-        return sum(1 for r in turn_runs(series, hold) if r[1] < 0)
+        by_bolt = {oid: [float(v) for _, v in s] for oid, s in _series(rows, "angle", "bolt").items()}
+        return sum(1 for r in turn_runs(by_bolt, hold) if r[1] < 0)
     angles: dict[int, list[float]] = defaultdict(list)
     for r in sorted(rows, key=lambda r: (r.id, r.frame)):
         if r.cls == "bolt":
@@ -164,8 +165,9 @@ def _cut(rows: list[gt.TrackRow], query_time: float | None) -> list[gt.TrackRow]
     return rows if query_time is None else [r for r in rows if r.time < query_time]
 
 
-def _series(rows: list[gt.TrackRow], key: str, cls: str | None = None) -> dict[int, list[tuple[int, object]]]:
-    out: dict[int, list[tuple[int, object]]] = defaultdict(list)
+def _series(rows: list[gt.TrackRow], key: str, cls: str | None = None) -> dict[int, list[tuple[int, Any]]]:
+    """Per object, (frame, its `state[key]`) in frame order; values as the JSON row holds them (`TrackRow.state`)."""
+    out: dict[int, list[tuple[int, Any]]] = defaultdict(list)
     for r in sorted(rows, key=lambda r: (r.id, r.frame)):
         if (cls is None or r.cls == cls) and key in r.state:
             out[r.id].append((r.frame, r.state[key]))
@@ -226,7 +228,7 @@ def runs_of(values: list[tuple[int, bool]]) -> list[tuple[int, int]]:
         elif v:
             out[-1][1] = f + 1
         prev = v
-    return [tuple(r) for r in out]
+    return [(r[0], r[1]) for r in out]
 
 
 def episodes(rows: list[gt.TrackRow], gap_frames: int = 10) -> int:
@@ -247,7 +249,7 @@ def episodes(rows: list[gt.TrackRow], gap_frames: int = 10) -> int:
 
 def _place_names(last: list[gt.TrackRow], cls: str) -> dict[int, str]:
     xs = {r.id: (r.amodal_box[0] + r.amodal_box[2]) / 2 for r in last if r.cls == cls and r.amodal_box}
-    order = sorted(xs, key=xs.get)
+    order = sorted(xs, key=xs.__getitem__)
     names = ("left", "middle", "right") if len(order) == 3 else tuple(str(i) for i in range(len(order)))
     return {oid: names[i] for i, oid in enumerate(order)}
 
@@ -353,7 +355,7 @@ def eoc_objects(rows: list[gt.TrackRow], item: Item, fps: int) -> str:
         return f"{round((mats[-1][0] - start) / fps, 1)}"
     direction = mats[-1][2]
     if kind == "Immediate State Recognition":
-        return letter_of({"left": "sliding to the left", "right": "sliding to the right"}.get(direction,
+        return letter_of({"left": "sliding to the left", "right": "sliding to the right"}.get(direction or "",
                                                                                             "standing still on a mat"))
     # future: the free mat the object is heading for
     occupied = {r.state.get("mat") for r in last if r.id != target.id and r.state.get("mat")}

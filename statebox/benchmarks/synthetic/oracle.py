@@ -46,7 +46,7 @@ from statebox.benchmarks.synthetic.measure import (  # noqa: F401 - the measurem
     _place_names,
     _series,
 )
-from statebox.schema import Item
+from statebox.schema import Item, Query
 
 def failure_probe(family: str, rows: list[gt.TrackRow], item: Item, events: list[gt.GtEvent] | None,
                   hold: int = 1, fps: int = 10) -> str:
@@ -64,7 +64,7 @@ def failure_probe(family: str, rows: list[gt.TrackRow], item: Item, events: list
             return str(len(runs))
         if step == "entity":
             last = frames[-1]
-            order = sorted((r for r in last if r.cls == "bolt"), key=lambda r: r.amodal_box[0] + r.amodal_box[2])
+            order = sorted((r for r in last if r.cls == "bolt"), key=lambda r: r.amodal()[0] + r.amodal()[2])
             return str([r.id for r in order].index(runs[k - 1][0]) + 1)
         loosening = "how many loosening actions" in q
         return str(sum(1 for r in runs[:k] if (r[1] > 0 if loosening else r[1] < 0)))
@@ -85,6 +85,13 @@ def failure_probe(family: str, rows: list[gt.TrackRow], item: Item, events: list
 def family_of(name: str) -> str:
     """A dataset label of a variant suite (`bolts@stretch2`, ...) -> its family."""
     return name.split("@", 1)[0]
+
+
+def _time(query: Query) -> float:
+    """A streaming query's time (every streaming query has one)."""
+    if query.time is None:
+        raise ValueError(f"streaming query {query.index} has no time")
+    return float(query.time)
 
 
 def answer_from_rows(family: str, rows: list[gt.TrackRow], item: Item, query_index: int = 0, fps: int = 10,
@@ -108,10 +115,13 @@ def answer_from_rows(family: str, rows: list[gt.TrackRow], item: Item, query_ind
     if family == "morse_light":
         return morse_light(rows)
     if family == "streaming_count":
-        return str(streaming(rows, item.labels["counting_subtype"], kind_of(item.question), float(query.time), fps))
+        return str(streaming(rows, item.labels["counting_subtype"], kind_of(item.question), _time(query), fps))
     if family == "streaming_window":
-        seconds = float(re.search(r"past (\d+(?:\.\d+)?) seconds", item.question).group(1))
-        return str(window(rows, item.labels["counting_subtype"], kind_of(item.question), float(query.time), seconds, fps))
+        past = re.search(r"past (\d+(?:\.\d+)?) seconds", item.question)
+        if past is None:
+            raise ValueError(f"a streaming_window question names no window: {item.question!r}")
+        seconds = float(past.group(1))
+        return str(window(rows, item.labels["counting_subtype"], kind_of(item.question), _time(query), seconds, fps))
     if family == "line_crossing":
         return str(crossings(_cut(rows, query.time)))
     if family == "swing":

@@ -254,8 +254,8 @@ class Renderer:
                         continue
                     pool = np.zeros(base.shape[:2], np.uint8)
                     cv2.fillConvexPoly(pool, _fixed(uv), 255, cv2.LINE_AA, SHIFT)
-                    pool = soften(pool, 9).astype(np.float32) / 255.0
-                    base += pool[..., None] * np.asarray(part.color, np.float32)[None, None, :] * 0.35
+                    weight = soften(pool, 9).astype(np.float32) / 255.0
+                    base += weight[..., None] * np.asarray(part.color, np.float32)[None, None, :] * 0.35
 
     def _draw_part(self, camera: Camera, part: Part, frame: np.ndarray, light: np.ndarray, cam_pos: np.ndarray,
                    lamps: list) -> None:

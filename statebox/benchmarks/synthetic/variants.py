@@ -159,6 +159,8 @@ LINE = re.compile(r"^f(\d+) (?:#(\d+) )?(.*)$")
 def parse_transcript(text: str) -> tuple[list[gt.TrackRow], list[gt.GtEvent], int]:
     """Track rows and events rebuilt from a transcript (what the text oracle reads)."""
     head = re.search(r"fps (\d+), frames (\d+)", text)
+    if head is None:
+        raise ValueError("a transcript without its 'fps N, frames M' line")
     fps, n_frames = int(head.group(1)), int(head.group(2))
     classes = dict((int(a), b) for a, b in re.findall(r"#(\d+) ([a-z_]+)", text.split("\n")[2]))
     changes: dict[int, dict[int, list[str]]] = {}
@@ -509,7 +511,7 @@ def _bolt_probes(src: Path, stem: str, rng_pick: int, loosen: bool = False) -> l
     rows = gt.read_tracks(src, stem)
     frames = gt.frames_of(rows)
     last = frames[max(frames)]
-    order = sorted((r for r in last if r.cls == "bolt"), key=lambda r: r.amodal_box[0] + r.amodal_box[2])
+    order = sorted((r for r in last if r.cls == "bolt"), key=lambda r: r.amodal()[0] + r.amodal()[2])
     place = {r.id: i + 1 for i, r in enumerate(order)}
     angles = {oid: [float(r.state["angle"]) for r in sorted(rows, key=lambda r: r.frame) if r.id == oid] for oid in place}
     runs = turn_runs(angles)
@@ -534,8 +536,8 @@ def _cup_probes(src: Path, stem: str, rng_pick: int) -> list[tuple[str, str, Any
     rows = gt.read_tracks(src, stem)
     frames = gt.frames_of(rows)
     after = frames[events[k - 1].frame]
-    xs = {r.id: r.amodal_box[0] + r.amodal_box[2] for r in frames[max(frames)] if r.cls == "cup"}
-    names = {oid: ("left", "middle", "right")[i] for i, oid in enumerate(sorted(xs, key=xs.get))}
+    xs = {r.id: r.amodal()[0] + r.amodal()[2] for r in frames[max(frames)] if r.cls == "cup"}
+    names = {oid: ("left", "middle", "right")[i] for i, oid in enumerate(sorted(xs, key=xs.__getitem__))}
     held = [("left", "middle", "right").index(names[r.id]) for r in after if r.cls == "cup" and r.state.get("balls")]
     subsets = ["none of them", "left only", "middle only", "right only", "left and middle", "left and right",
                "middle and right", "all three"]
@@ -595,6 +597,7 @@ def make_failure(suite_dir: Path, out: Path) -> Path:
                 continue
             stem = Path(doc["video_path"]).stem
             parent = doc["id"]
+            made: list[tuple[str, str, Any, list[str], dict[str, Any]]]
             if family in ("bolts", "ec_bolts"):
                 loosen = "counter-clockwise" in doc["question"] or "loosening" in doc["question"]
                 made = [(step, q, a, c, {}) for step, q, a, c in _bolt_probes(src, stem, n * 7 + 3, loosen)]

@@ -101,5 +101,5 @@ def read_frames(path: Path, format: str = "bgr24") -> Iterator[tuple[float, np.n
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
         for frame in container.decode(stream):
-            t = float(frame.pts * frame.time_base) if frame.pts is not None else 0.0
+            t = float(frame.pts * frame.time_base) if frame.pts is not None and frame.time_base is not None else 0.0
             yield t, frame.to_ndarray(format=format)

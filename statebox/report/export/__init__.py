@@ -61,8 +61,7 @@ def export_run(run_dir: Path, fmt: str, out: Path) -> ExportResult:
     check_out(fmt, out)
     with RunReader(Path(run_dir)) as reader:
         if fmt == "inspect":
-            # inspect_ai is heavy (~1 s to import, a large tree): loaded only for this format
-            from statebox.report.export.inspect_log import write_inspect_log
+            from statebox.report.export.inspect_log import write_inspect_log  # why: inspect_ai (~1 s), this format only
 
             out.parent.mkdir(parents=True, exist_ok=True)
             n = write_inspect_log(reader, out.resolve())

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -36,7 +36,7 @@ from statebox import __version__
 from statebox.report.export.records import AttemptRecord, RunReader, iso_time
 from statebox.report.export.turns import Turn, build_turns, read_events, seq_ranges
 
-ATIF_VERSION = "ATIF-v1.4"
+ATIF_VERSION: Final = "ATIF-v1.4"
 TRAJECTORY_PATH = Path("agent") / "trajectory.json"
 
 

@@ -40,6 +40,7 @@ _ARGUMENT = {"shell_command": "command", "file_read": "path", "file_write": "pat
 _REACT_STEP = re.compile(r"step \d+")
 
 Role = Literal["system", "user", "assistant", "tool"]
+_MESSAGE_ROLES: dict[str, Role] = {"user": "user", "system": "system", "developer": "system"}  # a message event's role -> its turn
 
 
 @dataclass(slots=True)
@@ -152,13 +153,12 @@ class _Builder:
     def feed(self, event: dict[str, Any]) -> None:
         kind = str(event.get("kind", ""))
         text = str(event.get("text") or "")
-        data = event.get("data") if isinstance(event.get("data"), dict) else {}
+        raw_data = event.get("data")
+        data: dict[str, Any] = raw_data if isinstance(raw_data, dict) else {}
         if kind == "message":
             role = str(data.get("role", ""))
-            if role in ("user", "system"):
-                self._new(role, event, text)  # type: ignore[arg-type]
-            elif role == "developer":
-                self._new("system", event, text)
+            if role in _MESSAGE_ROLES:
+                self._new(_MESSAGE_ROLES[role], event, text)
             elif role in ("agent-note", "assistant"):
                 self._assistant(event, fresh_after_calls=True).add_text(text)
             else:

@@ -37,9 +37,9 @@ def turn_runs(angles: dict[int, list[float]], hold: int = 1) -> list[tuple[int, 
 
     `hold` > 1 reads a stretched video (each frame held `hold` times): fewer than `hold`
     still frames inside a rotation are the holds, not a pause."""
-    runs = []
+    runs: list[list[int]] = []
     for oid, series in sorted(angles.items()):
-        current = None
+        current: list[int] | None = None
         for f in range(1, len(series)):
             step = 0 if abs(series[f] - series[f - 1]) < 1e-6 else (1 if series[f] > series[f - 1] else -1)
             if step and current and current[1] == step and f - 1 - current[3] < hold:
@@ -49,7 +49,7 @@ def turn_runs(angles: dict[int, list[float]], hold: int = 1) -> list[tuple[int, 
                 runs.append(current)
             elif current and f - current[3] >= hold:
                 current = None
-    return [tuple(r) for r in sorted(runs, key=lambda r: (r[2], r[0]))]
+    return [(r[0], r[1], r[2], r[3]) for r in sorted(runs, key=lambda r: (r[2], r[0]))]
 
 
 def plan_answers(seed: int, index: int, n: int, salt: str) -> list[tuple[str, str]]:

@@ -38,7 +38,7 @@ import numpy as np
 from statebox.benchmarks.synthetic.clip import FPS, HEIGHT, WIDTH, event, render_clip, save_clip
 from statebox.benchmarks.synthetic.families import balance, common
 from statebox.benchmarks.synthetic.families.common import VideoRecord, ease, layout_signature, lerp, rng_for
-from statebox.benchmarks.synthetic.geometry import Sphere, aim, box_mesh, frustum_mesh
+from statebox.benchmarks.synthetic.geometry import Part, Sphere, aim, box_mesh, frustum_mesh
 from statebox.benchmarks.synthetic.render import Renderer, SceneObject
 
 NAME = "eoc_objects"
@@ -115,7 +115,8 @@ class Plan:
 
     def poses(self, t: float) -> dict[str, tuple[float, float, int | None, str | None]]:
         """kind -> (x, y, mat or None, moving direction or None)."""
-        pose = {k: (MAT_X[m], 0.0, m, None) for k, m in self.start.items()}
+        pose: dict[str, tuple[float, float, int | None, str | None]] = {k: (MAT_X[m], 0.0, m, None)
+                                                                       for k, m in self.start.items()}
         for kind, a, b, start in self.moves:
             if t < start:
                 break
@@ -132,6 +133,7 @@ class Plan:
         objects = [SceneObject(100 + i, None, [box_mesh((x, 0.0), 0.0, (1.0, 0.9, 0.01), 0.0, MAT_BGR[m], 0.05)],
                                layer=-1, cast_shadow=False) for i, (m, x) in enumerate(zip(MATS, MAT_X))]
         for oid, (kind, (x, y, mat, moving)) in enumerate(self.poses(t).items(), 1):
+            part: Part
             if kind == "cube":
                 part = box_mesh((x, y), 0.0, (0.5, 0.5, 0.5), 0.3, OBJ_COLOUR[kind], 0.25)
             elif kind == "cup":
@@ -165,11 +167,12 @@ def balanced_plan(rng, index: int) -> Plan:
 def rle(mask: np.ndarray) -> dict:
     """COCO compressed RLE (column-major run lengths, LEB128-like string), as pycocotools writes it."""
     flat = mask.astype(np.uint8).flatten(order="F")
-    counts, prev, run = [], 0, 0
+    counts: list[int] = []
+    prev, run = 0, 0
     for v in flat:
         if v != prev:
             counts.append(run)
-            run, prev = 0, v
+            run, prev = 0, int(v)
         run += 1
     counts.append(run)
     chars = []
@@ -216,6 +219,8 @@ def make_video(family_dir: Path, seed: int, index: int, n: int) -> VideoRecord:
     ids = renderer.last_ids
     oid = list(CLASSES).index(plan.marked) + 1
     last = clip.seen[-1][oid]
+    if last.stats.box is None:
+        raise RuntimeError(f"{NAME}: the marked object is out of sight in the last frame")  # the plan keeps it in view
     box = [int(v) for v in last.stats.box]
     mask = ids == oid
     ys, xs = np.nonzero(mask)

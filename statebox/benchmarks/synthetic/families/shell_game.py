@@ -141,12 +141,12 @@ def final_answer(plan: Plan) -> tuple[int, list[int]]:
     worked out from the plan without rendering: the balance of the family's answers is decided on plans."""
     t = (int(plan.duration * FPS) - 1) / FPS
     camera = plan.camera(t)
-    centres = {}
+    centres: dict[int, float] = {}
     for oid, (x, y, z) in sorted(plan.cup_positions(t).items()):
         mesh = frustum_mesh((x, y), z, CUP_RB, CUP_RT, CUP_H, CUP_COLOUR, 28)
         u = camera.project(mesh.vertices)[0][:, 0]
         centres[oid] = (float(u.min()) + float(u.max())) / 2
-    order = sorted(centres, key=centres.get)
+    order = sorted(centres, key=centres.__getitem__)
     xs = sorted(centres.values())
     if min(b - a for a, b in zip(xs, xs[1:])) < MIN_GAP_PX:
         raise LayoutRejected("final cups too close to name left/middle/right")

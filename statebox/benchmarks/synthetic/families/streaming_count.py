@@ -144,7 +144,7 @@ class Plan:
 
 def view_events(clip, individuals: list[Individual]) -> tuple[list[dict], dict[int, list[bool]]]:
     """Enter/exit events from the rendered frames; rejects flickering (in, out, in within 5 frames)."""
-    in_view = {ind.oid: [] for ind in individuals}
+    in_view: dict[int, list[bool]] = {ind.oid: [] for ind in individuals}
     for seen in clip.seen:
         for ind in individuals:
             s = seen.get(ind.oid)

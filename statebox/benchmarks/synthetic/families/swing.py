@@ -16,7 +16,7 @@ from statebox.benchmarks.synthetic.clip import FPS, HEIGHT, WIDTH, event, render
 from statebox.benchmarks.synthetic.families import balance
 from statebox.benchmarks.synthetic.families.common import LayoutRejected, VideoRecord, ease, layout_signature, lerp, rng_for
 from statebox.benchmarks.synthetic.families.vc_common import eval_rows, pick_frames
-from statebox.benchmarks.synthetic.geometry import Camera, Sphere, aim, box_mesh
+from statebox.benchmarks.synthetic.geometry import Camera, Sphere, aim, box_mesh, colour3
 from statebox.benchmarks.synthetic.render import Renderer, SceneObject
 
 NAME = "swing"
@@ -43,7 +43,7 @@ def n_videos(size: str) -> int:
 
 class Plan:
     def __init__(self, rng) -> None:
-        self.colour = tuple(int(c) for c in rng.integers(40, 230, size=3))
+        self.colour = colour3(rng.integers(40, 230, size=3))
         self.y = float(rng.uniform(0.0, 0.8))
         self.legs: list[tuple[float, float, float, float]] = []  # start, end, from x, to x
         t, x = float(rng.uniform(0.4, 1.2)), HOME

@@ -1,5 +1,9 @@
 """Validity probes for a generated suite (what `statebox bench validate` runs).
 
+It lives in harness/, not beside the generator in benchmarks/synthetic/, because it wires the
+generator's files to the real loader and the real scorer, and benchmarks and scoring never import
+each other (docs/architecture.md, "Layer rules").
+
 A generator bug shows up here as a failed probe, not as a silently wrong benchmark:
 - every dataset loads through the real loader and every video exists and decodes to
   the frame count its ground truth describes;
@@ -37,6 +41,7 @@ from statebox.benchmarks import load_benchmark
 from statebox.benchmarks.synthetic import groundtruth as gt
 from statebox.benchmarks.synthetic import oracle
 from statebox.benchmarks.synthetic.suite import Suite, load_suite
+from statebox.benchmarks.synthetic.video import read_audio, read_frames
 from statebox.schema import Item, resolve_video
 from statebox.scoring import score_predictions
 
@@ -119,7 +124,7 @@ def _cube_probes(family_dir: Path, bench: str, items: list[Item]) -> list[Probe]
         meta = gt.read_meta(family_dir, Path(item.video).stem)
         rows = oracle.tracks_for(family_dir, item)
         step = meta.fps // int(meta.params.get("sample_fps", 1))
-        sampled = defaultdict(int)
+        sampled: defaultdict[int, int] = defaultdict(int)
         for r in rows:
             if r.frame % step == 0 and r.visible >= oracle.VISIBLE:
                 sampled[r.id] += 1
@@ -142,6 +147,9 @@ def _streaming_probe(family_dir: Path, items: list[Item]) -> Probe:
         events = gt.read_events(family_dir, stem)
         subtype, kind = item.labels["counting_subtype"], oracle.kind_of(item.question)
         for q in item.queries:
+            if q.time is None:  # a streaming query always has its time: a generator bug, a failed probe
+                bad.append(f"{item.id}#{q.index}")
+                continue
             t = float(q.time)
             from_tracks = oracle.streaming(rows, subtype, kind, t, meta.fps)
             enters = [e for e in events if e.kind == "enter" and e.data.get("cls") == kind and e.time < t]
@@ -255,8 +263,6 @@ def _shortcut_probes(family: str, bench: str, family_dir: Path, items: list[Item
 def _audio_probes(family: str, family_dir: Path, videos: Path, items: list[Item]) -> list[Probe]:
     import numpy as np
 
-    from statebox.benchmarks.synthetic.video import read_audio
-
     bad, video_only_right = [], 0
     for stem in sorted({Path(i.video).stem for i in items}):
         meta = gt.read_meta(family_dir, stem)
@@ -282,8 +288,6 @@ def _contact_sheet(family: str, family_dir: Path, videos: Path, items: list[Item
                    max_videos: int = 8) -> Probe:
     import cv2
     import numpy as np
-
-    from statebox.benchmarks.synthetic.video import read_frames
 
     rows = []
     for stem in sorted({Path(i.video).stem for i in items})[:max_videos]:
