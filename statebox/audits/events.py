@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from statebox.audits.actions import Access, accesses, normalise_path, output_accesses
-from statebox.audits.fastmatch import compile_any, matching_lines
+from statebox.audits.fastmatch import Literals, compile_any, matching_lines
 from statebox.audits.lexicon import usable_secret
 from statebox.errors import DataError, UserError
 from statebox.schema import Event, EventKind
@@ -496,14 +496,16 @@ class Prefilter:
         self.static = compile_any(patterns)
         self.always = compile_any(always or []) if always else None
 
-    def secret_pattern(self, facts: AttemptFacts) -> Any:
+    def secret_pattern(self, facts: AttemptFacts) -> Literals | None:
         literals = secret_literals(facts)
-        return compile_any([re.escape(s.lower()) for s in literals]) if literals else None
+        return Literals(literals) if literals else None
 
     def _lines(self, data: bytes, matchers: list[Any]) -> set[int]:
         lines: set[int] = set()
         for m in matchers:
-            if m is not None:
+            if isinstance(m, Literals):
+                lines |= m.lines(data)
+            elif m is not None:
                 lines |= matching_lines(m, data)
         return lines
 
@@ -516,7 +518,7 @@ class Prefilter:
 
     def any_candidate(self, path: Path, secret_re: Any) -> bool:
         data = path.read_bytes()
-        return any(m is not None and m.search(data) is not None for m in (self.static, secret_re))
+        return self.static.search(data) is not None or (secret_re is not None and secret_re.search(data))
 
     def keep_witness(self, path: Path, secret_re: Any, gateway: bool) -> Callable[[int], bool] | None:
         data = path.read_bytes()
