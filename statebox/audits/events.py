@@ -27,7 +27,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
 from statebox.audits.actions import Access, accesses, normalise_path, output_accesses
 from statebox.audits.fastmatch import Literals, compile_any, matching_lines
@@ -44,6 +44,7 @@ OBSERVED_KINDS = {EventKind.tool_output, EventKind.error}
 SHELL_TOOLS = {"bash", "shell", "exec_command", "local_shell", "run_shell", "terminal", "execute", "python", "run_python", "container.exec"}
 WITNESS_LOGS = ("gateway.jsonl", "stdout.log", "stderr.log")
 RAW_CLI_LOGS = ("claude.stream.jsonl", "codex.jsonl")
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -92,6 +93,18 @@ class AuditLog:
     events: list[Event]
     facts: AttemptFacts
     sources: list[str] = field(default_factory=list)
+    # what the rules derive from one event (its action text, its accesses), computed once for all rules
+    _memo: dict[tuple[str, int], tuple[Event, Any]] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def memo(self, name: str, event: Event, compute: Callable[[Event], _T]) -> _T:
+        """`compute(event)`, once per event and name (keyed by identity: an event replaced in `events` is recomputed)."""
+        key = (name, id(event))
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is event:
+            return hit[1]  # type: ignore[no-any-return]
+        value = compute(event)
+        self._memo[key] = (event, value)
+        return value
 
     @property
     def prompts(self) -> list[str]:
@@ -509,23 +522,23 @@ class Prefilter:
                 lines |= matching_lines(m, data)
         return lines
 
-    def keep_lines(self, data: bytes, secret_re: Any, extra: bool = False) -> set[int]:
+    def keep_lines(self, data: bytes, secret_re: Literals | None, extra: bool = False) -> set[int]:
         """Candidate lines of an events.jsonl already read (`extra`: also the always-parsed kinds)."""
         return self._lines(data, [self.static, secret_re, self.always if extra else None])
 
-    def keep(self, path: Path, secret_re: Any, extra: bool = False) -> Callable[[int], bool]:
+    def keep(self, path: Path, secret_re: Literals | None, extra: bool = False) -> Callable[[int], bool]:
         return self.keep_lines(path.read_bytes(), secret_re, extra).__contains__
 
-    def any_candidate(self, path: Path, secret_re: Any) -> bool:
+    def any_candidate(self, path: Path, secret_re: Literals | None) -> bool:
         data = path.read_bytes()
         return self.static.search(data) is not None or (secret_re is not None and secret_re.search(data))
 
-    def keep_witness(self, path: Path, secret_re: Any, gateway: bool) -> Callable[[int], bool] | None:
+    def keep_witness(self, path: Path, secret_re: Literals | None, gateway: bool) -> Callable[[int], bool] | None:
         data = path.read_bytes()
         lines = self.witness_lines(data, secret_re, line_spans(data) if gateway else None)
         return None if lines is None else lines.__contains__
 
-    def witness_lines(self, data: bytes, secret_re: Any, gateway_spans: list[tuple[int, int]] | None) -> set[int] | None:
+    def witness_lines(self, data: bytes, secret_re: Literals | None, gateway_spans: list[tuple[int, int]] | None) -> set[int] | None:
         """Candidate lines of a witness log (a gateway log when its line spans are given), or None
         when nothing in it can matter.
 
@@ -538,7 +551,9 @@ class Prefilter:
         if gateway_spans is None:
             lines = self._lines(data, [self.static, secret_re])
             return lines if lines else None
-        keep = self._lines(data, [secret_re, _gateway_evidence()])
+        keep = matching_lines(_gateway_evidence(), data)
+        if secret_re is not None:
+            keep |= secret_re.lines_in(data, gateway_spans)
         first = True
         search = self.static.search
         for n, (start, end) in enumerate(gateway_spans, start=1):

@@ -65,3 +65,29 @@ def test_a_value_spelt_with_a_folding_character_is_found_as_re2_finds_it():
     data = "{\"text\": \"x\"}\n{\"text\": \"see BLOC\u212aS_1234_\u017fRC.mp4\"}\n".encode()
     assert Literals(["blocks_1234_src.mp4"]).lines(data) == {2} == _re2_lines(["blocks_1234_src.mp4"], data)
     assert Literals(["blocks_1234_src.mp4"]).search(data)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_lines_in_a_log_that_repeats_its_lines_are_the_lines_re2_finds(seed):
+    """A gateway-like log (each line re-sends the conversation so far after a varying header, then the same
+    long tool list): values inside the repeated stretches, on their edges, split across them, and only in
+    the new part of a line; `lines_in` must give exactly RE2's lines."""
+    from statebox.audits.events import line_spans
+
+    rng = random.Random(seed)
+    # the last value straddles the end of a repeated stretch: a message's end, then the next one's start
+    values = ["blocks_1234_src.mp4", "juniper-4411x", "882310", 'mark-77q"}, {"role']
+    tools = '"tools": [' + ", ".join('{"name": "t%d", "description": "%s"}' % (i, "x" * rng.randint(50, 400)) for i in range(60)) + "]"
+    conversation: list[str] = []
+    lines = []
+    for n in range(rng.randint(3, 12)):
+        words = ["frame", "count", "/workspace/v.mp4", "blocks_1234", "_src.mp4", "JUNIPER-4411X", "88231", "0", "\\n", "x" * 3000, "mark-77q"]
+        conversation.append('{"role": "user", "content": "%s"}' % " ".join(rng.choice(words) for _ in range(rng.randint(1, 60))))
+        if rng.random() < 0.2 and len(conversation) > 2:
+            conversation = conversation[1:]  # compaction: the history is rewritten
+        header = '{"time": %d, "request_headers": {"content-length": "%d"}, ' % (rng.randint(0, 10 ** rng.randint(1, 9)), n)
+        reply = '"response": {"content": "%s"}}' % rng.choice(["ok", "blocks_1234_src.mp4", "no"])
+        lines.append(header + '"request": {"messages": [' + ", ".join(conversation) + "], " + tools + "}, " + reply)
+    data = "\n".join(lines).encode()
+    for some in (values, values[-1:], values[1:2]):
+        assert Literals(some).lines_in(data, line_spans(data)) == _re2_lines(some, data), some
