@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from statebox.audits.events import AttemptFacts, AuditLog, derive, sniff_object
+from statebox.audits.events import AttemptFacts, AuditLog, derive, new_event, sniff_object
 from statebox.audits.verdict import AuditedAttempt, audit_run, verdict_of
 from statebox.errors import DataError, UserError
 from statebox.schema import Event, Finding
@@ -315,8 +315,7 @@ class ExternalSession:
 
 def events_of(drafts: Iterable[tuple[int, EventDraft]], source: str) -> list[Event]:
     """Drafts -> numbered events (seq from 0), each pointing at its line (or message, or step)."""
-    return [Event.model_construct(seq=seq, kind=d.kind, time=None, source=source, line=line, text=d.text, data=dict(d.data))
-            for seq, (line, d) in enumerate(drafts)]
+    return [new_event(seq, d.kind, source, line, d.text, dict(d.data)) for seq, (line, d) in enumerate(drafts)]
 
 
 def _lines(data: bytes) -> list[str]:

@@ -91,3 +91,15 @@ def test_lines_in_a_log_that_repeats_its_lines_are_the_lines_re2_finds(seed):
     data = "\n".join(lines).encode()
     for some in (values, values[-1:], values[1:2]):
         assert Literals(some).lines_in(data, line_spans(data)) == _re2_lines(some, data), some
+
+
+def test_new_event_is_the_event_model_construct_makes():
+    from statebox.audits.events import new_event
+    from statebox.schema import Event, EventKind
+
+    made = new_event(3, EventKind.tool_call, "gateway.jsonl", 7, "ls /", {"tool": "Bash"}, time=1.5)
+    built = Event.model_construct(seq=3, kind=EventKind.tool_call, time=1.5, source="gateway.jsonl", line=7, text="ls /",
+                                  data={"tool": "Bash"})
+    for slot in ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__"):
+        assert getattr(made, slot) == getattr(built, slot), slot
+    assert made == built and made.model_dump() == built.model_dump()
