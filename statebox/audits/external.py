@@ -361,7 +361,8 @@ def harbor_sessions(path: Path) -> Iterator[ExternalSession]:
         result = _trial_result(trial_dir)
         extra = {**({"task_name": result["task_name"]} if isinstance(result.get("task_name"), str) else {}),
                  **(trajectory.extra or {})}
-        own = extra.get("statebox") if isinstance(extra.get("statebox"), dict) else {}
+        raw_own = extra.get("statebox")
+        own: dict[str, Any] = raw_own if isinstance(raw_own, dict) else {}
         name = str(own.get("attempt_id") or trajectory.session_id or trial)
         facts = AttemptFacts(attempt_id=name, agent=str(own.get("agent") or trajectory.agent.name or "harbor"),
                              item_id=str(own.get("item_id") or extra.get("item_id") or extra.get("task_name") or ""),
@@ -472,9 +473,9 @@ def carried_findings(session: ExternalSession) -> list[Finding]:
             continue
         where = f"; run event {event}" if event is not None else "; host evidence"
         try:
-            out.append(Finding(category=category, severity=raw.get("severity"), event=None,
-                               quote=str(raw.get("quote") or "")[:200],
-                               rule=f"{CARRIED_PREFIX}: {raw.get('rule') or category}{where}"))
+            out.append(Finding.model_validate({"category": category, "severity": raw.get("severity"), "event": None,
+                                               "quote": str(raw.get("quote") or "")[:200],
+                                               "rule": f"{CARRIED_PREFIX}: {raw.get('rule') or category}{where}"}))
         except ValidationError:
             continue  # not a finding statebox writes: nothing to carry
     return out

@@ -15,7 +15,7 @@ from typing import Any, Iterable
 from statebox.audits.line_repeats import repeated_runs
 
 try:  # google-re2 (a declared dependency); the fallback keeps statebox working without it, slowly
-    import re2 as _re2  # type: ignore[import-not-found]
+    import re2 as _re2
 except ImportError:  # pragma: no cover - exercised only where the wheel is missing
     _re2 = None
 
