@@ -16,13 +16,18 @@ from __future__ import annotations
 
 import re
 
-ANCHOR = re.compile(rb'"(?:messages|input|contents|system|tools|instructions)": ')
+ANCHOR = re.compile(rb'"(?:messages|input|contents|tools)": \[|"(?:system|instructions)": ')
 MIN_RUN = 256  # shorter equal stretches are read again (not worth the bookkeeping)
 
 
-def common_length(data: bytes, view: memoryview, a: int, b: int, limit: int) -> int:
-    """The largest k <= limit with data[a:a+k] == data[b:b+k] (galloping, then halving)."""
-    lo, step = 0, 1024
+def common_length(data: bytes, view: memoryview, a: int, b: int, limit: int, at_least: int = 0) -> int:
+    """The largest k <= limit with data[a:a+k] == data[b:b+k] (galloping, then halving); 0 when that is
+    below `at_least` (the caller's shortest useful stretch: no need to know how short)."""
+    if at_least and not data.startswith(view[b:b + min(limit, at_least)], a):
+        return 0
+    if data.startswith(view[b:b + limit], a):
+        return limit  # the whole rest is equal: one comparison
+    lo, step = 0, 4096
     hi = 0
     while lo < limit:
         hi = min(limit, lo + step)
@@ -49,7 +54,7 @@ def repeated_runs(data: bytes, view: memoryview, line: tuple[int, int], before: 
     runs: list[tuple[int, int, int]] = []
     at, p_at, p_from = start, p_start, p_start
     while True:
-        n = common_length(data, view, at, p_at, min(end - at, p_end - p_at)) if p_at >= 0 else 0
+        n = common_length(data, view, at, p_at, min(end - at, p_end - p_at), MIN_RUN) if p_at >= 0 else 0
         if n >= MIN_RUN:
             runs.append((at, p_at, n))
             p_from = p_at + n

@@ -103,3 +103,19 @@ def test_new_event_is_the_event_model_construct_makes():
     for slot in ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__"):
         assert getattr(made, slot) == getattr(built, slot), slot
     assert made == built and made.model_dump() == built.model_dump()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_common_length_is_the_length_of_the_equal_prefix(seed):
+    from statebox.audits.line_repeats import common_length
+
+    rng = random.Random(seed)
+    shared = bytes(rng.choice(b"ab") for _ in range(rng.randint(0, 20000)))
+    a = shared + bytes(rng.choice(b"ab") for _ in range(rng.randint(0, 300)))
+    b = shared + bytes(rng.choice(b"ab") for _ in range(rng.randint(0, 300)))
+    data = a + b"\n" + b
+    limit = min(len(a), len(b))
+    expected = next((i for i in range(limit) if a[i] != b[i]), limit)
+    assert common_length(data, memoryview(data), 0, len(a) + 1, limit) == expected
+    got = common_length(data, memoryview(data), 0, len(a) + 1, limit, 256)
+    assert got == expected if expected >= 256 else got in (0, expected)  # below the floor only "short" matters
