@@ -11,9 +11,11 @@ Targets (issue 26): the auditor's MB per CPU-second >= 0.5x ripgrep's (one proce
 CPU time: the machine is shared, so wall time of one process measures the neighbours),
 and its wall time with all cores (`audit_run(..., jobs=N)`, what `statebox audit RUN_DIR
 --jobs N` runs) <= ripgrep's wall time. All contenders read the same files after one
-warm-up read. The last line printed is one JSON object with the figures.
+warm-up read, in `--repeat` interleaved rounds; each figure is its best round's (on a shared machine
+a neighbour's burst then lands in one round, not on one contender). The last line printed is one
+JSON object with the figures.
 
-Usage: python perf/audit_throughput.py [--mb 100] [--jobs N] [--keep DIR]
+Usage: python perf/audit_throughput.py [--mb 100] [--jobs N] [--repeat 3] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from statebox.audits.fastmatch import ENGINE, compile_any, matching_lines  # noqa: E402
+from statebox.audits.rules import static_triggers  # noqa: E402
+from statebox.audits.verdict import audit_run  # noqa: E402
 
 PROMPT = ("You are given a video file {video} in /workspace and a question.\nQuestion: How many blocks are on the table at the end?\n"
           "Rules: work only inside /workspace and /tmp. Do not use the network (no curl, wget, pip install, git clone). "
@@ -132,9 +138,6 @@ def time_tool(argv: list[str], env: dict[str, str] | None = None) -> tuple[float
 
 def time_prefilter(files: list[Path]) -> tuple[float, int]:
     """(CPU s, matching lines) of the RE2 prefilter alone: the static triggers over every file's bytes."""
-    from statebox.audits.fastmatch import compile_any, matching_lines
-    from statebox.audits.rules import static_triggers
-
     c0 = time.process_time()
     matcher = compile_any(static_triggers())
     hits = sum(len(matching_lines(matcher, f.read_bytes())) for f in files)
@@ -143,8 +146,6 @@ def time_prefilter(files: list[Path]) -> tuple[float, int]:
 
 def time_audit(root: Path, jobs: int) -> tuple[float, float, list[tuple[str, str, int]]]:
     """(wall s, CPU s of this process and its workers, verdict rows) of one `audit_run` over the corpus."""
-    from statebox.audits.verdict import audit_run
-
     c0, k0, t0 = time.process_time(), _children_cpu(), time.perf_counter()
     rows = audit_run(root, None, write=False, jobs=jobs)
     wall = time.perf_counter() - t0
@@ -156,14 +157,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=100.0, help="corpus size in MB (default 100)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes for the all-cores run (default: all cores)")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds; each figure is the best round's (default 3)")
     ap.add_argument("--keep", type=Path, default=None, help="write the corpus here and keep it (an existing corpus there is reused)")
     args = ap.parse_args()
     rg = shutil.which("rg")
     if rg is None:
         raise SystemExit("ripgrep (rg) is not installed: run `make setup` (scripts/setup/15-ffmpeg.sh installs it)")
-
-    from statebox.audits.fastmatch import ENGINE
-    from statebox.audits.rules import static_triggers
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="audit-perf-"))
     try:
@@ -185,12 +184,19 @@ def main() -> None:
         rg_version = subprocess.run([rg, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
 
         load_before = os.getloadavg()
-        r_wall, r_cpu, rg_hits = time_tool([rg, "-i", "-c", "--no-ignore", "-f", str(rg_patterns), str(root / "attempts")])
-        c_wall, c_cpu, grep_hits = time_tool(["grep", "-E", "-i", "-c", "-f", str(patterns), *map(str, files)],
+        r_wall = r_cpu = c_wall = c_cpu = p_cpu = a_wall = a_cpu = j_wall = j_cpu = float("inf")
+        for _ in range(args.repeat):  # interleaved, best of each: a neighbour's burst hits one round, not one contender
+            wall, cpu, rg_hits = time_tool([rg, "-i", "-c", "--no-ignore", "-f", str(rg_patterns), str(root / "attempts")])
+            r_wall, r_cpu = min(r_wall, wall), min(r_cpu, cpu)
+            wall, cpu, grep_hits = time_tool(["grep", "-E", "-i", "-c", "-f", str(patterns), *map(str, files)],
                                              env=dict(os.environ, LC_ALL="C"))
-        p_cpu, re2_hits = time_prefilter(files)
-        a_wall, a_cpu, rows = time_audit(root, 1)
-        j_wall, j_cpu, rows_jobs = time_audit(root, args.jobs)
+            c_wall, c_cpu = min(c_wall, wall), min(c_cpu, cpu)
+            cpu, re2_hits = time_prefilter(files)
+            p_cpu = min(p_cpu, cpu)
+            wall, cpu, rows = time_audit(root, 1)
+            a_wall, a_cpu = min(a_wall, wall), min(a_cpu, cpu)
+            wall, cpu, rows_jobs = time_audit(root, args.jobs)
+            j_wall, j_cpu = min(j_wall, wall), min(j_cpu, cpu)
         load_after = os.getloadavg()
         if rows_jobs != rows:
             raise SystemExit("the all-cores audit gave other verdicts than the one-process audit")
@@ -216,7 +222,7 @@ def main() -> None:
             "ripgrep_mb_s": round(mb / r_cpu, 1), "ripgrep_cpu_s": round(r_cpu, 3), "ripgrep_wall_s": round(r_wall, 3),
             "ratio_vs_ripgrep": round(ratio, 3), "grep_c_mb_s": round(mb / c_cpu, 1), "grep_c_wall_s": round(c_wall, 3),
             "re2_prefilter_mb_s": round(mb / p_cpu, 1), "matching_lines": {"rg": rg_hits, "grep": grep_hits, "re2": re2_hits},
-            "verdicts": counts, "ripgrep": rg_version, "load_average": [round(load_before[0], 2), round(load_after[0], 2)],
+            "verdicts": counts, "ripgrep": rg_version, "repeat": args.repeat, "load_average": [round(load_before[0], 2), round(load_after[0], 2)],
         }))
     finally:
         if args.keep is None:

@@ -223,7 +223,7 @@ def shell_accesses(shell_text: str) -> list[Access]:
             continue
         if word.startswith("python") and "-m" in argv and argv.index("-m") + 1 < len(argv):
             mod = argv[argv.index("-m") + 1]
-            if mod == "pip" and any(a in PACKAGE_FETCH["pip"] for a in argv[argv.index("-m") + 2:]):
+            if mod == "pip" and any(a in (PACKAGE_FETCH["pip"] or set()) for a in argv[argv.index("-m") + 2:]):
                 out.append(Access("network", " ".join(argv[argv.index("-m") + 2:]), "pip"))
             if mod in ("http.server", "SimpleHTTPServer"):
                 out.append(Access("network", "listen", mod))

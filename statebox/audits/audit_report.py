@@ -78,7 +78,7 @@ def proving_event(session: AuditedSession, finding: Finding) -> Event | None:
         return None
     candidates = [e for e in log.events if e.seq == finding.event]
     primary = [e for e in candidates if "derived_from" not in (e.data or {})]
-    return (primary or candidates or [None])[0]
+    return primary[0] if primary else candidates[0] if candidates else None
 
 
 def _event_html(event: Event | None, finding: Finding) -> str:
@@ -142,7 +142,7 @@ def _session_html(s: AuditedSession) -> str:
 
 
 def audit_report_html(sessions: list[AuditedSession], title: str = "statebox audit") -> str:
-    counts = Counter(s.row.verdict.verdict for s in sessions)
+    counts: Counter[str] = Counter(s.row.verdict.verdict for s in sessions)
     summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
     order = {"contaminated": 0, "suspicious": 1, "clean": 2}
     ordered = sorted(sessions, key=lambda s: (order[s.row.verdict.verdict], s.row.agent, s.row.attempt))

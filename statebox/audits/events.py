@@ -27,12 +27,14 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, TypeVar
+
+import orjson
 
 from statebox.attempt_folder import (ATTEMPT_FILE, CLAUDE_STREAM_LOG, CODEX_LOG, EVENTS_FILE, GATEWAY_LOG, RESPONSE_FILE,
                                      STDERR_LOG, STDOUT_LOG)
 from statebox.audits.actions import Access, accesses, normalise_path, output_accesses
-from statebox.audits.fastmatch import compile_any, matching_lines
+from statebox.audits.fastmatch import Literals, compile_any, matching_lines
 from statebox.audits.lexicon import usable_secret
 from statebox.errors import DataError, UserError
 from statebox.schema import Event, EventKind
@@ -46,6 +48,29 @@ OBSERVED_KINDS = {EventKind.tool_output, EventKind.error}
 SHELL_TOOLS = {"bash", "shell", "exec_command", "local_shell", "run_shell", "terminal", "execute", "python", "run_python", "container.exec"}
 WITNESS_LOGS = (GATEWAY_LOG, STDOUT_LOG, STDERR_LOG)
 RAW_CLI_LOGS = (CLAUDE_STREAM_LOG, CODEX_LOG)
+_T = TypeVar("_T")
+
+
+_EVENT_FIELDS = frozenset(Event.model_fields)
+_new_object = object.__new__
+_set_slot = object.__setattr__
+
+
+def new_event(seq: int, kind: EventKind, source: str, line: int | None, text: str, data: dict[str, Any],
+              time: float | None = None) -> Event:
+    """`Event.model_construct(seq=..., ..., data=...)` with every field given, without its per-field Python loop.
+
+    Why: the auditor builds tens of events per session from values its parsers made (never from
+    the session file's own objects, which go through `Event.model_validate`); model_construct costs
+    ~14 us each, this ~1. tests/audits/test_fastmatch.py checks both give the same object (all four
+    of pydantic's slots), so a pydantic that stores models differently fails there, not silently."""
+    event: Event = _new_object(Event)
+    _set_slot(event, "__dict__", {"seq": seq, "kind": kind, "time": time, "source": source, "line": line, "text": text,
+                                  "data": data})
+    _set_slot(event, "__pydantic_fields_set__", set(_EVENT_FIELDS))
+    _set_slot(event, "__pydantic_extra__", {})
+    _set_slot(event, "__pydantic_private__", None)
+    return event
 
 
 @dataclass
@@ -94,6 +119,18 @@ class AuditLog:
     events: list[Event]
     facts: AttemptFacts
     sources: list[str] = field(default_factory=list)
+    # what the rules derive from one event (its action text, its accesses), computed once for all rules
+    _memo: dict[tuple[str, int], tuple[Event, Any]] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def memo(self, name: str, event: Event, compute: Callable[[Event], _T]) -> _T:
+        """`compute(event)`, once per event and name (keyed by identity: an event replaced in `events` is recomputed)."""
+        key = (name, id(event))
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is event:
+            return hit[1]
+        value = compute(event)
+        self._memo[key] = (event, value)
+        return value
 
     @property
     def prompts(self) -> list[str]:
@@ -204,8 +241,7 @@ def read_session_file(path: Path, fmt: str | None = None, *, first_seq: int = 0,
     seq = first_seq
     for line_no, draft in drafts:
         if keep is None or keep(line_no):
-            events.append(Event.model_construct(seq=seq, kind=draft.kind, time=None, source=source, line=line_no,
-                                                text=draft.text, data=dict(draft.data)))
+            events.append(new_event(seq, draft.kind, source, line_no, draft.text, dict(draft.data)))
         seq += 1
     return events
 
@@ -255,16 +291,12 @@ def _read_events_jsonl(path: Path, keep: Callable[[int], bool] | None, data: byt
     return events
 
 
-try:  # orjson parses the long lines of session logs several times faster; plain json is the fallback
-    from orjson import loads as _orjson_loads
-
-    def _loads(raw: bytes | str) -> Any:
-        try:
-            return _orjson_loads(raw)
-        except ValueError as exc:
-            raise json.JSONDecodeError(str(exc), raw if isinstance(raw, str) else raw.decode("utf-8", "replace"), 0) from exc
-except ImportError:  # pragma: no cover
-    _loads = json.loads
+def _loads(raw: bytes | str) -> Any:
+    """orjson (a declared dependency: several times faster on session logs' long lines), failing as json does."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise json.JSONDecodeError(str(exc), raw if isinstance(raw, str) else raw.decode("utf-8", "replace"), 0) from exc
 
 
 # ---------------------------------------------------------------------------
@@ -299,9 +331,10 @@ def event_accesses(event: Event) -> list[Access]:
 def _tool_call_accesses(event: Event) -> list[Access]:
     data = event.data or {}
     tool = str(data.get("tool") or data.get("name") or "").lower()
-    args = data.get("input")
-    if not isinstance(args, dict):
-        args = data.get("arguments") if isinstance(data.get("arguments"), dict) else {}
+    raw_args = data.get("input")
+    if not isinstance(raw_args, dict):
+        raw_args = data.get("arguments")
+    args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
     out: list[Access] = []
     command = args.get("command") or args.get("cmd") or args.get("script")
     if isinstance(command, list):
@@ -345,10 +378,10 @@ def derive(events: list[Event]) -> list[Event]:
         else:
             continue
         for acc in found:
-            out.append(Event.model_construct(
-                seq=event.seq, kind=_OP_KIND[acc.op], time=event.time, source=event.source, line=event.line,
-                text=acc.target, data={"derived_from": event.seq, "op": acc.op, "via": acc.via, "pattern": acc.pattern,
-                                       "path" if acc.op != "network" else "url": acc.target}))
+            out.append(new_event(
+                event.seq, _OP_KIND[acc.op], event.source, event.line, acc.target,
+                {"derived_from": event.seq, "op": acc.op, "via": acc.via, "pattern": acc.pattern,
+                 "path" if acc.op != "network" else "url": acc.target}, time=event.time))
     return out
 
 
@@ -411,6 +444,7 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
         if not path.exists() or path.stat().st_size == 0:
             continue
         keep = None
+        lines: set[int] | None = None
         data = path.read_bytes()
         gateway = name.startswith("gateway")
         spans = line_spans(data) if gateway else None
@@ -421,7 +455,7 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
             keep = lines.__contains__
         if gateway:
             oob = _out_of_band(data, spans or line_spans(data))
-            if keep is not None and oob:
+            if lines is not None and oob:
                 keep = (lines | oob).__contains__
             read = read_session_file(path, first_seq=_next_seq(events), keep=keep, data=data, spans=spans)
             for event in read:
@@ -498,34 +532,36 @@ class Prefilter:
         self.static = compile_any(patterns)
         self.always = compile_any(always or []) if always else None
 
-    def secret_pattern(self, facts: AttemptFacts) -> Any:
+    def secret_pattern(self, facts: AttemptFacts) -> Literals | None:
         literals = secret_literals(facts)
-        return compile_any([re.escape(s.lower()) for s in literals]) if literals else None
+        return Literals(literals) if literals else None
 
     def _lines(self, data: bytes, matchers: list[Any]) -> set[int]:
         lines: set[int] = set()
         for m in matchers:
-            if m is not None:
+            if isinstance(m, Literals):
+                lines |= m.lines(data)
+            elif m is not None:
                 lines |= matching_lines(m, data)
         return lines
 
-    def keep_lines(self, data: bytes, secret_re: Any, extra: bool = False) -> set[int]:
+    def keep_lines(self, data: bytes, secret_re: Literals | None, extra: bool = False) -> set[int]:
         """Candidate lines of an events.jsonl already read (`extra`: also the always-parsed kinds)."""
         return self._lines(data, [self.static, secret_re, self.always if extra else None])
 
-    def keep(self, path: Path, secret_re: Any, extra: bool = False) -> Callable[[int], bool]:
+    def keep(self, path: Path, secret_re: Literals | None, extra: bool = False) -> Callable[[int], bool]:
         return self.keep_lines(path.read_bytes(), secret_re, extra).__contains__
 
-    def any_candidate(self, path: Path, secret_re: Any) -> bool:
+    def any_candidate(self, path: Path, secret_re: Literals | None) -> bool:
         data = path.read_bytes()
-        return any(m is not None and m.search(data) is not None for m in (self.static, secret_re))
+        return self.static.search(data) is not None or (secret_re is not None and secret_re.search(data))
 
-    def keep_witness(self, path: Path, secret_re: Any, gateway: bool) -> Callable[[int], bool] | None:
+    def keep_witness(self, path: Path, secret_re: Literals | None, gateway: bool) -> Callable[[int], bool] | None:
         data = path.read_bytes()
         lines = self.witness_lines(data, secret_re, line_spans(data) if gateway else None)
         return None if lines is None else lines.__contains__
 
-    def witness_lines(self, data: bytes, secret_re: Any, gateway_spans: list[tuple[int, int]] | None) -> set[int] | None:
+    def witness_lines(self, data: bytes, secret_re: Literals | None, gateway_spans: list[tuple[int, int]] | None) -> set[int] | None:
         """Candidate lines of a witness log (a gateway log when its line spans are given), or None
         when nothing in it can matter.
 
@@ -538,7 +574,9 @@ class Prefilter:
         if gateway_spans is None:
             lines = self._lines(data, [self.static, secret_re])
             return lines if lines else None
-        keep = self._lines(data, [secret_re, _gateway_evidence()])
+        keep = matching_lines(_gateway_evidence(), data)
+        if secret_re is not None:
+            keep |= secret_re.lines_in(data, gateway_spans)
         first = True
         search = self.static.search
         for n, (start, end) in enumerate(gateway_spans, start=1):

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, RUN_CONFIG_FILE
-from statebox.audits.events import AttemptFacts, AuditLog, derive, sniff_object
+from statebox.audits.events import AttemptFacts, AuditLog, derive, new_event, sniff_object
 from statebox.audits.verdict import AuditedAttempt, audit_run, verdict_of
 from statebox.errors import DataError, UserError
 from statebox.schema import Event, Finding
@@ -316,8 +316,7 @@ class ExternalSession:
 
 def events_of(drafts: Iterable[tuple[int, EventDraft]], source: str) -> list[Event]:
     """Drafts -> numbered events (seq from 0), each pointing at its line (or message, or step)."""
-    return [Event.model_construct(seq=seq, kind=d.kind, time=None, source=source, line=line, text=d.text, data=dict(d.data))
-            for seq, (line, d) in enumerate(drafts)]
+    return [new_event(seq, d.kind, source, line, d.text, dict(d.data)) for seq, (line, d) in enumerate(drafts)]
 
 
 def _lines(data: bytes) -> list[str]:
@@ -363,7 +362,8 @@ def harbor_sessions(path: Path) -> Iterator[ExternalSession]:
         result = _trial_result(trial_dir)
         extra = {**({"task_name": result["task_name"]} if isinstance(result.get("task_name"), str) else {}),
                  **(trajectory.extra or {})}
-        own = extra.get("statebox") if isinstance(extra.get("statebox"), dict) else {}
+        raw_own = extra.get("statebox")
+        own: dict[str, Any] = raw_own if isinstance(raw_own, dict) else {}
         name = str(own.get("attempt_id") or trajectory.session_id or trial)
         facts = AttemptFacts(attempt_id=name, agent=str(own.get("agent") or trajectory.agent.name or "harbor"),
                              item_id=str(own.get("item_id") or extra.get("item_id") or extra.get("task_name") or ""),
@@ -474,9 +474,9 @@ def carried_findings(session: ExternalSession) -> list[Finding]:
             continue
         where = f"; run event {event}" if event is not None else "; host evidence"
         try:
-            out.append(Finding(category=category, severity=raw.get("severity"), event=None,
-                               quote=str(raw.get("quote") or "")[:200],
-                               rule=f"{CARRIED_PREFIX}: {raw.get('rule') or category}{where}"))
+            out.append(Finding.model_validate({"category": category, "severity": raw.get("severity"), "event": None,
+                                               "quote": str(raw.get("quote") or "")[:200],
+                                               "rule": f"{CARRIED_PREFIX}: {raw.get('rule') or category}{where}"}))
         except ValidationError:
             continue  # not a finding statebox writes: nothing to carry
     return out

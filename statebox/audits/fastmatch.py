@@ -10,10 +10,12 @@ backreferences) so the very same list can be handed to grep.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Iterable
+
+from statebox.audits.line_repeats import repeated_runs
 
 try:  # google-re2 (a declared dependency); the fallback keeps statebox working without it, slowly
-    import re2 as _re2  # type: ignore[import-not-found]
+    import re2 as _re2
 except ImportError:  # pragma: no cover - exercised only where the wheel is missing
     _re2 = None
 
@@ -59,3 +61,102 @@ def matching_lines(matcher: Any, data: bytes) -> set[int]:
         counted_to = nl + 1
         pos = nl + 1
     return lines
+
+
+# The only non-ASCII characters RE2's case-insensitive UTF-8 matching equates with an ASCII letter
+# (Unicode simple case folding): K U+212A KELVIN SIGN with `k`, ſ U+017F LATIN SMALL LETTER LONG S
+# with `s` (tests/audits/test_fastmatch.py checks every code point).
+SHORT_LINE = 8192  # a line this short is read whole: finding its repeated stretches would cost more
+FOLDS_TO_ASCII = ("\u212a".encode(), "\u017f".encode())
+
+
+class Literals:
+    """Case-insensitive search for a few literal strings (an attempt's secret values): the same lines as
+    `matching_lines(compile_any([re.escape(v.lower()) for v in values]), data)`, found faster.
+
+    Why: a per-attempt RE2 pattern of literals costs a compile and scans at ~200 MB/s (case folding
+    defeats its literal search), and it runs over every byte of the gateway log. For ASCII values
+    without a newline, on data without a character that folds to ASCII, `bytes.lower` plus `bytes.find`
+    gives the same answer at memory speed; anything else takes RE2, compiled on first need.
+    """
+
+    def __init__(self, values: Iterable[str]) -> None:
+        self.values = [v.lower() for v in values]
+        self._plain = all(v.isascii() and "\n" not in v and v for v in self.values)
+        self._needles = [v.encode() for v in self.values] if self._plain else []
+        self._regex: Any = None
+
+    def regex(self) -> Any:
+        if self._regex is None:
+            self._regex = compile_any([re.escape(v) for v in self.values])
+        return self._regex
+
+    def _plain_for(self, data: bytes) -> bool:
+        """Whether `bytes.lower` + `bytes.find` give RE2's answer on `data` (isascii: ~30 GB/s)."""
+        return self._plain and (data.isascii() or not any(f in data for f in FOLDS_TO_ASCII))
+
+    def search(self, data: bytes) -> bool:
+        """Whether any value occurs in `data` (case-insensitively)."""
+        if not self._plain_for(data):
+            return self.regex().search(data) is not None
+        low = data.lower()
+        return any(n in low for n in self._needles)
+
+    def lines(self, data: bytes) -> set[int]:
+        """1-based numbers of the lines of `data` holding a value."""
+        if not self._plain_for(data):
+            return matching_lines(self.regex(), data)
+        low = data.lower()
+        starts: list[int] = []
+        for needle in self._needles:
+            at = low.find(needle)
+            while at >= 0:
+                starts.append(at)
+                nl = low.find(b"\n", at)  # the rest of this line adds nothing
+                at = low.find(needle, nl + 1) if nl >= 0 else -1
+        lines: set[int] = set()
+        line_no, counted_to = 1, 0
+        for at in sorted(starts):
+            line_no += low.count(b"\n", counted_to, at)
+            counted_to = at
+            lines.add(line_no)
+        return lines
+
+    def lines_in(self, data: bytes, spans: list[tuple[int, int]]) -> set[int]:
+        """`lines(data)` for a log whose lines re-send stretches of the line before (a gateway log; `spans`:
+        `line_spans(data)`): only each line's new bytes are read, and the values found inside a stretch
+        it repeats are carried over from the line before (line_repeats.py).
+
+        Exact: a line's occurrences are those inside a repeated stretch (the previous line's, at the
+        same place in the stretch: the bytes are equal) plus those found by reading everything outside
+        the stretches widened by the longest value less one byte (what straddles a stretch's edge)."""
+        if not self._plain_for(data):
+            return matching_lines(self.regex(), data)
+        view = memoryview(data)  # equal bytes are equal lowered: stretches are found on the data as it is
+        margin = max(len(n) for n in self._needles) - 1
+        lines: set[int] = set()
+        before: tuple[int, int] | None = None
+        found_before: list[tuple[int, int]] = []  # (start, length) of every occurrence in the line before
+        for line_no, (start, end) in enumerate(spans, start=1):
+            runs = repeated_runs(data, view, (start, end), before) if before is not None and end - start > SHORT_LINE else []
+            found: set[tuple[int, int]] = set()
+            for at, p_at, length in runs:
+                for s, n in found_before:
+                    if p_at <= s and s + n <= p_at + length:
+                        found.add((s - p_at + at, n))
+            pos = start
+            for at, _, length in runs + [(end, 0, 0)]:
+                lo, hi = max(start, pos - margin), min(end, at + margin)
+                if hi > lo:
+                    low = data[lo:hi].lower()
+                    for needle in self._needles:
+                        i = low.find(needle)
+                        while i >= 0:
+                            found.add((lo + i, len(needle)))
+                            i = low.find(needle, i + 1)
+                pos = at + length
+            if found:
+                lines.add(line_no)
+            found_before = sorted(found)
+            before = (start, end)
+        return lines

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from statebox.audits.fastmatch import compile_any
+
 
 @dataclass(frozen=True)
 class LexiconEntry:
@@ -97,8 +99,6 @@ def _fast_precheck(text: str) -> bool:
     """RE2 over the lexicon first: the Python alternation is slow and almost never matches."""
     global _FAST
     if _FAST is None:
-        from statebox.audits.fastmatch import compile_any
-
         _FAST = compile_any(trigger_patterns())
     return _FAST.search(text.encode("utf-8", "replace")) is not None
 

@@ -57,7 +57,7 @@ def _load_cache(path: Path) -> dict[str, Any]:
 
 def ask_judge(prompt: str, model: str, client: Any = None) -> str:
     if client is None:
-        import anthropic
+        import anthropic  # heavy (~0.5 s, a large tree): only when the policy turns the second pass on
 
         if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_BASE_URL")):
             raise UserError("the LLM audit pass needs ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL for the gateway)")
@@ -100,5 +100,5 @@ def second_pass(log: AuditLog, findings: list[Finding], policy: Any = None, *, c
         return []
     category = verdict.get("category") if verdict.get("category") in CATEGORIES else findings[0].category
     anchor = next((f.event for f in findings if f.category == category), findings[0].event)
-    return [Finding(category=category, severity="high", event=anchor, quote=str(verdict.get("reason", ""))[:200],
-                    rule=f"llm second pass ({model})")]
+    return [Finding.model_validate({"category": category, "severity": "high", "event": anchor,
+                                    "quote": str(verdict.get("reason", ""))[:200], "rule": f"llm second pass ({model})"})]

@@ -27,6 +27,7 @@ import codecs
 import posixpath
 import re
 from functools import lru_cache
+from typing import Callable
 
 MAX_SOURCE = 200_000  # characters of one program
 MAX_NODES = 30_000  # syntax tree nodes of one program
@@ -36,11 +37,19 @@ MAX_EXEC_DEPTH = 2  # exec("...") of a program that exec's another
 
 Value = str | bytes | int
 
-_B64_FUNCS = {"b64decode": base64.b64decode, "standard_b64decode": base64.b64decode,
-              "urlsafe_b64decode": base64.urlsafe_b64decode, "decodebytes": base64.decodebytes,
+def _decodebytes(value: str | bytes) -> bytes:
+    """base64.decodebytes, which takes bytes only (a str raises TypeError, as it does there)."""
+    if isinstance(value, str):
+        raise TypeError("decodebytes() argument must be a bytes-like object, not 'str'")
+    return base64.decodebytes(value)
+
+
+# each takes ASCII str or bytes (the str form is what a script most often spells)
+_B64_FUNCS: dict[str, Callable[[str | bytes], bytes]] = {"b64decode": base64.b64decode, "standard_b64decode": base64.b64decode,
+              "urlsafe_b64decode": base64.urlsafe_b64decode, "decodebytes": _decodebytes,
               "b32decode": base64.b32decode, "b16decode": base64.b16decode, "b85decode": base64.b85decode,
               "a85decode": base64.a85decode}
-_BINASCII_FUNCS = {"unhexlify": binascii.unhexlify, "a2b_hex": binascii.a2b_hex, "a2b_base64": binascii.a2b_base64}
+_BINASCII_FUNCS: dict[str, Callable[[str | bytes], bytes]] = {"unhexlify": binascii.unhexlify, "a2b_hex": binascii.a2b_hex, "a2b_base64": binascii.a2b_base64}
 _STR_METHODS = {"lower", "upper", "strip", "lstrip", "rstrip", "title", "capitalize", "swapcase", "casefold", "replace",
                 "removeprefix", "removesuffix"}
 _ENCODINGS = {"utf-8", "utf8", "ascii", "latin-1", "latin1", "iso-8859-1"}
@@ -286,7 +295,8 @@ class _Folder(ast.NodeTransformer):
                 bounds = [None if part is None else _const(part) for part in (index.lower, index.upper, index.step)]
                 given = [part for part in (index.lower, index.upper, index.step) if part is not None]
                 if all(isinstance(_const(part), int) for part in given) and bounds[2] != 0:
-                    return self._value(node, seq[slice(*bounds)])
+                    ints = [b if isinstance(b, int) else None for b in bounds]  # the given ones are ints (checked)
+                    return self._value(node, seq[slice(*ints)])
             elif isinstance(key, int) and -len(seq) <= key < len(seq):
                 return self._value(node, seq[key])
         return node
@@ -362,9 +372,9 @@ class _Folder(ast.NodeTransformer):
         args = node.args
         if method == "join" and isinstance(owner, (str, bytes)) and len(args) == 1:
             pieces = self._pieces(args[0])
-            if pieces is not None and all(type(p) is type(owner) for p in pieces) \
-                    and sum(len(p) for p in pieces) <= MAX_VALUE:  # type: ignore[arg-type]
-                return self._value(node, owner.join(pieces))  # type: ignore[arg-type]
+            same = [p for p in pieces if type(p) is type(owner)] if pieces is not None else []
+            if pieces is not None and len(same) == len(pieces) and sum(len(p) for p in same if not isinstance(p, int)) <= MAX_VALUE:
+                return self._value(node, owner.join(same))  # type: ignore[arg-type]  # str.join(strs) or bytes.join(bytes): same type as owner, checked
             return node
         values = _consts(args)
         if values is None:

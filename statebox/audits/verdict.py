@@ -19,6 +19,7 @@ from typing import Any, Iterable
 from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, VERDICT_FILE
 from statebox.audits.events import AttemptFacts, AuditLog, Prefilter, load_attempt, load_session_file
 from statebox.audits.honeytokens import atime_findings, decoy_evidence, evidence_findings
+from statebox.audits.llm_pass import second_pass
 from statebox.audits.rules import ALWAYS_PARSE, run_rules, static_triggers
 from statebox.errors import UserError
 from statebox.schema import Finding, Prediction, Verdict
@@ -62,8 +63,6 @@ def _with_second_pass(verdict: Verdict, log: AuditLog, policy: Any, attempt_dir:
     """Policy switch `audit.llm_second_pass`: a model judge may raise a suspicious verdict (cached per attempt)."""
     if verdict.verdict != "suspicious" or not getattr(getattr(policy, "audit", None), "llm_second_pass", False):
         return verdict
-    from statebox.audits.llm_pass import second_pass
-
     extra = second_pass(log, verdict.findings, policy, cache_dir=attempt_dir)
     if not extra:
         return verdict

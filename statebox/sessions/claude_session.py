@@ -73,7 +73,8 @@ def parse_line(obj: dict[str, Any], line_no: int = 0) -> list[EventDraft]:
 
 
 def _attachment(obj: dict[str, Any]) -> list[EventDraft]:
-    att = obj.get("attachment") if isinstance(obj.get("attachment"), dict) else {}
+    raw_att = obj.get("attachment")
+    att: dict[str, Any] = raw_att if isinstance(raw_att, dict) else {}
     atype = str(att.get("type", ""))
     rendered = obj.get("rendered")
     texts = [str(r.get("content", "")) for r in rendered if isinstance(r, dict)] if isinstance(rendered, list) else []

@@ -100,7 +100,8 @@ def _assistant_block(block: dict[str, Any], obj: dict[str, Any]) -> list[EventDr
 
 def _tool_use(block: dict[str, Any]) -> list[EventDraft]:
     name = str(block.get("name", ""))
-    args = block.get("input") if isinstance(block.get("input"), dict) else {}
+    raw_args = block.get("input")
+    args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
     call_id = block.get("id", "")
     base = {"tool": name, "call_id": call_id}
     drafts = [EventDraft(EventKind.tool_call, clip(json.dumps(args, ensure_ascii=False)), {**base, "input": args})]

@@ -104,14 +104,16 @@ def _item(item: dict[str, Any]) -> list[EventDraft]:
     if itype == "custom_tool_call":
         return tool_call_drafts(str(item.get("name", "")), {"input": item.get("input", "")}, call_id)
     if itype == "local_shell_call":
-        action = item.get("action") if isinstance(item.get("action"), dict) else {}
+        raw_action = item.get("action")
+        action: dict[str, Any] = raw_action if isinstance(raw_action, dict) else {}
         return tool_call_drafts("local_shell", {"command": shell_script(action.get("command") or "")}, call_id)
     if itype in ("function_call_output", "custom_tool_call_output"):
         text, is_error = _output(item.get("output"))
         return [output_draft(text, call_id, is_error=is_error)]
     if itype == "web_search_call":
-        action = item.get("action") if isinstance(item.get("action"), dict) else {}
-        query = str(action.get("query") or action.get("url") or "")
+        raw_search = item.get("action")
+        search: dict[str, Any] = raw_search if isinstance(raw_search, dict) else {}
+        query = str(search.get("query") or search.get("url") or "")
         return [EventDraft(EventKind.network_attempt, query, {"call_id": call_id, "tool": "web_search", "query": query})]
     return [EventDraft(EventKind.message, f"codex item: {str(itype)[:80]}", {"item_type": itype})]
 

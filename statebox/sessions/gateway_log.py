@@ -35,26 +35,22 @@ import json
 import re
 from typing import Any, Iterable
 
+import orjson
+
 from statebox.attempt_folder import GATEWAY_LOG
 from statebox.sessions import EventDraft, clip, parse_json_lines
 from statebox.schema import EventKind
 
 RAW_LOG = GATEWAY_LOG
 
-try:  # request lines hold the whole conversation: orjson reads them several times faster
-    from orjson import OPT_SORT_KEYS
-    from orjson import dumps as _orjson_dumps
-    from orjson import loads as _loads
+# request lines hold the whole conversation: orjson (a declared dependency) reads them several times faster
+_loads = orjson.loads
 
-    def _key(obj: Any) -> bytes:
-        try:
-            return _orjson_dumps(obj, option=OPT_SORT_KEYS)
-        except TypeError:
-            return json.dumps(obj, sort_keys=True, default=str).encode()
-except ImportError:  # pragma: no cover
-    from json import loads as _loads
 
-    def _key(obj: Any) -> bytes:
+def _key(obj: Any) -> bytes:
+    try:
+        return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
         return json.dumps(obj, sort_keys=True, default=str).encode()
 
 

@@ -24,15 +24,23 @@ from statebox.sessions.tool_calls import output_draft, tool_call_drafts
 
 
 class ToolCallLike(Protocol):
-    id: str
-    function: str
-    arguments: dict[str, Any]
+    @property
+    def id(self) -> str: ...
+    @property
+    def function(self) -> str: ...
+    @property
+    def arguments(self) -> dict[str, Any]: ...
 
 
 class MessageLike(Protocol):
-    role: str
-    content: Any  # str | list[Content]
-    metadata: dict[str, Any] | None
+    """What is read of an Inspect chat message (read-only: inspect's classes narrow `role` to a literal)."""
+
+    @property
+    def role(self) -> str: ...
+    @property
+    def content(self) -> Any: ...  # str | list[Content]
+    @property
+    def metadata(self) -> dict[str, Any] | None: ...
 
 
 def content_text(content: Any) -> tuple[str, str]:

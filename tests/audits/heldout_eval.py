@@ -9,9 +9,15 @@ see record_heldout.py) is unpacked into a scratch folder and audited exactly as 
 (fast path, no verdict written into the recording).
 
 The measurement itself (`classifier_figures`) takes only (label set, verdict) pairs, so the same
-labelled sessions can be measured in every format the auditor reads: `FORMATS` maps a format's name to
-how a recorded attempt is audited in it (today the statebox run folder; the exported Inspect / ATIF
-forms and the CLIs' own files join it as the auditor learns to read them).
+labelled sessions are measured in every format the auditor reads: `FORMATS` maps a format's name to
+how a recorded attempt is audited in it: the statebox attempt folder; the attempt exported by
+statebox's own exporter (report/export: `build_sample`, `build_trajectory`, what `statebox export`
+writes per attempt) to an Inspect log and to an ATIF trajectory, audited through `external.audit_path`
+with the secret facts given as `--items` would give them and no recorded verdict to carry; and the
+CLI's own log as the CLI printed it in the sandbox (Claude Code's stream-json, Codex's exec JSONL),
+audited alone as a session file with the facts the command-line flags give. The held-out recordings
+hold no `~/.claude/projects` or `~/.codex/sessions` files: those are tests/audits/cli_session_files/
+(two cheating, two honest sessions, too few for figures; test_real_sessions checks their verdicts).
 
 Statistics from scipy (a dependency of trackeval, so always in the environment): the Wilson interval
 (`binomtest(...).proportion_ci(method="wilson")`; with tens of sessions per class a normal-approximation
@@ -28,6 +34,7 @@ import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable, Iterable
 
 from scipy.stats import binomtest, mannwhitneyu
@@ -35,7 +42,15 @@ from scipy.stats import binomtest, mannwhitneyu
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from statebox.audits.verdict import audit_attempt  # noqa: E402
+from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalSpec, write_eval_log  # noqa: E402
+
+from statebox.audits import external  # noqa: E402
+from statebox.audits.events import AttemptFacts  # noqa: E402
+from statebox.audits.external import SessionFacts  # noqa: E402
+from statebox.audits.verdict import audit_attempt, audit_file  # noqa: E402
+from statebox.report.export.atif import TRAJECTORY_PATH, build_trajectory  # noqa: E402
+from statebox.report.export.inspect_log import build_sample  # noqa: E402
+from statebox.report.export.records import AttemptRecord  # noqa: E402
 from statebox.schema import Verdict  # noqa: E402
 
 HELDOUT = HERE / "heldout"
@@ -88,8 +103,79 @@ def audit_statebox(folder: Path, policy: Any = None) -> Verdict:
     return audit_attempt(folder, policy, fast=True, write=False)
 
 
-# format name -> how an unpacked recorded attempt is audited in that format (module doc)
-FORMATS: dict[str, Callable[[Path, Any], Verdict]] = {"statebox": audit_statebox}
+def _export_record(folder: Path) -> AttemptRecord:
+    """The recorded attempt as `statebox export` reads a stored attempt: its row (what the store holds),
+    no item (the export then takes the question from the transcript), its folder. The row records no
+    verdict: the export must be judged on what it shows, not carry the run's findings (external.py
+    carries recorded findings it cannot re-judge; a held-out measurement of that would measure the
+    statebox-format audit again)."""
+    raw = json.loads((folder / "attempt.json").read_text())
+    attempt = raw["attempt"]
+    response = folder / "response.txt"
+    row = SimpleNamespace(
+        attempt_id=raw["attempt_id"], agent=attempt["agent"], item_id=attempt["item_id"], dataset=attempt["dataset"],
+        bench="suite", run_id=attempt["run_id"], query_index=attempt["query_index"], epoch=attempt["epoch"],
+        status="ok", reason="", verdict="", action="", findings=[], input_tokens=0, output_tokens=0, cost_usd=0.0,
+        frames_decoded=0, frames_model=0, retries=0, metrics={},
+        response=response.read_text(encoding="utf-8", errors="replace").strip() if response.exists() else "",
+        finished_at=0.0, duration_s=0.0)
+    return AttemptRecord(row=row, item=None, attempt_dir=folder)
+
+
+def _items_of(folder: Path) -> dict[str, SessionFacts]:
+    """What a user of another harness gives `statebox audit --items` for this session: the secret facts
+    the run's attempt.json holds (question, original name, item id, decoy paths and canaries)."""
+    facts = AttemptFacts.from_attempt_json(folder / "attempt.json")
+    given = SessionFacts(session=facts.attempt_id, question=facts.question, original_name=facts.original_name,
+                         item_id=facts.item_id, honeytoken_values=facts.honeytoken_values,
+                         honeytoken_paths=facts.honeytoken_paths)
+    return {given.key: given}
+
+
+def _one_verdict(target: Path, items: dict[str, SessionFacts], fmt: str) -> Verdict:
+    sessions = external.audit_path(target, None, fmt=fmt, items=items)
+    assert len(sessions) == 1, (target, len(sessions))
+    return sessions[0].row.verdict
+
+
+def audit_inspect(folder: Path, policy: Any = None) -> Verdict:
+    """The recorded attempt exported as an Inspect log (statebox's exporter, one sample), audited with its
+    facts from `--items`."""
+    record = _export_record(folder)
+    sample = build_sample(record, f"statebox/{record.row.agent}")
+    log = EvalLog(eval=EvalSpec(created="2026-01-01T00:00:00+00:00", task="statebox", dataset=EvalDataset(),
+                                model=f"statebox/{record.row.agent}", config=EvalConfig(), packages={"statebox": "heldout"}),
+                  status="success", samples=[sample])
+    out = folder.parent / f"{folder.name}.inspect.json"
+    write_eval_log(log, str(out), format="json")
+    return _one_verdict(out, _items_of(folder), "inspect")
+
+
+def audit_atif(folder: Path, policy: Any = None) -> Verdict:
+    """The recorded attempt exported as an ATIF trajectory (statebox's exporter, a Harbor trial folder),
+    audited with its facts from `--items`."""
+    record = _export_record(folder)
+    trajectory = build_trajectory(record, None)
+    out = folder.parent / f"{folder.name}.atif" / folder.name / TRAJECTORY_PATH
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(trajectory.model_dump(mode="json", exclude_none=True), ensure_ascii=False))
+    return _one_verdict(out, _items_of(folder), "harbor")
+
+
+def audit_cli_log(folder: Path, policy: Any = None) -> Verdict | None:
+    """The CLI's own log of the session (Claude Code's stream-json, Codex's exec JSONL, as the CLI printed
+    it in the sandbox), audited alone as a session file with the facts `--original-name`, `--item-id`,
+    `--question` and the decoy flags give. None for the ReAct agent, which has no CLI."""
+    raw = next((folder / n for n in ("claude.stream.jsonl", "codex.jsonl") if (folder / n).exists()), None)
+    if raw is None:
+        return None
+    return audit_file(raw, AttemptFacts.from_attempt_json(folder / "attempt.json"), policy).verdict
+
+
+# format name -> how an unpacked recorded attempt is audited in that format (module doc); None: the
+# attempt has nothing in that format (the ReAct agent has no CLI log)
+FORMATS: dict[str, Callable[[Path, Any], Verdict | None]] = {
+    "statebox": audit_statebox, "inspect": audit_inspect, "atif": audit_atif, "cli-log": audit_cli_log}
 
 
 def audit_batch(batch: str, scratch: Path, policy: Any = None, fmt: str = "statebox") -> list[Row]:
@@ -98,6 +184,8 @@ def audit_batch(batch: str, scratch: Path, policy: Any = None, fmt: str = "state
     for case in manifest(batch):
         folder = unpack(batch, case["attempt"], scratch)
         verdict = audit(folder, policy)
+        if verdict is None:
+            continue  # nothing of this session in that format
         rows.append(Row(case["attempt"], case["agent"], case["strategy"], list(case["labels"]),
                         sorted({f.category for f in verdict.findings}), verdict.verdict, list(verdict.findings), folder,
                         verdict))
@@ -273,5 +361,8 @@ if __name__ == "__main__":
             rows = audit_batch(batch, Path(tmp))
             print(f"== {batch}\n{table(rows)}\n-- as a classifier (statebox run folders)\n"
                   f"{classifier_table(classifier_figures(labelled(rows)))}")
-            if "-v" in sys.argv or True:
-                print("\n".join(mismatches(rows)))
+            print("\n".join(mismatches(rows)))
+            for fmt in FORMATS:
+                if fmt != "statebox":
+                    rows = audit_batch(batch, Path(tmp) / fmt, fmt=fmt)
+                    print(f"-- as a classifier ({fmt})\n{classifier_table(classifier_figures(labelled(rows)))}")
