@@ -98,7 +98,7 @@ def quote_of(text: str, start: int = 0, end: int | None = None, pad: int = 50) -
 
 
 def finding(category: str, severity: str, event: Event, quote: str, rule: str) -> Finding:
-    return Finding(category=category, severity=severity, event=event.seq, quote=quote[:QUOTE_MAX], rule=rule)  # type: ignore[arg-type]
+    return Finding(category=category, severity=severity, event=event.seq, quote=quote[:QUOTE_MAX], rule=rule)
 
 
 def action_text(event: Event) -> str:

@@ -56,7 +56,7 @@ def action_for(label: str, policy: Any = None) -> str:
 def verdict_of(log: AuditLog, policy: Any = None, extra: list[Finding] | None = None) -> Verdict:
     findings = run_rules(log) + list(extra or [])
     label = label_of(findings)
-    return Verdict(attempt_id=log.facts.attempt_id, verdict=label, findings=findings, action=action_for(label, policy))  # type: ignore[arg-type]
+    return Verdict(attempt_id=log.facts.attempt_id, verdict=label, findings=findings, action=action_for(label, policy))
 
 
 def _with_second_pass(verdict: Verdict, log: AuditLog, policy: Any, attempt_dir: Path) -> Verdict:
@@ -68,7 +68,7 @@ def _with_second_pass(verdict: Verdict, log: AuditLog, policy: Any, attempt_dir:
         return verdict
     findings = verdict.findings + extra
     label = label_of(findings)
-    return Verdict(attempt_id=verdict.attempt_id, verdict=label, findings=findings, action=action_for(label, policy))  # type: ignore[arg-type]
+    return Verdict(attempt_id=verdict.attempt_id, verdict=label, findings=findings, action=action_for(label, policy))
 
 
 def audit_log(log: AuditLog, policy: Any = None) -> Verdict:
