@@ -339,14 +339,15 @@ def _chance(bench: str, items: list[Item]) -> dict[str, Any]:
     """The scorer's chance baselines for these items: they depend on the items only, so every
     agent (and the voided view) that answered the same items shares one computation."""
     from statebox.scoring.chance import KINDS
-    from statebox.scoring.report import _chance_metrics, _collector_paused
+    from statebox.scoring.core import collector_paused
+    from statebox.scoring.report import _chance_metrics
     from statebox.scoring.rules import rules_for
 
     key = (bench, tuple(i.id for i in items))
     found = _CHANCE_CACHE.get(key)
     if found is None:
         rules = rules_for(bench)
-        with _collector_paused():
+        with collector_paused():
             found = {kind: _chance_metrics(bench, rules, items, kind, 0) for kind in KINDS}
         if len(_CHANCE_CACHE) > 256:
             _CHANCE_CACHE.clear()

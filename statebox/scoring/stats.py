@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-CHUNK = 200  # replicates per matrix product: bounds memory at CHUNK x clusters
+CHUNK = 32  # replicates per matrix product: CHUNK x clusters stays in cache between the draw and the product (200: ~20% slower)
 # The resampling weights depend on (clusters, n_boot, seed) only, not on the values: every agent
 # scored on the same videos draws the same ones, so they are drawn once and kept (as the float64
 # the product takes; the draw is most of a bootstrap's cost). Kept while they fit
