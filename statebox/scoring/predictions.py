@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 from statebox.datafiles import iter_jsonl_batches, type_name
 from statebox.errors import DataError
 from statebox.schema import Item, Prediction
-from statebox.scoring.core import Answers, collector_paused
+from statebox.scoring.core import Answer, Answers, collector_paused
 from statebox.scoring.layout import query_layout
 
 
@@ -106,7 +106,7 @@ def match(items: list[Item], predictions: list[Any], source: str | Path = "predi
         if known is None:
             unknown.append(p.id)
             continue
-        n_queries, indexes = known
+        n_queries, positions = known
         index = p.query_index
         if index is None:
             if n_queries > 1:
@@ -117,8 +117,7 @@ def match(items: list[Item], predictions: list[Any], source: str | Path = "predi
         if index >= n_queries:
             out_of_range.append(f"{p.id}#{index}")
             continue
-        # A PredictionLine already has .response and .clips: it is stored as the Answer itself.
-        answers[(p.id, index if indexes is None else indexes[index])] = p
+        answers[(p.id, index if positions is None else positions[index])] = Answer(p.response, p.clips)
         before += 1
     total = sum(len(i.queries) for i in items)
     return answers, _warnings(total, len(answers), unknown, out_of_range, before - len(answers))

@@ -17,7 +17,7 @@ import numpy as np
 from statebox.schema import GroupScore, Item, ScoreReport
 from statebox.scoring.chance import KINDS, chance_model
 from statebox.scoring.core import Answer, ScoredTable, collector_paused
-from statebox.scoring.judge import FuzzyJudge
+from statebox.scoring.judge import FuzzyJudge, make_judge
 from statebox.scoring.layout import query_layout
 from statebox.scoring.predictions import match, match_responses
 from statebox.scoring.rules import rules_for
@@ -88,8 +88,6 @@ def score_predictions(bench: str, items: list[Item], predictions: list[Any], jud
                       source: str = "predictions") -> ScoreReport:
     """Score `predictions` (dicts, `schema.Prediction`s or loaded lines) against `items`."""
     if bench == "ecbench" and judge is None:
-        from statebox.scoring.judge import make_judge
-
         judge = make_judge("auto")
     table, warnings = score_table(bench, items, predictions, judge, source)
     return report_from_table(bench, items, table, warnings, n_boot=n_boot, seed=seed, chance=chance)

@@ -90,7 +90,7 @@ def bootstrap_means(values: np.ndarray, codes: np.ndarray, n_boot: int = 1000, s
         return out
     cached = _WEIGHTS.get((n_clusters, n_boot, seed))
     keep = cached is None and n_boot * n_clusters <= WEIGHT_CACHE_ENTRIES and n_clusters < 2**31
-    drawn = [] if keep else None
+    drawn: list[np.ndarray] | None = [] if keep else None
     probabilities = np.full(n_clusters, 1.0 / n_clusters)
     with _one_blas_thread():
         _products(out, sums, counts, rng, cached, drawn, n_boot, n_clusters, probabilities)
@@ -102,7 +102,7 @@ def bootstrap_means(values: np.ndarray, codes: np.ndarray, n_boot: int = 1000, s
 
 
 def _products(out: np.ndarray, sums: np.ndarray, counts: np.ndarray, rng: np.random.Generator,
-              cached: np.ndarray | None, drawn: list | None, n_boot: int, n_clusters: int,
+              cached: np.ndarray | None, drawn: list[np.ndarray] | None, n_boot: int, n_clusters: int,
               probabilities: np.ndarray) -> None:
     for start in range(0, n_boot, CHUNK):
         size = min(CHUNK, n_boot - start)
