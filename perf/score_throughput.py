@@ -14,6 +14,10 @@ Prints predictions/second for each and the ratios, in CPU seconds of this proces
 shared: wall time measures the neighbours); the last line is one JSON object with the figures
 (`ratio_core_vs_json`, `ratio_full_vs_json`; targets >= 1 and >= 0.5). Reading the file into
 prediction lines (`load_predictions`, the part `statebox score` adds) is timed apart.
+
+Also timed apart: the bootstrap's resampling draws alone (`draws`: numpy's seeded multinomial,
+1000 x clusters, the very draws the report's CIs come from; `ratio_full_floor_vs_json` is the most
+the full report could reach while its numbers stay the same, everything else costing nothing).
 Usage: .venv/bin/python perf/score_throughput.py [N]
 """
 
@@ -28,9 +32,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from statebox.schema import Item, Query
 from statebox.scoring.predictions import load_predictions
-from statebox.scoring.report import score_predictions, score_table
+from statebox.scoring.report import cluster_of, score_predictions, score_table
+from statebox.scoring.stats import CHUNK
 
 SUBTYPES = ["O1-Snap", "O1-Delta", "O2-Unique", "O2-Gain", "E1-Action", "E1-Transit", "E2-Periodic", "E2-Episode"]
 POINTS = 5
@@ -124,6 +131,13 @@ def main() -> None:
     report = score_predictions("vcbench", items, lines, n_boot=1000)
     full_s = clock() - start
 
+    n_clusters = len({cluster_of(item) for item in items})
+    start = clock()
+    draw_rng, probabilities = np.random.default_rng(0), np.full(n_clusters, 1.0 / n_clusters)
+    for first in range(0, 1000, CHUNK):  # as stats.bootstrap_means draws them
+        draw_rng.multinomial(n_clusters, probabilities, size=min(CHUNK, 1000 - first))
+    draws_s = clock() - start
+
     sample_items, sample_lines = items, raw  # the peer scores the very same million predictions
     start = clock()
     naive = naive_scores(sample_items, sample_lines)
@@ -144,13 +158,17 @@ def main() -> None:
     print(f"ratio core / json parsing  : {core_rate / json_rate:6.2f}x")
     print(f"ratio full report / json   : {full_rate / json_rate:6.2f}x")
     print(f"load_predictions (reading)  : {rate(n, load_s):12,.0f} predictions/s  ({load_s:.2f} s, not in core/full)")
+    print(f"bootstrap draws alone       : {draws_s:.2f} s CPU for 1000 x {n_clusters:,} clusters "
+          f"(full report / json at most {json_s / draws_s:.2f}x with the same draws)")
     print(json.dumps({
         "predictions": n, "cpu_s": {"json": round(json_s, 3), "load": round(load_s, 3), "core": round(core_s, 3),
-                                    "full": round(full_s, 3), "naive": round(naive_s, 3)},
+                                    "full": round(full_s, 3), "naive": round(naive_s, 3),
+                                    "draws": round(draws_s, 3)},
         "core_per_s": round(core_rate), "full_per_s": round(full_rate), "json_per_s": round(json_rate),
         "ratio_core_vs_json": round(core_rate / json_rate, 3), "ratio_full_vs_json": round(full_rate / json_rate, 3),
         "ratio_core_vs_naive": round(core_rate / naive_rate, 3),
         "ratio_load_and_core_vs_json": round(json_s / (load_s + core_s), 3),
+        "ratio_full_floor_vs_json": round(json_s / draws_s, 3),
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }))
 

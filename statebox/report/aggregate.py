@@ -32,15 +32,31 @@ calling a perfect oracle "not above chance" there says what the data cannot say.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from functools import reduce
 from operator import add, attrgetter
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, NamedTuple
+
+import numpy as np
 
 from statebox.harness.store import ResultRow
 from statebox.schema import Item, ScoreReport
+from statebox.scoring.chance import KINDS
+from statebox.scoring.core import collector_paused
+from statebox.scoring.judge import make_judge
+from statebox.scoring.predictions import PredictionLine, match
+from statebox.scoring.report import (
+    ItemIndex,
+    _chance_metrics,
+    report_from_table,
+    restrict_values,
+    score_table,
+    view_report,
+)
+from statebox.scoring.rules import rules_for
 from statebox.scoring.wrong_answers import wrong_answer
 
 # agents that never look at a video: the priors every other agent must beat
@@ -244,8 +260,6 @@ def add_comparisons(scores: list[AgentDatasetScore]) -> list[AgentDatasetScore]:
     budget) with `extra.best_of` naming it and `extra.budgets` every
     variant's headline value; totals (attempts, flags, cost) must skip it (`best_of` set), as
     its attempts are its variant's. Idempotent: rows already derived are rebuilt."""
-    import copy
-
     rows = [s for s in scores if s.best_of is None]
     sweeps: dict[tuple[str, str], list[AgentDatasetScore]] = defaultdict(list)
     for s in rows:
@@ -257,7 +271,7 @@ def add_comparisons(scores: list[AgentDatasetScore]) -> list[AgentDatasetScore]:
             continue
         variants.sort(key=_budget_order)
         ranked = [v for v in variants if v.headline_value is not None]
-        best = max(ranked, key=lambda v: v.headline_value) if ranked else variants[0]  # max keeps the first of ties
+        best = max(ranked, key=lambda v: v.headline_value or 0.0) if ranked else variants[0]  # max keeps the first of ties
         row = copy.copy(best)
         row.agent = agent + BEST_SUFFIX
         row.extra = dict(best.extra, best_of=best.agent,
@@ -338,15 +352,11 @@ _CHANCE_CACHE: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
 def _chance(bench: str, items: list[Item]) -> dict[str, Any]:
     """The scorer's chance baselines for these items: they depend on the items only, so every
     agent (and the voided view) that answered the same items shares one computation."""
-    from statebox.scoring.chance import KINDS
-    from statebox.scoring.report import _chance_metrics, _collector_paused
-    from statebox.scoring.rules import rules_for
-
     key = (bench, tuple(i.id for i in items))
     found = _CHANCE_CACHE.get(key)
     if found is None:
         rules = rules_for(bench)
-        with _collector_paused():
+        with collector_paused():
             found = {kind: _chance_metrics(bench, rules, items, kind, 0) for kind in KINDS}
         if len(_CHANCE_CACHE) > 256:
             _CHANCE_CACHE.clear()
@@ -359,8 +369,6 @@ _INDEX_CACHE: dict[tuple[str, ...], Any] = {}
 
 def _item_index(items: list[Item]) -> Any:
     """The dataset's `ItemIndex` (label groups, cluster codes, positions), shared by every agent."""
-    from statebox.scoring.report import ItemIndex
-
     key = tuple(i.id for i in items)
     found = _INDEX_CACHE.get(key)
     if found is None or found.items is not items and [i.id for i in found.items] != list(key):
@@ -378,8 +386,6 @@ def _lines(rows: list[ResultRow], answer: Callable[[ResultRow], str | None] | No
     """The rows as the scorer's prediction lines (what `match` stores as answers as they are);
     `answer` gives a row's response where a view replaces some, None where the view withdraws
     the row's prediction (no line: the rule's missing answer)."""
-    from statebox.scoring.predictions import PredictionLine
-
     if answer is not None:
         given = ((r, answer(r)) for r in rows)
         return [PredictionLine(r.item_id, r.query_index, text) for r, text in given if text is not None]
@@ -408,12 +414,6 @@ def _rescored(bench: str, epoch_items: list[Item], values: dict[str, Any], rows:
               groups: dict[str, Any]) -> ScoreReport:
     """The view whose CHANGED items answer `answer(row)`: only those items are scored again (every
     rule scores an item from that item's own answers), the rest of the table is kept."""
-    import numpy as np
-
-    from statebox.scoring.predictions import match
-    from statebox.scoring.report import view_report
-    from statebox.scoring.rules import rules_for
-
     local = {item.id: k for k, item in enumerate(epoch_items)}
     sub_items = [i for i in epoch_items if i.id in changed]
     sub_rows = [r for r in rows if r.item_id in changed]
@@ -441,17 +441,11 @@ def score_epoch_views(bench: str, items: list[Item], rows: list[ResultRow], *, e
     Label groups and bootstrap clusters come from the dataset's `ItemIndex` (computed once);
     only the all-attempts view of a first epoch (`extras`) gets CIs and chance baselines.
     """
-    import numpy as np
-
-    from statebox.scoring.report import report_from_table, restrict_values, score_table, view_report
-
     index = _item_index(items)
     answered = {r.item_id for r in rows}
     positions = np.fromiter((k for k, i in enumerate(items) if i.id in answered), dtype=np.int64)
     epoch_items = [items[k] for k in positions]
     if bench == "ecbench" and judge is None:
-        from statebox.scoring.judge import make_judge
-
         judge = make_judge("auto")
     table, warnings = score_table(bench, epoch_items, _lines(rows), judge)
     groups = index.groups_for(positions)

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from statebox.schema import Item, ScoreRow
+from statebox.errors import UserError
+from statebox.schema import Item, ScoreReport, ScoreRow
+from statebox.scoring.chance import chance_response as _chance
+from statebox.scoring.judge import make_judge
+from statebox.scoring.report import score_predictions as _score
+from statebox.scoring.rules import rules_for
 
 
-def score_predictions(bench: str, items: list[Item], predictions: list[Any], judge: Any = None, **options: Any):
-    from statebox.scoring.report import score_predictions as _score
-
+def score_predictions(bench: str, items: list[Item], predictions: list[Any], judge: Any = None,
+                      **options: Any) -> ScoreReport:
     return _score(bench, items, predictions, judge, **options)
 
 
@@ -27,22 +31,14 @@ def score_query(bench: str, item: Item, query_index: int, response: str, clips: 
     Metrics always include `correct` (1.0 / 0.0); plus the benchmark's per-query
     values (VCBench `gpa` of the point, VSTAT `score`, EOC `msta`, EC-Bench `span_iou`, ...).
     """
-    from statebox.scoring.rules import rules_for
-
     if not 0 <= query_index < len(item.queries):
-        from statebox.errors import UserError
-
         raise UserError(f"item {item.id} has no query {query_index}")
     if bench == "ecbench" and judge is None and item.labels.get("task_type") == "Enumeration":
-        from statebox.scoring.judge import make_judge
-
         judge = make_judge("auto")
     return rules_for(bench).score_query(item, query_index, response, clips, judge)
 
 
 def chance_response(bench: str, item: Item, query_index: int, items: list[Item], kind: str, rng: Any) -> str:
-    from statebox.scoring.chance import chance_response as _chance
-
     return _chance(bench, item, query_index, items, kind, rng)
 
 

@@ -139,19 +139,22 @@ class ChanceModel:
         if self.bench != "vcbench" or not isinstance(rng, _random.Random):
             return [self.respond(item, position, kind, rng) for item in items for position in range(len(item.queries))]
         out: list[str] = []
-        per_group: dict[str, Any] = {}
+        ranges: dict[str, tuple[int, int]] = {}
+        constants: dict[str, str] = {}
         randint = rng.randint  # what _randint calls for a random.Random
         for item in items:
             group = self._group_by_id.get(item.id) or self.group_of(item)
-            known = per_group.get(group)
-            if known is None:
-                known = per_group[group] = self._vcbench_range(group) if kind == "random" \
-                    else self._vcbench(item, 0, kind, rng, group)  # the frequency answer draws nothing
             if kind == "random":
-                low, high = known
+                bounds = ranges.get(group)
+                if bounds is None:
+                    bounds = ranges[group] = self._vcbench_range(group)
+                low, high = bounds
                 out.extend([str(randint(low, high)) for _ in item.queries])
             else:
-                out.extend([known] * len(item.queries))
+                constant = constants.get(group)
+                if constant is None:  # the frequency answer draws nothing
+                    constant = constants[group] = self._vcbench(item, 0, kind, rng, group)
+                out.extend([constant] * len(item.queries))
         return out
 
     def _vcbench_range(self, group: str) -> tuple[int, int]:

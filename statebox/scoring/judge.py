@@ -19,7 +19,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from statebox.errors import UserError
 
@@ -134,7 +134,7 @@ class LLMJudge:
         self.retry_interval_s = retry_interval_s
         self.timeout_s = timeout_s
         self.calls = 0  # requests actually sent (cache misses), for reports and tests
-        self._client = None
+        self._client: Any = None  # openai.OpenAI or anthropic.Anthropic, made on first use
 
     def _cache_path(self, true_answer: str, generated_answer: str) -> Path:
         key = json.dumps([PROMPT_VERSION, self.provider, self.model, true_answer, generated_answer])
@@ -172,7 +172,7 @@ class LLMJudge:
     def _complete(self, prompt: str) -> str:
         if self.provider == "openai":
             if self._client is None:
-                import openai
+                import openai  # optional SDK, needed only when an OpenAI judge is used
 
                 self._client = openai.OpenAI(timeout=self.timeout_s, max_retries=0)
             response = self._client.chat.completions.create(
@@ -181,7 +181,7 @@ class LLMJudge:
             )
             return response.choices[0].message.content or ""
         if self._client is None:
-            import anthropic
+            import anthropic  # optional SDK, needed only when an Anthropic judge is used
 
             self._client = anthropic.Anthropic(timeout=self.timeout_s, max_retries=0)
         message = self._client.messages.create(

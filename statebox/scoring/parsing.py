@@ -8,6 +8,7 @@ a stricter or friendlier parser it says so by name (`*_strict`).
 from __future__ import annotations
 
 import difflib
+import json
 import re
 
 # ---------------------------------------------------------------- number words
@@ -132,8 +133,6 @@ def ecbench_answer_and_clips(response: str) -> tuple[str, object] | None:
     A list answer is joined with ", ". Text that is not such JSON returns None (the caller
     scores it as the answer, with no clips), so a plain prediction scores as before.
     """
-    import json
-
     text = response.strip()
     start, end = text.find("{"), text.rfind("}")
     if start < 0 or end <= start:

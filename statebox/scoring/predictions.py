@@ -8,13 +8,15 @@ and duplicates are warnings (the last duplicate wins), never silent.
 
 from __future__ import annotations
 
+from operator import add, ge, itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from statebox.datafiles import iter_jsonl, type_name
+from statebox.datafiles import iter_jsonl_batches, type_name
 from statebox.errors import DataError
 from statebox.schema import Item, Prediction
-from statebox.scoring.core import Answers
+from statebox.scoring.core import Answer, Answers, collector_paused
+from statebox.scoring.layout import query_layout
 
 
 class PredictionLine(NamedTuple):
@@ -26,10 +28,26 @@ class PredictionLine(NamedTuple):
 
 
 def load_predictions(path: str | Path) -> list[PredictionLine]:
-    path = Path(path)
-    out = []
-    for line, row in iter_jsonl(path):
-        out.append(_from_mapping(row, path, line))
+    with collector_paused():
+        return _read_lines(Path(path))
+
+
+def _read_lines(path: Path) -> list[PredictionLine]:
+    out: list[PredictionLine] = []
+    append = out.append
+    new = tuple.__new__  # PredictionLine(...) through its generated __new__ costs a Python call per line
+    for rows in iter_jsonl_batches(path):
+        for line, row in rows:
+            # the common line, checked inline: a string id, no or a non-negative int index, a string
+            # response, no clips; anything else is checked (and refused) by _from_mapping
+            item_id = row.get("id")
+            query_index = row.get("query_index")
+            response = row.get("response")
+            if (type(item_id) is str and type(response) is str and row.get("clips") is None
+                    and (query_index is None or (type(query_index) is int and query_index >= 0))):
+                append(new(PredictionLine, (item_id, query_index, response, None, line)))
+            else:
+                append(_from_mapping(row, path, line))
     return out
 
 
@@ -88,7 +106,7 @@ def match(items: list[Item], predictions: list[Any], source: str | Path = "predi
         if known is None:
             unknown.append(p.id)
             continue
-        n_queries, indexes = known
+        n_queries, positions = known
         index = p.query_index
         if index is None:
             if n_queries > 1:
@@ -99,10 +117,43 @@ def match(items: list[Item], predictions: list[Any], source: str | Path = "predi
         if index >= n_queries:
             out_of_range.append(f"{p.id}#{index}")
             continue
-        # A PredictionLine already has .response and .clips: it is stored as the Answer itself.
-        answers[(p.id, index if indexes is None else indexes[index])] = p
+        answers[(p.id, index if positions is None else positions[index])] = Answer(p.response, p.clips)
         before += 1
-    duplicates = before - len(answers)
+    total = sum(len(i.queries) for i in items)
+    return answers, _warnings(total, len(answers), unknown, out_of_range, before - len(answers))
+
+
+def match_responses(items: list[Item], predictions: list[Any],
+                    source: str | Path = "predictions") -> tuple[list[str | None], list[str]]:
+    """The response to every query point in layout order (None where there is none), and `match`'s
+    warnings: what `match` gives, laid out flat, for rules that read the responses only.
+
+    A file whose every line names a known id and an in-range query index (the common file) is
+    placed by C-level passes over the lines; any other goes through `match` line by line."""
+    layout = query_layout(items)
+    lines = normalise(predictions)
+    if layout.offset_of is not None and lines:
+        query_indexes = list(map(itemgetter(1), lines))
+        where = list(map(layout.offset_of.get, map(itemgetter(0), lines)))
+        if None not in where and None not in query_indexes:
+            starts, counts = zip(*where)
+            if not any(map(ge, query_indexes, counts)):
+                responses: list[str | None] = [None] * len(layout.queries)
+                for position, response in zip(map(add, starts, query_indexes), map(itemgetter(2), lines)):
+                    responses[position] = response  # the last of duplicates wins, as in `match`
+                answered = len(responses) - responses.count(None)
+                return responses, _warnings(len(responses), answered, [], [], len(lines) - answered)
+    answers, warnings = match(items, lines, source)
+    return responses_in_order(items, answers), warnings
+
+
+def responses_in_order(items: list[Item], answers: Answers) -> list[str | None]:
+    """The answers' responses in layout order (item by item, query by query; None where missing)."""
+    keys = [(item_id, query.index) for item in items for item_id in (item.id,) for query in item.queries]
+    return [None if answer is None else answer.response for answer in map(answers.get, keys)]
+
+
+def _warnings(total: int, answered: int, unknown: list[str], out_of_range: list[str], duplicates: int) -> list[str]:
     warnings = []
     if unknown:
         warnings.append(f"{len(unknown)} predictions name unknown ids (ignored), e.g. {', '.join(unknown[:3])}")
@@ -111,9 +162,8 @@ def match(items: list[Item], predictions: list[Any], source: str | Path = "predi
                         f"(ignored), e.g. {', '.join(out_of_range[:3])}")
     if duplicates:
         warnings.append(f"{duplicates} duplicate predictions for the same query: the last one is used")
-    total = sum(len(i.queries) for i in items)
-    missing = total - len(answers)
+    missing = total - answered
     if missing:
         warnings.append(f"{missing} of {total} queries have no prediction: scored as 0 "
                         "(EC-Bench: left out of the official denominators, wrong in *_all)")
-    return answers, warnings
+    return warnings

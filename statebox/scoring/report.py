@@ -8,21 +8,23 @@ baselines scored by the same rules), `parse_failures`, `missing`, `judge`.
 
 from __future__ import annotations
 
-import gc
 import math
 import random
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from statebox.schema import GroupScore, Item, ScoreReport
 from statebox.scoring.chance import KINDS, chance_model
-from statebox.scoring.core import Answer, ScoredTable
-from statebox.scoring.judge import FuzzyJudge
-from statebox.scoring.predictions import match
+from statebox.scoring.core import Answer, ScoredTable, collector_paused
+from statebox.scoring.judge import FuzzyJudge, make_judge
+from statebox.scoring.layout import query_layout
+from statebox.scoring.predictions import match, match_responses
 from statebox.scoring.rules import rules_for
 from statebox.scoring.stats import bootstrap_means, cluster_codes, percentile_interval
+
+
+_collector_paused = collector_paused  # the name statebox/report/data.py imports it by
 
 
 def _means(values: dict[str, np.ndarray], mask: np.ndarray | None = None) -> dict[str, float]:
@@ -69,23 +71,14 @@ def label_groups(items: list[Item]) -> dict[str, np.ndarray]:
     return out
 
 
-@contextmanager
-def _collector_paused():
-    """Scoring allocates millions of short-lived tuples and no reference cycles; the cyclic
-    collector would otherwise re-scan every loaded Item on each allocation burst."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def score_table(bench: str, items: list[Item], predictions: list[Any], judge: Any = None,
                 source: str = "predictions") -> tuple[ScoredTable, list[str]]:
     rules = rules_for(bench)
-    with _collector_paused():
+    with collector_paused():
+        score_responses = getattr(rules, "score_responses", None)
+        if score_responses is not None:  # a rule that reads the responses alone, in layout order
+            responses, warnings = match_responses(items, predictions, source)
+            return score_responses(items, responses), warnings
         answers, warnings = match(items, predictions, source)
         return rules.score_table(items, answers, judge), warnings
 
@@ -95,8 +88,6 @@ def score_predictions(bench: str, items: list[Item], predictions: list[Any], jud
                       source: str = "predictions") -> ScoreReport:
     """Score `predictions` (dicts, `schema.Prediction`s or loaded lines) against `items`."""
     if bench == "ecbench" and judge is None:
-        from statebox.scoring.judge import make_judge
-
         judge = make_judge("auto")
     table, warnings = score_table(bench, items, predictions, judge, source)
     return report_from_table(bench, items, table, warnings, n_boot=n_boot, seed=seed, chance=chance)
@@ -127,7 +118,7 @@ def report_from_table(bench: str, items: list[Item], table: ScoredTable, warning
     if chance_metrics is not None and items:
         extra["chance"] = chance_metrics
     elif chance and items:
-        with _collector_paused():
+        with collector_paused():
             extra["chance"] = {kind: _chance_metrics(bench, rules, items, kind, seed) for kind in KINDS}
     extra.update(table.extra)
     return ScoreReport(benchmark=bench, n=len(items), metrics=report_metrics, groups=group_scores,
@@ -215,8 +206,12 @@ def _confidence_intervals(rules: Any, table: ScoredTable, items: list[Item], n_b
 def _chance_metrics(bench: str, rules: Any, items: list[Item], kind: str, seed: int) -> dict[str, float | None]:
     rng = random.Random(seed)  # per-call draws from random.Random are ~10x cheaper than numpy's
     model = chance_model(bench, items)
-    responses = iter(model.respond_all(items, kind, rng))
-    answers = {(item.id, q.index): Answer(next(responses)) for item in items for q in item.queries}
-    table = rules.score_table(items, answers, FuzzyJudge())
+    responses = model.respond_all(items, kind, rng)
+    score_responses = getattr(rules, "score_responses", None)
+    if score_responses is not None and query_layout(items).offset_of is not None:
+        table = score_responses(items, responses)  # the responses are in layout order already
+    else:
+        answers = dict(zip(((item.id, q.index) for item in items for q in item.queries), map(Answer, responses)))
+        table = rules.score_table(items, answers, FuzzyJudge())
     metrics = _clean(rules.derive(_means(table.values)), rules.HEADLINE)
     return {k: metrics.get(k) for k in rules.HEADLINE}

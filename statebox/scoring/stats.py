@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-CHUNK = 200  # replicates per matrix product: bounds memory at CHUNK x clusters
+CHUNK = 32  # replicates per matrix product: CHUNK x clusters stays in cache between the draw and the product (200: ~20% slower)
 # The resampling weights depend on (clusters, n_boot, seed) only, not on the values: every agent
 # scored on the same videos draws the same ones, so they are drawn once and kept (as the float64
 # the product takes; the draw is most of a bootstrap's cost). Kept while they fit
@@ -90,7 +90,7 @@ def bootstrap_means(values: np.ndarray, codes: np.ndarray, n_boot: int = 1000, s
         return out
     cached = _WEIGHTS.get((n_clusters, n_boot, seed))
     keep = cached is None and n_boot * n_clusters <= WEIGHT_CACHE_ENTRIES and n_clusters < 2**31
-    drawn = [] if keep else None
+    drawn: list[np.ndarray] | None = [] if keep else None
     probabilities = np.full(n_clusters, 1.0 / n_clusters)
     with _one_blas_thread():
         _products(out, sums, counts, rng, cached, drawn, n_boot, n_clusters, probabilities)
@@ -102,7 +102,7 @@ def bootstrap_means(values: np.ndarray, codes: np.ndarray, n_boot: int = 1000, s
 
 
 def _products(out: np.ndarray, sums: np.ndarray, counts: np.ndarray, rng: np.random.Generator,
-              cached: np.ndarray | None, drawn: list | None, n_boot: int, n_clusters: int,
+              cached: np.ndarray | None, drawn: list[np.ndarray] | None, n_boot: int, n_clusters: int,
               probabilities: np.ndarray) -> None:
     for start in range(0, n_boot, CHUNK):
         size = min(CHUNK, n_boot - start)

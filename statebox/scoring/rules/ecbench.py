@@ -21,6 +21,8 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
+
 from statebox.schema import Item, ScoreRow
 from statebox.scoring.core import Answers, ScoredTable, table_from_rows
 from statebox.scoring.judge import EnumerationJudge, FuzzyJudge, JudgeVerdict
@@ -147,8 +149,6 @@ def score_table(items: list[Item], answers: Answers, judge: EnumerationJudge | N
 
 def _ratio(a: Any, b: Any) -> Any:
     """a / b, 0 where b == 0 (the released code's convention), NaN where either is NaN."""
-    import numpy as np
-
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.where(b == 0, 0.0, a / np.where(b == 0, 1.0, b))
@@ -157,8 +157,6 @@ def _ratio(a: Any, b: Any) -> Any:
 
 
 def derive(means: dict[str, Any]) -> dict[str, Any]:
-    import numpy as np
-
     tp, fp, fn = means["_tp"], means["_fp"], means["_fn"]
     precision = _ratio(tp, np.add(tp, fp))
     recall = _ratio(tp, np.add(tp, fn))
@@ -172,10 +170,11 @@ def derive(means: dict[str, Any]) -> dict[str, Any]:
 
 def score_query(item: Item, query_index: int, response: str, clips: Any = None,
                 judge: EnumerationJudge | None = None) -> ScoreRow:
-    response, clips = split_answer(response, clips)
-    if _is_empty(response):
+    text, clips = split_answer(response, clips)
+    if text is None or _is_empty(text):
         return ScoreRow(item_id=item.id, query_index=query_index, parsed=None, parse_ok=False,
                         metrics={"correct": 0.0})
+    response = text
     metrics: dict[str, float] = {}
     if item.labels.get("task_type") == "Counting":
         parsed: Any = ecbench_normalize(response)

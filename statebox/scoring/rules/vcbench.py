@@ -16,14 +16,17 @@ per-question reductions use `numpy.ufunc.reduceat`.
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from statebox.schema import Item, ScoreRow
-from statebox.scoring.core import Answers, ScoredTable
+from statebox.scoring.core import NAN, Answers, ScoredTable
+from statebox.scoring.layout import query_layout
 from statebox.scoring.metrics import gpa_array, gpa_point
 from statebox.scoring.parsing import vcbench_number
+from statebox.scoring.predictions import responses_in_order
 
 HEADLINE = ("gpa", "moc", "uda")
 MOC_SUBTYPES = frozenset({"O2-Unique", "E1-Action", "E1-Transit", "E2-Periodic", "E2-Episode"})
@@ -34,12 +37,20 @@ COLUMNS = ("gpa", "moc", "uda", "exact_match", "invalid_rate")
 def parse_many(responses: list[str | None]) -> np.ndarray:
     """Parsed counts as float64, NaN for invalid or missing answers.
 
-    Fast path: responses that are plain decimal digits (the common case) are converted
-    by numpy in one C loop; everything else goes through `vcbench_number`.
+    Each distinct text is parsed once: a model's answers repeat ("3", "I don't know"), and a
+    million query points rarely hold more than a few thousand texts. When most texts are
+    distinct, those that are plain decimal digits (the common case) are converted by numpy in
+    one C loop and the rest go through `vcbench_number`.
     """
     out = np.full(len(responses), np.nan)
     if not responses:
         return out
+    distinct = dict.fromkeys(responses)
+    if len(distinct) * 4 <= len(responses):
+        for text in distinct:
+            value = None if text is None else vcbench_number(text)
+            distinct[text] = NAN if value is None else value
+        return np.fromiter(map(distinct.__getitem__, responses), dtype=np.float64, count=len(responses))
     texts = np.array(["" if r is None else r for r in responses], dtype=np.dtypes.StringDType())
     simple = np.strings.isdecimal(texts) & (np.strings.str_len(texts) < 16)
     try:
@@ -99,29 +110,23 @@ def question_metrics(pred: np.ndarray, target: np.ndarray, starts: np.ndarray, c
 
 
 def score_table(items: list[Item], answers: Answers, judge: Any = None) -> ScoredTable:
-    # One pass over the query points collects responses, targets and layout together.
-    responses: list[str | None] = []
-    targets: list[float] = []
-    counts: list[int] = []
-    get = answers.get
-    for item in items:
-        queries = item.queries
-        counts.append(len(queries))
-        item_id = item.id
-        for query in queries:
-            answer = get((item_id, query.index))
-            responses.append(None if answer is None else answer.response)
-            targets.append(query.target)
+    return score_responses(items, responses_in_order(items, answers))
+
+
+def score_responses(items: list[Item], responses: list[str | None]) -> ScoredTable:
+    """The table of `responses` in layout order (item by item, query by query; None = missing).
+
+    What `score_table` scores once it has looked the answers up; `statebox score` and the chance
+    baselines, whose responses come in that order already (`predictions.match_responses`), start here."""
+    layout = query_layout(items)
+    counts, starts = layout.counts, layout.starts
+    targets = np.fromiter(map(attrgetter("target"), layout.queries), dtype=np.float64, count=len(layout.queries))
     missing = responses.count(None)
-    count_array = np.asarray(counts, dtype=np.int64)
-    starts = np.zeros(len(items), dtype=np.int64)
-    if len(items):
-        np.cumsum(count_array[:-1], out=starts[1:])
     pred = parse_many(responses)
     subtypes = [i.labels.get("counting_subtype", "") for i in items]
-    moc_ok = np.fromiter((s in MOC_SUBTYPES for s in subtypes), dtype=bool, count=len(items))
-    uda_ok = np.fromiter((s in UDA_SUBTYPES for s in subtypes), dtype=bool, count=len(items))
-    values = question_metrics(pred, np.asarray(targets, dtype=np.float64), starts, count_array, moc_ok, uda_ok)
+    moc_ok = np.fromiter(map(MOC_SUBTYPES.__contains__, subtypes), dtype=bool, count=len(items))
+    uda_ok = np.fromiter(map(UDA_SUBTYPES.__contains__, subtypes), dtype=bool, count=len(items))
+    values = question_metrics(pred, targets, starts, counts, moc_ok, uda_ok)
     failures = int(np.isnan(pred).sum()) - missing
     warnings = []
     if failures or missing:

@@ -1,0 +1,54 @@
+"""Where each query point of a dataset sits in the flat, query-ordered arrays that vectorised rules score.
+
+Item by item, query by query: item k's points are positions `starts[k] .. starts[k] + counts[k] - 1`.
+A rule that scores responses in that order (VCBench's `score_responses`) gets them from the
+predictions file without a dictionary keyed by (item id, query index): matching a million
+predictions becomes a few C-level passes (`predictions.match_responses`). The layout depends on the
+items only, so the scored table and both chance baselines of one report compute it once.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+from typing import NamedTuple
+
+import numpy as np
+
+from statebox.schema import Item, Query
+
+
+class QueryLayout(NamedTuple):
+    queries: list[Query]  # every query point, in order
+    counts: np.ndarray  # query points per item (int64)
+    starts: np.ndarray  # flat position of each item's first point (int64)
+    # item id -> (flat position of its first point, its number of points); None when two items
+    # share an id or some item's Query.index values are not 0, 1, 2, ... (match item by item then)
+    offset_of: dict[str, tuple[int, int]] | None
+
+
+# Cached by the list's identity (as chance.chance_model); the entry keeps the list alive, so its id
+# cannot be reused by another list while the cached layout answers for it.
+_LAYOUTS: dict[tuple[int, int], tuple[list[Item], QueryLayout]] = {}
+
+
+def query_layout(items: list[Item]) -> QueryLayout:
+    key = (id(items), len(items))
+    entry = _LAYOUTS.get(key)
+    if entry is None or entry[0] is not items:
+        if len(_LAYOUTS) > 8:
+            _LAYOUTS.clear()
+        entry = _LAYOUTS[key] = (items, _layout(items))
+    return entry[1]
+
+
+def _layout(items: list[Item]) -> QueryLayout:
+    queries = [query for item in items for query in item.queries]
+    counts = np.fromiter(map(len, map(attrgetter("queries"), items)), dtype=np.int64, count=len(items))
+    starts = np.cumsum(counts) - counts
+    indexes = np.fromiter(map(attrgetter("index"), queries), dtype=np.int64, count=len(queries))
+    offset_of: dict[str, tuple[int, int]] | None = None
+    if np.array_equal(indexes, np.arange(len(queries)) - np.repeat(starts, counts)):
+        offset_of = dict(zip(map(attrgetter("id"), items), zip(starts.tolist(), counts.tolist())))
+        if len(offset_of) != len(items):
+            offset_of = None
+    return QueryLayout(queries=queries, counts=counts, starts=starts, offset_of=offset_of)
