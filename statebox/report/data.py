@@ -41,7 +41,7 @@ from statebox.harness.store import RESULTS_FILE, ResultRow, check_store_file
 from statebox.harness.trust import TrustPlan
 from statebox.harness.trust_results import outcome_from_rows
 from statebox.schema import Item
-from statebox.scoring.report import _collector_paused
+from statebox.scoring.core import collector_paused
 
 MAX_EVENTS_PER_ATTEMPT = 300
 MAX_TEXT = 2000
@@ -817,7 +817,7 @@ def summarise(run_dir: Path, datasets: list[DatasetInfo], sink: ChunkSink | None
         rpass = ReportPass(run_dir, datasets, sink, trust_ids=trust_ids, source_ids=source_ids)
         # rows and their decoded columns hold no reference cycles: the cyclic collector would
         # only re-scan the growing set of live objects (items, the epoch's rows) over and over
-        with _collector_paused():
+        with collector_paused():
             feed = rpass.feed
             for rowid, row in iter_rows(conn):
                 feed(row, rowid)

@@ -24,7 +24,6 @@ from statebox.scoring.rules import rules_for
 from statebox.scoring.stats import bootstrap_means, cluster_codes, percentile_interval
 
 
-_collector_paused = collector_paused  # the name statebox/report/data.py imports it by
 
 
 def _means(values: dict[str, np.ndarray], mask: np.ndarray | None = None) -> dict[str, float]:
