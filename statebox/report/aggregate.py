@@ -50,7 +50,7 @@ from statebox.scoring.judge import make_judge
 from statebox.scoring.predictions import PredictionLine, match
 from statebox.scoring.report import (
     ItemIndex,
-    _chance_metrics,
+    chance_baseline_metrics,
     report_from_table,
     restrict_values,
     score_table,
@@ -357,7 +357,7 @@ def _chance(bench: str, items: list[Item]) -> dict[str, Any]:
     if found is None:
         rules = rules_for(bench)
         with collector_paused():
-            found = {kind: _chance_metrics(bench, rules, items, kind, 0) for kind in KINDS}
+            found = {kind: chance_baseline_metrics(bench, rules, items, kind, 0) for kind in KINDS}
         if len(_CHANCE_CACHE) > 256:
             _CHANCE_CACHE.clear()
         _CHANCE_CACHE[key] = found

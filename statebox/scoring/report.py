@@ -118,7 +118,7 @@ def report_from_table(bench: str, items: list[Item], table: ScoredTable, warning
         extra["chance"] = chance_metrics
     elif chance and items:
         with collector_paused():
-            extra["chance"] = {kind: _chance_metrics(bench, rules, items, kind, seed) for kind in KINDS}
+            extra["chance"] = {kind: chance_baseline_metrics(bench, rules, items, kind, seed) for kind in KINDS}
     extra.update(table.extra)
     return ScoreReport(benchmark=bench, n=len(items), metrics=report_metrics, groups=group_scores,
                        warnings=warnings, **extra)
@@ -202,7 +202,7 @@ def _confidence_intervals(rules: Any, table: ScoredTable, items: list[Item], n_b
     return out
 
 
-def _chance_metrics(bench: str, rules: Any, items: list[Item], kind: str, seed: int) -> dict[str, float | None]:
+def chance_baseline_metrics(bench: str, rules: Any, items: list[Item], kind: str, seed: int) -> dict[str, float | None]:
     rng = random.Random(seed)  # per-call draws from random.Random are ~10x cheaper than numpy's
     model = chance_model(bench, items)
     responses = model.respond_all(items, kind, rng)
