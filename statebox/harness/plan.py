@@ -283,8 +283,7 @@ def run_id_for(fingerprint: Mapping[str, object]) -> str:
 
 
 def datasets_from_suite(suite_dir: Path) -> list[DatasetSpec]:
-    # the generator's package (numpy, the renderer) is loaded only by runs over a suite
-    from statebox.benchmarks.synthetic.suite import load_suite
+    from statebox.benchmarks.synthetic.suite import load_suite  # why: the generator's package (numpy, the renderer), only for runs over a suite
 
     suite = load_suite(Path(suite_dir))
     return [

@@ -27,10 +27,14 @@ from pydantic import BaseModel, Field, JsonValue
 
 from statebox.attempt_folder import (RUN_CONFIG_FILE, SESSION_FILE, STDERR_LOG, STDOUT_LOG, TRACKER_OUT_DIR, TRACKER_TRACKS,
                                      AttemptFolder)
+from statebox.benchmarks import load_benchmark
 from statebox.errors import UserError
 from statebox.harness.plan import RunConfig, datasets_from_suite
 from statebox.harness.runner import run_planned
 from statebox.harness.store import ResultRow, open_existing
+from statebox.policies import load_policy
+from statebox.sandbox.docker import ContainerSpec, Mount, SandboxEngine
+from statebox.sandbox.workspace import limited_folder
 from statebox.tracker import container as tc
 
 TRACKER = "tracker"
@@ -124,8 +128,7 @@ PEER_DIR = "tracker-peer"  # in the run folder: <video stem>.ultralytics.tracks.
 
 def _suite_videos(suite_dir: Path, families: list[str]) -> dict[str, dict[str, Path]]:
     """family -> {item id -> video path} for the suite's datasets of `families`."""
-    from statebox.benchmarks import load_benchmark
-    from statebox.benchmarks.synthetic.suite import load_suite
+    from statebox.benchmarks.synthetic.suite import load_suite  # why: the generator's package (numpy, the renderer)
 
     out: dict[str, dict[str, Path]] = {}
     for ds in load_suite(suite_dir).datasets:
@@ -137,10 +140,6 @@ def _suite_videos(suite_dir: Path, families: list[str]) -> dict[str, dict[str, P
 
 def run_peer(suite_dir: Path, families: list[str], weights: Path, stride: int, out_dir: Path, policy: str) -> None:
     """ultralytics' own tracking loop over every video of `families`, in one tracker container (network none)."""
-    from statebox.policies import load_policy
-    from statebox.sandbox.docker import ContainerSpec, Mount, SandboxEngine
-    from statebox.sandbox.workspace import limited_folder
-
     videos = sorted({v for per in _suite_videos(suite_dir, families).values() for v in per.values()})
     if not videos:
         return
@@ -205,7 +204,7 @@ def suite_scores(run_dir: Path, *, weights_name: str = "") -> SuiteScore:
 
 def _add_tracking(result: SuiteScore, run_dir: Path, rows: list[ResultRow]) -> None:
     """HOTA / IDF1 / MOTA per task (and overall) for statebox's tracker and, when run, ultralytics' loop."""
-    from statebox.tracker.runtime.metrics import combine, load_tracks_jsonl, load_truth, tracking_metrics
+    from statebox.tracker.runtime.metrics import combine, load_tracks_jsonl, load_truth, tracking_metrics  # why: trackeval and numpy, for this table only
 
     if not (run_dir / RUN_CONFIG_FILE).is_file():
         return
