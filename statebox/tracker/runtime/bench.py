@@ -163,11 +163,11 @@ def _side_main(conn, name: str, s: dict) -> None:
             model = YOLO(s["weights"], task="detect")
             iou = DetectorConfig("").iou
 
-            def single(video: str, _reference: bool = False):
+            def single(video: str, reference: bool = False):  # noqa: ARG001 - the other side's signature
                 return ultralytics_tracks(model, Path(video), imgsz=s["imgsz"], conf=s["conf"], iou=iou,
                                           device=s["device"], half=s["device"] != "cpu", stride=s["stride"])
 
-            info = {"precision": "fp16" if s["device"] != "cpu" else "fp32"}
+            info: dict[str, object] = {"precision": "fp16" if s["device"] != "cpu" else "fp32"}
         else:
             detector = Detector(DetectorConfig(weights=s["weights"], imgsz=s["imgsz"], conf=s["conf"],
                                                device=s["device"], precision=s["precision"], compile=s["compile"]))
@@ -268,8 +268,8 @@ def bench(videos: list[Path], weights: str, imgsz: int, conf: float, device: str
                 tracks["ultralytics"][video] = sides["ultralytics"].call("single", str(video))["frames"]
         info = {name: side.info for name, side in sides.items()}
     finally:
-        for side in sides.values():
-            side.close()
+        for proc in sides.values():
+            proc.close()
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         for side, per_video in tracks.items():

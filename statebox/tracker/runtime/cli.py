@@ -16,7 +16,10 @@ import time
 from pathlib import Path
 
 from .decoders import DECODERS
+from .detcache import DetectionCache, write_rows
 from .netguard import EVENT_PREFIX
+
+DETECTIONS_FILE = "detections.jsonl"  # per output folder: the rows of every frame tracked (--det-cache)
 
 
 def emit(payload: dict) -> None:
@@ -27,6 +30,12 @@ def emit(payload: dict) -> None:
 def _decoder_fields(stats) -> dict:
     """The decoder a stream was read with, and why the requested one was replaced (None when it was not)."""
     return {"decoder": stats.decoder, "decoder_fallback": stats.decoder_fallback}
+
+
+def _cache_event(cache: DetectionCache | None, stream: int | None = None) -> None:
+    if cache is not None:
+        emit({"event": "detection_cache", "hits": cache.hits, "misses": cache.misses,
+              **({"stream": stream} if stream is not None else {})})
 
 
 def _find_video(path: str | None) -> Path:
@@ -44,7 +53,7 @@ def _find_video(path: str | None) -> Path:
 def cmd_track(args: argparse.Namespace) -> int:
     from .detect import Detector, DetectorConfig
     from .programs import abstain, answer_question, features_for, match_rule
-    from .track import RunStats, TrackerConfig, run_tracking
+    from .track import RunStats, TrackerConfig, run_tracking_many
 
     if args.streams:
         return _track_streams(args)
@@ -74,10 +83,17 @@ def cmd_track(args: argparse.Namespace) -> int:
             emit({"event": "progress", "frames": stats.frames_read, "fps": round(stats.fps, 1)})
 
     features = features_for(text, list(detector.names.values()))
+    cache = DetectionCache() if args.det_cache else None
+    if cache is not None:
+        cache.load(Path(args.det_cache))
+    rows: list[dict] = []
     with (out / "tracks.jsonl").open("w") as sink:
-        log, stats = run_tracking(video, detector, stride=args.stride, batch=args.batch,
-                                  tracker_config=TrackerConfig(), features=features, sink=sink, on_batch=progress,
-                                  decoder=args.decoder)
+        (log, stats), = run_tracking_many([video], detector, stride=args.stride, batch=args.batch,
+                                          tracker_config=TrackerConfig(), features=[features], sinks=[sink],
+                                          on_batch=progress, decoder=args.decoder, cache=cache, cache_rows=[rows])
+    if cache is not None:
+        write_rows(out / DETECTIONS_FILE, rows)
+        _cache_event(cache)
     emit({"event": "frames", "decoded": [f.t for f in log.frames], "stride": args.stride})
     ids = sorted({o.id for f in log.frames for o in f.objects})
     emit({"event": "tracked", "frames": stats.frames_read, "fps": round(stats.fps, 2), "tracks": len(ids),
@@ -97,13 +113,15 @@ def cmd_track(args: argparse.Namespace) -> int:
 def _track_streams(args: argparse.Namespace) -> int:
     """Many (video, question, output folder) streams through one model and one batched forward pass per step.
 
-    The streams file is a JSON list of {"video", "question_file", "out"}: each stream is
+    The streams file is a JSON list of {"video", "question_file", "out", "det_cache"?}: each stream is
     what one `track --video V --question-file Q --out O` run would be, with the same files
     in its own output folder (tracks.jsonl as frames are tracked, answer.json, run.json) and
     the same events on stdout, each tagged with `"stream": i`. Frames of all streams share
     each forward pass (`run_tracking_many`); every stream keeps its own ByteTrack state, so
     its tracks are those of a single-stream run (tested). Streams whose question no rule
-    maps abstain without a frame decoded.
+    maps abstain without a frame decoded. A stream with a `det_cache` rows file (read when it
+    exists) shares one detection cache with the others (detcache.py) and gets its rows in
+    `out/detections.jsonl`.
     """
     from .detect import Detector, DetectorConfig
     from .programs import abstain, answer_question, features_for, match_rule
@@ -113,6 +131,7 @@ def _track_streams(args: argparse.Namespace) -> int:
     if not isinstance(entries, list) or not entries:
         raise FileNotFoundError(f"{args.streams}: expected a non-empty JSON list of {{video, question_file, out}}")
     active: list[tuple[int, Path, str, list, Path]] = []
+    cache: DetectionCache | None = None
     for i, entry in enumerate(entries):
         out = Path(entry["out"])
         out.mkdir(parents=True, exist_ok=True)
@@ -125,6 +144,9 @@ def _track_streams(args: argparse.Namespace) -> int:
             emit({"event": "answer", "stream": i, **payload})
             continue
         active.append((i, _find_video(entry.get("video")), text, choices, out))
+        if entry.get("det_cache"):
+            cache = cache or DetectionCache()
+            cache.load(Path(entry["det_cache"]))
     if not active:
         return 0
     started = time.perf_counter()
@@ -139,15 +161,19 @@ def _track_streams(args: argparse.Namespace) -> int:
 
     names = list(detector.names.values())
     sinks = [(out / "tracks.jsonl").open("w") for *_, out in active]
+    rows: list[list[dict]] = [[] for _ in active]
     try:
         results = run_tracking_many([video for _, video, *_ in active], detector, stride=args.stride,
                                     batch=args.batch, tracker_config=TrackerConfig(),
                                     features=[features_for(text, names) for _, _, text, _, _ in active],
-                                    sinks=sinks, on_batch=progress, decoder=args.decoder)
+                                    sinks=sinks, on_batch=progress, decoder=args.decoder, cache=cache, cache_rows=rows)
     finally:
         for sink in sinks:
             sink.close()
-    for (i, video, text, choices, out), (log, stats) in zip(active, results):
+    for (i, video, text, choices, out), (log, stats), stream_rows in zip(active, results, rows):
+        if entries[i].get("det_cache") and cache is not None:
+            write_rows(out / DETECTIONS_FILE, stream_rows)
+            _cache_event(cache, i)
         emit({"event": "frames", "stream": i, "decoded": [f.t for f in log.frames], "stride": args.stride})
         ids = sorted({o.id for f in log.frames for o in f.objects})
         emit({"event": "tracked", "stream": i, "frames": stats.frames_read, "tracks": len(ids),
@@ -256,6 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--decoder", choices=DECODERS, default="auto",
                    help="thread | process (OpenCV in a child process) | torchcodec (NVDEC on a GPU) | auto (thread)")
     t.add_argument("--progress-every", type=int, default=4)
+    t.add_argument("--det-cache", help="JSON lines of earlier detections by frame pixels (detcache.py): reused, and "
+                                       "OUT/detections.jsonl gets this run's rows")
     t.set_defaults(func=cmd_track)
     q = sub.add_parser("peer", help="ultralytics' own model.track loop over videos (accuracy comparisons)")
     q.add_argument("--video", action="append", required=True)
