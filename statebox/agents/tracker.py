@@ -13,7 +13,9 @@ Agent options: `--weights FILE` (default: the shipped suite model), and `extra` 
 `stride` (process every n-th frame), `batch`, `imgsz`, `conf`, `device` (auto|cpu|cuda),
 `group` (up to N concurrent attempts share one container: `run_group`; default 1; on a Ray
 cluster N attempts are one task, `harness/cluster_worker.run_group`) and `group_wait_s` (how
-long the first attempt of a group waits for others; default 2), `cache` (1: reuse the run's
+long the first attempt of a group waits for others; default 2), `containers` (with `group`: at
+most this many group containers at once, 0 = no limit; a group waiting for its turn keeps taking
+members, and starts after the earlier ones filed their detections), `cache` (1: reuse the run's
 detections of identical frames, statebox/tracker/detection_cache.py; 0: detect every frame).
 """
 
@@ -70,7 +72,9 @@ class TrackerAgent:
         # `group=N`: concurrent attempts (the runner's -c) share one container, up to N at a time
         self.group = max(1, int(extra.get("group", 1)))
         self.group_wait_s = float(extra.get("group_wait_s", 2.0))
-        self._batcher = _Batcher(self.run_group, self.group, self.group_wait_s) if self.group > 1 else None
+        self.containers = max(0, int(extra.get("containers", 0)))
+        self._batcher = (_Batcher(self.run_group, self.group, self.group_wait_s, self.containers)
+                         if self.group > 1 else None)
         # `cache=0`: every attempt detects every frame itself (the cache changes no answer; this is for measuring)
         self.cache = str(extra.get("cache", "1")).lower() not in ("0", "false", "no", "off")
 
@@ -414,14 +418,22 @@ class _Batcher:
     it failed before its agent ran), so the group is one container however long their
     workspaces took to prepare. A retry after an infrastructure failure is not expected
     again: it groups with whatever arrives within `wait_s`.
+
+    `containers=N` (> 0): at most N groups run at once. A group whose wait is over but whose
+    turn has not come stays open (more attempts join it, up to `size`), so on a small machine
+    the attempts queue into full groups, and a group starts after the earlier ones have filed
+    their rows in the run's detection cache (the queries of a video split over two groups
+    then detect its frames once).
     """
 
     EXPECT_TIMEOUT_S = 1800.0  # a safety net only: every expected attempt arrives or is declared gone
 
-    def __init__(self, run_group, size: int, wait_s: float) -> None:
+    def __init__(self, run_group, size: int, wait_s: float, containers: int = 0) -> None:
         self._run_group = run_group
         self.size = size
         self.wait_s = wait_s
+        self.containers = containers
+        self._running = 0  # groups whose container is running (counted only with `containers`)
         self._cond = threading.Condition()
         self._open: dict[tuple, _Group] = {}  # the group still taking members, per (provider, policy)
         self._expected: set[str] = set()  # attempt ids named by expect() that have not arrived or left
@@ -458,9 +470,12 @@ class _Batcher:
                     if left <= 0 or (group.expected and not self._expected):
                         break
                     self._cond.wait(left)
+                while self.containers and self._running >= self.containers:
+                    self._cond.wait()  # not our turn yet: the group stays open, up to `size`
                 if self._open.get(key) is group:
                     del self._open[key]
                 batch = list(group.members)
+                self._running += 1
             try:
                 sessions = self._run_group([c for c, _ in batch])
                 for (_, fut), session in zip(batch, sessions):
@@ -469,6 +484,10 @@ class _Batcher:
                 for _, fut in batch:
                     if not fut.done():
                         fut.set_exception(exc)
+            finally:
+                with self._cond:
+                    self._running -= 1
+                    self._cond.notify_all()
         return future.result()
 
 

@@ -11,7 +11,10 @@ last one names every agent, so run.json, the leaderboard and the report hold the
      at once, before the minutes of sandboxed work;
   2. the tracker with its attempts grouped per container (`group` option, `run_group`: one
      model load for up to `--group` attempts, each still its own workspace, folder, audit and
-     row), `-c` such containers at once: the model load was most of a tracker attempt;
+     row), ONE such container at a time (`containers=1`) while the next group's workspaces are
+     cut: detection uses every core, and a group that starts after the one before it has filed
+     its detections in the run's cache (statebox/tracker/detection_cache.py) detects only
+     frames no earlier query of its video saw (78 attempts ask about 24 videos);
   3. the other sandboxed agents (the cheating coding agent) at `-c`, then the leaderboard.
 A one-line timing summary per phase ends the output (`demo timing by phase: ...`).
 """
@@ -43,7 +46,8 @@ DEMO_AGENTS = ["oracle", "chance-random", "chance-frequency", "tracker", "claude
 SUITE_COLUMNS = [TextColumn("suite {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
 CHEATER_ITEMS = 1  # the cheating coding agent runs on this many items per dataset (it is slow-ish and always caught)
 GROUPED_AGENT = "tracker"  # the agent whose attempts share a container (`group` option)
-DEMO_GROUP = 8  # tracker attempts per container: one model load (seconds on a CPU) serves them all
+DEMO_GROUP = 16  # tracker attempts per container: one model load (seconds on a CPU) serves them all
+TRACKER_CONTAINERS = 1  # tracker containers at once: inference takes every core; the next group is prepared meanwhile
 GROUP_WAIT_S = 20.0  # a group's first attempt waits this long for the others: each first cuts its own workspace,
 # and 2 x 8 of them at once on a busy 2-core machine arrive over seconds (at 5 s, groups of 2 and 6 formed)
 RUN_COLUMNS = [TextColumn("[bold]{task.fields[agent]:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
@@ -103,7 +107,8 @@ def register(app: typer.Typer) -> None:
         datasets = datasets_from_suite(suite_dir)
         run_dir = out / "run"
         run_id = RunConfig.load(run_dir).run_id if (run_dir / "run.json").exists() else f"demo-{seed}"
-        options = {GROUPED_AGENT: {"extra": {"group": group, "group_wait_s": GROUP_WAIT_S}}} if group > 1 else {}
+        options = ({GROUPED_AGENT: {"extra": {"group": group, "group_wait_s": GROUP_WAIT_S,
+                                              "containers": TRACKER_CONTAINERS}}} if group > 1 else {})
         config = RunConfig(
             run_id=run_id,
             agents=chosen,
@@ -126,9 +131,11 @@ def register(app: typer.Typer) -> None:
                             title="host-side agents (no sandbox): the sandboxed agents run next", gateway_options=gateway)
                 lap(f"host-side agents ({', '.join(host_side)})")
             if grouped:
-                # `concurrency` containers at once, each serving up to `group` attempts
-                slots = concurrency * group
-                console.print(f"{GROUPED_AGENT}: up to {group} attempts per container, {concurrency} containers at once")
+                # one container at a time serving up to `group` attempts; the next `group` attempts
+                # prepare their workspaces meanwhile (and join the next group)
+                slots = 2 * group
+                console.print(f"{GROUPED_AGENT}: up to {group} attempts per container, {TRACKER_CONTAINERS} container "
+                              "at a time; each frame of a video detected once (the run's detection cache)")
                 _run_quietly(config.model_copy(update={"agents": [GROUPED_AGENT], "concurrency": slots}), run_dir,
                              console, gateway)
                 lap(f"{GROUPED_AGENT} (grouped by {group})")
