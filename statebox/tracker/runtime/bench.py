@@ -37,6 +37,10 @@ import threading
 import time
 from pathlib import Path
 
+from .decode import probe
+from .detect import Detector, DetectorConfig, resolve_device
+from .track import run_tracking, run_tracking_many
+
 
 class GpuSampler:
     """GPU utilisation (%) sampled every 0.2 s while a `with` block runs; None off CUDA or without NVML/nvidia-smi."""
@@ -153,10 +157,6 @@ def _side_main(conn, name: str, s: dict) -> None:
     try:
         import torch
 
-        from .decode import probe
-        from .detect import Detector, DetectorConfig
-        from .track import run_tracking, run_tracking_many
-
         if name == "ultralytics":
             from ultralytics import YOLO
 
@@ -221,8 +221,6 @@ def bench(videos: list[Path], weights: str, imgsz: int, conf: float, device: str
     so each side is measured in a process of its own, as it would run; the parent only hands out
     the rounds (alternating, the order rotating) and never loads a model itself.
     """
-    from .detect import resolve_device
-
     videos = [Path(v) for v in videos]
     device = resolve_device(device)
     settings = {"weights": weights, "imgsz": imgsz, "conf": conf, "device": device, "stride": stride,

@@ -13,11 +13,17 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
+from .bench import frame_rows, ultralytics_tracks
 from .decoders import DECODERS
 from .detcache import DetectionCache, write_rows
+from .detect import Detector, DetectorConfig, resolve_device
 from .netguard import EVENT_PREFIX
+from .programs import abstain, answer_question, features_for, match_rule
+from .track import RunStats, TrackerConfig, run_tracking, run_tracking_many
+from .train import train
 
 DETECTIONS_FILE = "detections.jsonl"  # per output folder: the rows of every frame tracked (--det-cache)
 
@@ -51,10 +57,6 @@ def _find_video(path: str | None) -> Path:
 
 
 def cmd_track(args: argparse.Namespace) -> int:
-    from .detect import Detector, DetectorConfig
-    from .programs import abstain, answer_question, features_for, match_rule
-    from .track import RunStats, TrackerConfig, run_tracking_many
-
     if args.streams:
         return _track_streams(args)
     if not args.out:
@@ -123,10 +125,6 @@ def _track_streams(args: argparse.Namespace) -> int:
     exists) shares one detection cache with the others (detcache.py) and gets its rows in
     `out/detections.jsonl`.
     """
-    from .detect import Detector, DetectorConfig
-    from .programs import abstain, answer_question, features_for, match_rule
-    from .track import RunStats, TrackerConfig, run_tracking_many
-
     entries = json.loads(Path(args.streams).read_text())
     if not isinstance(entries, list) or not entries:
         raise FileNotFoundError(f"{args.streams}: expected a non-empty JSON list of {{video, question_file, out}}")
@@ -197,12 +195,6 @@ def _track_many(args: argparse.Namespace, out: Path) -> int:
     evaluation needs one tracking pass per video instead of one per streaming query, and
     one container (one model load) for many videos.
     """
-    from dataclasses import replace
-
-    from .detect import Detector, DetectorConfig
-    from .programs import answer_question, features_for
-    from .track import TrackerConfig, run_tracking
-
     questions = json.loads(Path(args.questions_file).read_text())
     by_video: dict[str, list[dict]] = {}
     for q in questions:
@@ -235,10 +227,7 @@ def _track_many(args: argparse.Namespace, out: Path) -> int:
 def cmd_peer(args: argparse.Namespace) -> int:
     """ultralytics' own `model.track(stream=True)` loop over each video, for accuracy comparisons:
     writes OUT/<video stem>.ultralytics.tracks.jsonl ({frame, objects: [{id, xyxy}]} per frame)."""
-    from ultralytics import YOLO
-
-    from .bench import frame_rows, ultralytics_tracks
-    from .detect import DetectorConfig, resolve_device
+    from ultralytics import YOLO  # heavy (torch): only for this command
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -256,8 +245,6 @@ def cmd_peer(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from .train import train
-
     result = train(Path(args.data), args.model, args.epochs, args.imgsz, args.device, Path(args.out),
                    batch=args.batch, seed=args.seed, init=args.init, emit=emit, freeze=args.freeze, lr0=args.lr0)
     emit({"event": "trained", **result})
