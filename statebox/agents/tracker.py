@@ -46,6 +46,10 @@ from statebox.tracker.detection_cache import ROWS_FILE, VideoCache, run_folder_o
 # tests/tracker/test_tracking.py checks the two lists agree)
 DECODERS = ("auto", "thread", "process", "torchcodec")
 TRACKER_OUT_MB = 256  # tracks.jsonl of a long video, answer.json, run.json, network.jsonl
+# Frames in one forward pass of a group container: streams x batch frames go through the network at
+# once, and the activations of that many frames (not the model) are what fills the policy's 2 GiB: a
+# group of 11 streams at batch 8 peaked at 1.3 GiB on the CPU, so a larger group gets a smaller batch.
+GROUP_FRAMES_PER_PASS = 64
 
 
 class TrackerAgent:
@@ -78,13 +82,14 @@ class TrackerAgent:
         # `cache=0`: every attempt detects every frame itself (the cache changes no answer; this is for measuring)
         self.cache = str(extra.get("cache", "1")).lower() not in ("0", "false", "no", "off")
 
-    def command(self, weights_in_container: str, streams_file: str | None = None, det_cache: bool = False) -> list[str]:
+    def command(self, weights_in_container: str, streams_file: str | None = None, det_cache: bool = False,
+                batch: int | None = None) -> list[str]:
         where = (["--streams", streams_file] if streams_file else
                  ["--question-file", f"{tc.INPUT_MOUNT}/question.json", "--out", tc.OUT_MOUNT]
                  + (["--det-cache", f"{tc.INPUT_MOUNT}/{ROWS_FILE}"] if det_cache else []))
         return [tc.PYTHON, "-m", "sbtracker.cli", "track", *where, "--weights", weights_in_container,
                 "--imgsz", str(self.imgsz), "--conf", str(self.conf), "--stride", str(self.stride),
-                "--batch", str(self.batch), "--device", self.device, "--decoder", self.decoder]
+                "--batch", str(batch or self.batch), "--device", self.device, "--decoder", self.decoder]
 
     def run(self, ctx: AttemptContext) -> Session:
         if self._batcher is not None:
@@ -179,7 +184,8 @@ class TrackerAgent:
         mounts = [Mount(source=self.weights, target=weights_target, read_only=True),
                   Mount(source=group_in, target=tc.INPUT_MOUNT, read_only=True)]
         entries, members = [], []
-        command = self.command(weights_target, streams_file=f"{tc.INPUT_MOUNT}/streams.json")
+        batch = self.group_batch(len(ctxs))
+        command = self.command(weights_target, streams_file=f"{tc.INPUT_MOUNT}/streams.json", batch=batch)
         try:
             with ExitStack() as stack:
                 for i, ctx in enumerate(ctxs):
@@ -239,7 +245,7 @@ class TrackerAgent:
                     if failed and not state.answer and not (out_dir / "answer.json").is_file():
                         sessions.append(self._rerun_alone(ctx, rec, state, log, out_dir, result, group))
                         continue
-                    meta = self._meta()
+                    meta = {**self._meta(), "batch": batch}
                     meta["group"] = group
                     sessions.append(self._finish(ctx, rec, result, out_dir, netlog_dir, state, meta, cache))
                 return sessions
@@ -260,6 +266,11 @@ class TrackerAgent:
                                meta_extra={"group": {**group, "rerun_alone": True}})
 
     # ------------------------------------------------------------------ shared by run and run_group
+
+    def group_batch(self, streams: int) -> int:
+        """Frames per stream per step in a group container: at most GROUP_FRAMES_PER_PASS frames a pass
+        (the batch changes no track: tests/tracker/test_tracking.py, batches 1, 5 and 8)."""
+        return max(1, min(self.batch, GROUP_FRAMES_PER_PASS // max(1, streams)))
 
     def _meta(self) -> dict:
         return {"weights": self.weights.name, "stride": self.stride, "batch": self.batch, "imgsz": self.imgsz}

@@ -126,7 +126,8 @@ def test_cached_detections_give_the_same_tracks_and_answer_as_detecting_every_fr
     """Two query points of one streaming item, each in its own sandbox with its own cut of the video: the
     earlier point, answered after the later one, reuses its frames' detections (only the cut's re-encoded
     tail is detected again), and its tracks and answer equal, byte for byte, those of an attempt that
-    detected every frame; a third run of it detects nothing at all."""
+    detected every frame; a third run of it detects nothing at all; in one group container the two points'
+    common frames are detected once."""
     from statebox.agents.tracker import TrackerAgent
     from statebox.attempt import AgentOptions
     from statebox.benchmarks import load_benchmark
@@ -172,3 +173,19 @@ def test_cached_detections_give_the_same_tracks_and_answer_as_detecting_every_fr
         assert (out / "tracks.jsonl").read_bytes() == (fresh_out / "tracks.jsonl").read_bytes(), name
         assert (out / "answer.json").read_bytes() == (fresh_out / "answer.json").read_bytes(), name
         assert sessions[name].frames.decoded == sessions["fresh"].frames.decoded
+
+    # both points in ONE group container of a new run (nothing cached yet): their common frames are
+    # detected once, and the early point's tracks are still those of detecting every frame
+    workspaces = [prepare_workspace(item, q, video, policy, root=tmp_path / f"wsg{k}") for k, q in enumerate((early, late))]
+    group_run = tmp_path / "group-run" / "attempts"
+    try:
+        grouped = cached_agent.run_group([
+            _streaming_context(item, q, ws, group_run / f"g{k}", docker_engine, Path(ds.videos), cached_agent.options)
+            for k, (q, ws) in enumerate(zip((early, late), workspaces))])
+    finally:
+        for ws in workspaces:
+            ws.cleanup()
+    assert [s.status for s in grouped] == ["ok", "ok"], [s.reason for s in grouped]
+    assert grouped[0].meta["detection_cache"]["hits"] > 0  # the late stream's copies of the early stream's frames
+    assert grouped[0].response == sessions["fresh"].response and grouped[1].response == sessions["late"].response
+    assert (group_run / "g0" / "tracker-out" / "tracks.jsonl").read_bytes() == (fresh_out / "tracks.jsonl").read_bytes()

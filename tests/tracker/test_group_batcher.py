@@ -60,3 +60,14 @@ def test_without_a_container_limit_groups_run_side_by_side():
     batcher = _Batcher(run_group, size=1, wait_s=0.01)
     with ThreadPoolExecutor(2) as pool:
         assert sorted(pool.map(batcher.submit, [_ctx("x"), _ctx("y")])) == ["x", "y"]
+
+
+def test_a_large_group_gets_a_smaller_batch_so_a_forward_pass_stays_within_memory():
+    from statebox.agents.tracker import GROUP_FRAMES_PER_PASS, TrackerAgent
+    from statebox.attempt import AgentOptions
+
+    agent = TrackerAgent(AgentOptions())
+    assert [agent.group_batch(n) for n in (1, 8, 16, 100)] == [8, 8, 4, 1]
+    assert all(n * agent.group_batch(n) <= GROUP_FRAMES_PER_PASS for n in range(1, 65))
+    command = agent.command("/models/w.pt", streams_file="/input/streams.json", batch=agent.group_batch(16))
+    assert command[command.index("--batch") + 1] == "4"
