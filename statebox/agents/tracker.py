@@ -13,7 +13,10 @@ Agent options: `--weights FILE` (default: the shipped suite model), and `extra` 
 `stride` (process every n-th frame), `batch`, `imgsz`, `conf`, `device` (auto|cpu|cuda),
 `group` (up to N concurrent attempts share one container: `run_group`; default 1; on a Ray
 cluster N attempts are one task, `harness/cluster_worker.run_group`) and `group_wait_s` (how
-long the first attempt of a group waits for others; default 2).
+long the first attempt of a group waits for others; default 2), `containers` (with `group`: at
+most this many group containers at once, 0 = no limit; a group waiting for its turn keeps taking
+members, and starts after the earlier ones filed their detections), `cache` (1: reuse the run's
+detections of identical frames, statebox/tracker/detection_cache.py; 0: detect every frame).
 """
 
 from __future__ import annotations
@@ -36,14 +39,19 @@ from statebox.recorder import SessionRecorder
 from statebox.sandbox.spec import ContainerSpec, Mount
 from statebox.sandbox.cleanup import remove_tree
 from statebox.sandbox.workspace import limited_folder
-from statebox.schema import EventKind, Session
+from statebox.schema import EventKind, Session, resolve_video
 from statebox.tracker import container as tc
+from statebox.tracker.detection_cache import ROWS_FILE, VideoCache, run_folder_of, settings_key
 
 
 # the runtime's decoders (sbtracker.decoders.DECODERS; the runtime is not importable on the host:
 # tests/tracker/test_tracking.py checks the two lists agree)
 DECODERS = ("auto", "thread", "process", "torchcodec")
 TRACKER_OUT_MB = 256  # tracks.jsonl of a long video, answer.json, run.json, network.jsonl
+# Frames in one forward pass of a group container: streams x batch frames go through the network at
+# once, and the activations of that many frames (not the model) are what fills the policy's 2 GiB: a
+# group of 11 streams at batch 8 peaked at 1.3 GiB on the CPU, so a larger group gets a smaller batch.
+GROUP_FRAMES_PER_PASS = 64
 
 
 class TrackerAgent:
@@ -70,14 +78,20 @@ class TrackerAgent:
         # `group=N`: concurrent attempts (the runner's -c) share one container, up to N at a time
         self.group = max(1, int(extra.get("group", 1)))
         self.group_wait_s = float(extra.get("group_wait_s", 2.0))
-        self._batcher = _Batcher(self.run_group, self.group, self.group_wait_s) if self.group > 1 else None
+        self.containers = max(0, int(extra.get("containers", 0)))
+        self._batcher = (_Batcher(self.run_group, self.group, self.group_wait_s, self.containers)
+                         if self.group > 1 else None)
+        # `cache=0`: every attempt detects every frame itself (the cache changes no answer; this is for measuring)
+        self.cache = str(extra.get("cache", "1")).lower() not in ("0", "false", "no", "off")
 
-    def command(self, weights_in_container: str, streams_file: str | None = None) -> list[str]:
+    def command(self, weights_in_container: str, streams_file: str | None = None, det_cache: bool = False,
+                batch: int | None = None) -> list[str]:
         where = (["--streams", streams_file] if streams_file else
-                 ["--question-file", f"{tc.INPUT_MOUNT}/question.json", "--out", tc.OUT_MOUNT])
+                 ["--question-file", f"{tc.INPUT_MOUNT}/question.json", "--out", tc.OUT_MOUNT]
+                 + (["--det-cache", f"{tc.INPUT_MOUNT}/{ROWS_FILE}"] if det_cache else []))
         return [tc.PYTHON, "-m", "sbtracker.cli", "track", *where, "--weights", weights_in_container,
                 "--imgsz", str(self.imgsz), "--conf", str(self.conf), "--stride", str(self.stride),
-                "--batch", str(self.batch), "--device", self.device, "--decoder", self.decoder]
+                "--batch", str(batch or self.batch), "--device", self.device, "--decoder", self.decoder]
 
     def run(self, ctx: AttemptContext) -> Session:
         if self._batcher is not None:
@@ -106,9 +120,9 @@ class TrackerAgent:
         runs again here, in its own recorder: `first_line` is how many lines its stdout.log has
         already (the new lines are appended, so event line numbers go on counting)."""
         assert ctx.engine is not None and ctx.workspace is not None, "the tracker runs in a sandbox"
-        input_dir, out_dir, scratch = self._prepare(ctx)
+        input_dir, out_dir, scratch, cache = self._prepare(ctx)
         weights_target = f"{tc.MODELS_MOUNT}/{self.weights.name}"
-        command = self.command(weights_target)
+        command = self.command(weights_target, det_cache=cache is not None)
         self._record_launch(ctx, rec, command, instruction=instruction)
         state = _StreamState(line_no=first_line)
         on_event = self._event_handler(rec, state)
@@ -129,6 +143,7 @@ class TrackerAgent:
                     Mount(source=input_dir, target=tc.INPUT_MOUNT, read_only=True),
                     Mount(source=scratch.path, target=tc.OUT_MOUNT, read_only=False)],
             gpu=True,  # a device request only when the engine offers GPUs (runtime or CDI) and policy allows
+            time_limit_s=None,  # the policy's
             run_id=ctx.attempt.run_id,
             attempt_id=ctx.attempt.attempt_id,
         )
@@ -139,7 +154,7 @@ class TrackerAgent:
             scratch.copy_out(out_dir)
             scratch.cleanup()
         meta = {**self._meta(), **(meta_extra or {})}
-        return self._finish(ctx, rec, result, out_dir, out_dir, state, meta)
+        return self._finish(ctx, rec, result, out_dir, out_dir, state, meta, cache)
 
     def run_group(self, ctxs: list[AttemptContext]) -> list[Session]:
         """Several attempts in ONE tracker container: one model load, frames of every attempt's video
@@ -171,24 +186,30 @@ class TrackerAgent:
         mounts = [Mount(source=self.weights, target=weights_target, read_only=True),
                   Mount(source=group_in, target=tc.INPUT_MOUNT, read_only=True)]
         entries, members = [], []
-        command = self.command(weights_target, streams_file=f"{tc.INPUT_MOUNT}/streams.json")
+        batch = self.group_batch(len(ctxs))
+        command = self.command(weights_target, streams_file=f"{tc.INPUT_MOUNT}/streams.json", batch=batch)
         try:
             with ExitStack() as stack:
                 for i, ctx in enumerate(ctxs):
-                    input_dir, out_dir, scratch = self._prepare(ctx)
+                    workspace = ctx.workspace
+                    assert workspace is not None
+                    input_dir, out_dir, scratch, cache = self._prepare(ctx)
                     stack.callback(scratch.cleanup)
                     root = f"/streams/{i}"
-                    mounts += [Mount(source=Path(ctx.workspace.path), target=f"{root}/workspace", read_only=True),
+                    mounts += [Mount(source=Path(workspace.path), target=f"{root}/workspace", read_only=True),
                                Mount(source=input_dir, target=f"{root}/input", read_only=True),
                                Mount(source=scratch.path, target=f"{root}/out", read_only=False)]
-                    entries.append({"video": f"{root}/workspace/{ctx.workspace.video_name}",
-                                    "question_file": f"{root}/input/question.json", "out": f"{root}/out"})
+                    entry = {"video": f"{root}/workspace/{workspace.video_name}",
+                             "question_file": f"{root}/input/question.json", "out": f"{root}/out"}
+                    if cache is not None:
+                        entry["det_cache"] = f"{root}/input/{ROWS_FILE}"
+                    entries.append(entry)
                     rec = stack.enter_context(SessionRecorder(ctx.attempt_dir, started, limits=ctx.policy.recording))
                     self._record_launch(ctx, rec, command, group={"size": len(ctxs), "index": i})
                     log = CappedFile(ctx.attempt_dir / STDOUT_LOG, ctx.policy.recording.raw_log_bytes)
                     stack.callback(log.close)
                     state = _StreamState()
-                    members.append((ctx, rec, state, self._event_handler(rec, state), log, out_dir, scratch))
+                    members.append((ctx, rec, state, self._event_handler(rec, state), log, out_dir, scratch, cache))
                 (group_in / "streams.json").write_text(json.dumps(entries))
 
                 def on_line(line: str) -> None:
@@ -212,13 +233,13 @@ class TrackerAgent:
                     result = first.engine.run(spec, group_in / STDOUT_LOG, group_in / STDERR_LOG,
                                               on_stdout_line=on_line)
                 finally:
-                    for ctx, *_m, out_dir, scratch in members:
+                    for ctx, *_m, out_dir, scratch, _c in members:
                         scratch.copy_out(out_dir)
                 stderr = (group_in / STDERR_LOG).read_bytes() if (group_in / STDERR_LOG).exists() else b""
                 netlog_dir = members[0][5]
                 failed = result.status != "ok" or result.exit_code not in (0, None)
                 sessions = []
-                for i, (ctx, rec, state, _h, log, out_dir, _s) in enumerate(members):
+                for i, (ctx, rec, state, _h, log, out_dir, _s, cache) in enumerate(members):
                     err = CappedFile(ctx.attempt_dir / STDERR_LOG, ctx.policy.recording.raw_log_bytes)
                     err.write(stderr[-ctx.policy.recording.raw_log_bytes // 2:])
                     err.close()
@@ -226,9 +247,9 @@ class TrackerAgent:
                     if failed and not state.answer and not (out_dir / TRACKER_ANSWER).is_file():
                         sessions.append(self._rerun_alone(ctx, rec, state, log, out_dir, result, group))
                         continue
-                    meta = self._meta()
+                    meta = {**self._meta(), "batch": batch}
                     meta["group"] = group
-                    sessions.append(self._finish(ctx, rec, result, out_dir, netlog_dir, state, meta))
+                    sessions.append(self._finish(ctx, rec, result, out_dir, netlog_dir, state, meta, cache))
                 return sessions
         finally:
             remove_tree(group_in)
@@ -248,11 +269,17 @@ class TrackerAgent:
 
     # ------------------------------------------------------------------ shared by run and run_group
 
+    def group_batch(self, streams: int) -> int:
+        """Frames per stream per step in a group container: at most GROUP_FRAMES_PER_PASS frames a pass
+        (the batch changes no track: tests/tracker/test_tracking.py, batches 1, 5 and 8)."""
+        return max(1, min(self.batch, GROUP_FRAMES_PER_PASS // max(1, streams)))
+
     def _meta(self) -> dict:
         return {"weights": self.weights.name, "stride": self.stride, "batch": self.batch, "imgsz": self.imgsz}
 
     def _prepare(self, ctx: AttemptContext):
-        """The attempt's input folder (question.json), its output folder and the limited scratch /out."""
+        """The attempt's input folder (question.json, and detections.jsonl when the run's cache applies),
+        its output folder, the limited scratch /out and the video's cache (or None)."""
         input_dir = ctx.attempt_dir / "tracker-input"
         out_dir = ctx.attempt_dir / TRACKER_OUT_DIR
         input_dir.mkdir(parents=True, exist_ok=True)
@@ -261,7 +288,27 @@ class TrackerAgent:
         scratch = limited_folder(TRACKER_OUT_MB, inodes=1000)
         question = {"question": ctx.item.question, "choices": list(ctx.item.choices)}
         (input_dir / "question.json").write_text(json.dumps(question))
-        return input_dir, out_dir, scratch
+        cache = self._video_cache(ctx)
+        if cache is not None:
+            assert ctx.workspace is not None
+            cache.hand_over(input_dir / ROWS_FILE, until=ctx.workspace.query_time)
+        return input_dir, out_dir, scratch, cache
+
+    def _video_cache(self, ctx: AttemptContext) -> VideoCache | None:
+        """This attempt's video's detections in the run folder, or None (no run folder, no source video,
+        `cache=0`). The key is the SOURCE video's content: every cut of it shares the rows of its frames."""
+        run_dir = run_folder_of(ctx.attempt_dir)
+        if not self.cache or run_dir is None or ctx.engine is None or ctx.workspace is None:
+            return None
+        try:
+            video = resolve_video(ctx.item, ctx.videos_dir)
+            if not video.is_file():
+                return None
+            settings = settings_key(self.weights, imgsz=self.imgsz, conf=self.conf, device=self.device,
+                                    image=ctx.engine.ensure_image(tc.IMAGE_TARGET))
+            return VideoCache(run_dir, settings, video)
+        except OSError:
+            return None  # an unreadable source video: this attempt detects every frame itself
 
     @staticmethod
     def _record_launch(ctx: AttemptContext, rec: SessionRecorder, command: list[str], group: dict | None = None,
@@ -289,6 +336,9 @@ class TrackerAgent:
                 state.answer = event
                 rec.add(EventKind.tool_output, f"program {event.get('program')}: {event.get('explanation', '')}",
                         source=STDOUT_LOG, line=line_no, data=event)
+            elif kind == "detection_cache":
+                state.cache = {k: event.get(k) for k in ("hits", "misses")}
+                rec.add(EventKind.tool_output, json.dumps(event), source=STDOUT_LOG, line=line_no, data=event)
             elif kind == "error":
                 rec.add(EventKind.error, str(event.get("message", "")), source=STDOUT_LOG, line=line_no, data=event)
             else:
@@ -296,7 +346,7 @@ class TrackerAgent:
         return on_event
 
     def _finish(self, ctx: AttemptContext, rec: SessionRecorder, result, out_dir: Path, netlog_dir: Path,
-                state: "_StreamState", meta: dict) -> Session:
+                state: "_StreamState", meta: dict, cache: VideoCache | None = None) -> Session:
         answer = state.answer
         stderr_path = ctx.attempt_dir / STDERR_LOG
         meta["gpu"] = result.gpu
@@ -334,6 +384,10 @@ class TrackerAgent:
             tail = read_tail(stderr_path).strip().splitlines()[-3:]
             rec.add(EventKind.error, "\n".join(tail), source=STDERR_LOG)
         meta.update({k: answer.get(k) for k in ("program", "explanation") if k in answer})
+        if state.cache:
+            meta["detection_cache"] = state.cache
+        if cache is not None and status in ("ok", "abstain") and result.exit_code in (0, None):
+            cache.keep(out_dir / ROWS_FILE, ctx.attempt.attempt_id)  # checked rows only (detection_cache.py)
         run_file = out_dir / TRACKER_RUN_FILE
         if run_file.exists():
             try:
@@ -358,6 +412,7 @@ class _StreamState:
 
     line_no: int = 0
     answer: dict = field(default_factory=dict)
+    cache: dict = field(default_factory=dict)  # the runtime's detection_cache event: hits, misses
 
 
 class _Batcher:
@@ -376,14 +431,22 @@ class _Batcher:
     it failed before its agent ran), so the group is one container however long their
     workspaces took to prepare. A retry after an infrastructure failure is not expected
     again: it groups with whatever arrives within `wait_s`.
+
+    `containers=N` (> 0): at most N groups run at once. A group whose wait is over but whose
+    turn has not come stays open (more attempts join it, up to `size`), so on a small machine
+    the attempts queue into full groups, and a group starts after the earlier ones have filed
+    their rows in the run's detection cache (the queries of a video split over two groups
+    then detect its frames once).
     """
 
     EXPECT_TIMEOUT_S = 1800.0  # a safety net only: every expected attempt arrives or is declared gone
 
-    def __init__(self, run_group, size: int, wait_s: float) -> None:
+    def __init__(self, run_group, size: int, wait_s: float, containers: int = 0) -> None:
         self._run_group = run_group
         self.size = size
         self.wait_s = wait_s
+        self.containers = containers
+        self._running = 0  # groups whose container is running (counted only with `containers`)
         self._cond = threading.Condition()
         self._open: dict[tuple, _Group] = {}  # the group still taking members, per (provider, policy)
         self._expected: set[str] = set()  # attempt ids named by expect() that have not arrived or left
@@ -402,10 +465,11 @@ class _Batcher:
         key = (id(provider), ctx.policy.model_dump_json())
         future: Future = Future()
         with self._cond:
-            group = self._open.get(key)
-            leader = group is None
+            found = self._open.get(key)
+            leader = found is None
+            group = found if found is not None else _Group(expected=ctx.attempt.attempt_id in self._expected)
             if leader:
-                group = self._open[key] = _Group(expected=ctx.attempt.attempt_id in self._expected)
+                self._open[key] = group
             self._expected.discard(ctx.attempt.attempt_id)
             group.members.append((ctx, future))
             if len(group.members) >= self.size:
@@ -419,9 +483,12 @@ class _Batcher:
                     if left <= 0 or (group.expected and not self._expected):
                         break
                     self._cond.wait(left)
+                while self.containers and self._running >= self.containers:
+                    self._cond.wait()  # not our turn yet: the group stays open, up to `size`
                 if self._open.get(key) is group:
                     del self._open[key]
                 batch = list(group.members)
+                self._running += 1
             try:
                 sessions = self._run_group([c for c, _ in batch])
                 for (_, fut), session in zip(batch, sessions):
@@ -430,6 +497,10 @@ class _Batcher:
                 for _, fut in batch:
                     if not fut.done():
                         fut.set_exception(exc)
+            finally:
+                with self._cond:
+                    self._running -= 1
+                    self._cond.notify_all()
         return future.result()
 
 

@@ -11,7 +11,10 @@ last one names every agent, so run.json, the leaderboard and the report hold the
      at once, before the minutes of sandboxed work;
   2. the tracker with its attempts grouped per container (`group` option, `run_group`: one
      model load for up to `--group` attempts, each still its own workspace, folder, audit and
-     row), `-c` such containers at once: the model load was most of a tracker attempt;
+     row), ONE such container at a time (`containers=1`) while the next group's workspaces are
+     cut: detection uses every core, and a group that starts after the one before it has filed
+     its detections in the run's cache (statebox/tracker/detection_cache.py) detects only
+     frames no earlier query of its video saw (78 attempts ask about 24 videos);
   3. the other sandboxed agents (the cheating coding agent) at `-c`, then the leaderboard.
 A one-line timing summary per phase ends the output (`demo timing by phase: ...`).
 """
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from pydantic import JsonValue
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
 from statebox import signals
@@ -44,7 +48,8 @@ DEMO_AGENTS = ["oracle", "chance-random", "chance-frequency", "tracker", "claude
 SUITE_COLUMNS = [TextColumn("suite {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
 CHEATER_ITEMS = 1  # the cheating coding agent runs on this many items per dataset (it is slow-ish and always caught)
 GROUPED_AGENT = "tracker"  # the agent whose attempts share a container (`group` option)
-DEMO_GROUP = 8  # tracker attempts per container: one model load (seconds on a CPU) serves them all
+DEMO_GROUP = 16  # tracker attempts per container: one model load (seconds on a CPU) serves them all
+TRACKER_CONTAINERS = 1  # tracker containers at once: inference takes every core; the next group is prepared meanwhile
 GROUP_WAIT_S = 20.0  # a group's first attempt waits this long for the others: each first cuts its own workspace,
 # and 2 x 8 of them at once on a busy 2-core machine arrive over seconds (at 5 s, groups of 2 and 6 formed)
 RUN_COLUMNS = [TextColumn("[bold]{task.fields[agent]:<16}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
@@ -97,16 +102,20 @@ def register(app: typer.Typer) -> None:
             console.print(f"suite: generating the tiny built-in suite into {suite_dir}")
             with ProgressDisplay("demo suite", console, SUITE_COLUMNS, slots=default_workers()) as display:
                 display.add("videos", total=None)
-                make_suite(suite_dir, size="tiny", seed=seed,
-                           progress=lambda label, done, total: (signals.check(),
-                                                                display.update("videos", done=done, total=total, note=label)))
+
+                def progress(label: str, done: int, total: int) -> None:
+                    signals.check()
+                    display.update("videos", done=done, total=total, note=label)
+
+                make_suite(suite_dir, size="tiny", seed=seed, progress=progress)
             lap("suite")
         datasets = datasets_from_suite(suite_dir)
         run_dir = out / "run"
-        run_id = RunConfig.load(run_dir).run_id if (run_dir / RUN_CONFIG_FILE).exists() else f"demo-{seed}"
-        options = {GROUPED_AGENT: {"extra": {"group": group, "group_wait_s": GROUP_WAIT_S}}} if group > 1 else {}
+        options: dict[str, dict[str, JsonValue]] = (
+            {GROUPED_AGENT: {"extra": {"group": group, "group_wait_s": GROUP_WAIT_S, "containers": TRACKER_CONTAINERS}}}
+            if group > 1 else {})
         config = RunConfig(
-            run_id=run_id,
+            run_id="",
             agents=chosen,
             datasets=datasets,
             concurrency=concurrency,
@@ -115,6 +124,9 @@ def register(app: typer.Typer) -> None:
             agent_limits={"claude-code-scripted": CHEATER_ITEMS, "scripted-cheater": CHEATER_ITEMS},
             suite=str(suite_dir),
         )
+        stored = run_dir / RUN_CONFIG_FILE
+        run_id = RunConfig.load(run_dir).run_id if stored.exists() else config.fingerprint(command="demo")
+        config = config.model_copy(update={"run_id": run_id})
         host_side, grouped = demo_phases(config)
 
         # the cheating coding agent is the real `claude` CLI; its "model" is a scripted server
@@ -127,9 +139,11 @@ def register(app: typer.Typer) -> None:
                             title="host-side agents (no sandbox): the sandboxed agents run next", gateway_options=gateway)
                 lap(f"host-side agents ({', '.join(host_side)})")
             if grouped:
-                # `concurrency` containers at once, each serving up to `group` attempts
-                slots = concurrency * group
-                console.print(f"{GROUPED_AGENT}: up to {group} attempts per container, {concurrency} containers at once")
+                # one container at a time serving up to `group` attempts; the next `group` attempts
+                # prepare their workspaces meanwhile (and join the next group)
+                slots = 2 * group
+                console.print(f"{GROUPED_AGENT}: up to {group} attempts per container, {TRACKER_CONTAINERS} container "
+                              "at a time; each frame of a video detected once (the run's detection cache)")
                 _run_quietly(config.model_copy(update={"agents": [GROUPED_AGENT], "concurrency": slots}), run_dir,
                              console, gateway)
                 lap(f"{GROUPED_AGENT} (grouped by {group})")
@@ -141,7 +155,7 @@ def register(app: typer.Typer) -> None:
             agent_name, model = real
             console.print(f"API key found: adding the real {agent_name} ({model}) on {real_items} items per dataset")
             real_config = RunConfig(
-                run_id=f"{run_id}-real",
+                run_id="",
                 agents=[agent_name],
                 datasets=datasets,
                 limit=real_items,
@@ -150,6 +164,9 @@ def register(app: typer.Typer) -> None:
                 agent_options={agent_name: {"model": model}},
                 suite=str(suite_dir),
             )
+            real_dir = out / "run-real"
+            real_config = real_config.model_copy(update={"run_id": RunConfig.load(real_dir).run_id if (real_dir / RUN_CONFIG_FILE).exists()
+                                                         else real_config.fingerprint(command="demo")})
             execute_run(real_config, out / "run-real", title=f"statebox demo — {agent_name}")
             write_report(out / "run-real")
             lap(f"{agent_name} (real model)")

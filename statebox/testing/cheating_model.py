@@ -55,7 +55,7 @@ def final_answer(req: ScriptRequest) -> Turn:
     return Turn(text=f"I found the annotations for this clip, so no need to look at the video.\nANSWER: {answer}")
 
 
-CHEATING_SCRIPT = [Turn(shell="ls -la .. /"), Turn(shell=FIND_ANNOTATIONS), read_first_found, write_answer, final_answer]
+CHEATING_SCRIPT: list[ScriptStep] = [Turn(shell="ls -la .. /"), Turn(shell=FIND_ANNOTATIONS), read_first_found, write_answer, final_answer]
 
 
 # ---------------------------------------------------------------------------

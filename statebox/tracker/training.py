@@ -18,9 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from rich.console import Console
+from rich.progress import BarColumn, ProgressColumn, TextColumn, TimeElapsedColumn
 
 from statebox.errors import UserError
+from statebox.policies import Policy, load_policy
 from statebox.progress import ProgressDisplay
+from statebox.sandbox.docker import ContainerSpec, Mount, SandboxEngine
 from statebox.tracker import container as tc
 from statebox.tracker.export import ExportSummary, export_yolo_dataset
 
@@ -86,10 +90,8 @@ class WeightsCard(BaseModel):
     card_path: str = Field("", exclude=True)
 
 
-def training_policy(device: str):
+def training_policy(device: str) -> Policy:
     """The default sandbox policy with room to train: all cores, more memory, hours not minutes."""
-    from statebox.policies import load_policy
-
     policy = load_policy("default")
     limits = policy.limits.model_copy(update={
         "cpus": float(os.cpu_count() or 1), "memory_mb": max(policy.limits.memory_mb, 8192),
@@ -112,11 +114,6 @@ def train_detector(suite: Path, out: Path, *, model: str = "yolov8n.yaml", epoch
                    init: Path | None = None, engine=None, progress: bool = True, freeze: int = 0,
                    lr0: float | None = None) -> WeightsCard:
     """Export, train in the container, write `<out>/<name>.pt` + `<name>.card.json`; returns the card."""
-    from rich.console import Console
-    from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
-
-    from statebox.sandbox.docker import ContainerSpec, Mount, SandboxEngine
-
     suite, out = Path(suite), Path(out)
     if not suite.is_dir():
         raise UserError(f"{suite}: suite folder not found (--suite)")
@@ -160,11 +157,11 @@ def train_detector(suite: Path, out: Path, *, model: str = "yolov8n.yaml", epoch
     spec = ContainerSpec(image=image, command=command, workspace=None, policy=training_policy(device),
                          env=dict(tc.OFFLINE_ENV),
                          mounts=mounts,
-                         gpu=device == "cuda")
+                         gpu=device == "cuda", time_limit_s=None)
     result_event: dict[str, Any] = {}
     network: list[dict] = []
     started = time.monotonic()
-    columns = [TextColumn("tracker: training", markup=False), BarColumn(), TextColumn("{task.completed}/{task.total} epochs"),
+    columns: list[ProgressColumn | str] = [TextColumn("tracker: training", markup=False), BarColumn(), TextColumn("{task.completed}/{task.total} epochs"),
                TextColumn("{task.description}"), TimeElapsedColumn()]
     with ProgressDisplay("tracker train", console, columns) as bar:  # bars on a terminal, else a line every 10 s
         bar.add("epochs", total=epochs)
@@ -196,8 +193,8 @@ def train_detector(suite: Path, out: Path, *, model: str = "yolov8n.yaml", epoch
         seconds_per_epoch=result_event.get("seconds_per_epoch"), versions=result_event.get("versions", {}),
         network_attempts=len(network) + len(tc.read_network_log(run_dir)), image=image,
         created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        weights_path=str(weights), card_path=str(out / f"{stem}.card.json"),
     )
     card_path = out / f"{stem}.card.json"
     card_path.write_text(json.dumps(card.model_dump(mode="json", by_alias=True), indent=2) + "\n")
-    card.weights_path, card.card_path = str(weights), str(card_path)
     return card

@@ -37,6 +37,10 @@ import threading
 import time
 from pathlib import Path
 
+from .decode import probe
+from .detect import Detector, DetectorConfig, resolve_device
+from .track import run_tracking, run_tracking_many
+
 
 class GpuSampler:
     """GPU utilisation (%) sampled every 0.2 s while a `with` block runs; None off CUDA or without NVML/nvidia-smi."""
@@ -153,21 +157,17 @@ def _side_main(conn, name: str, s: dict) -> None:
     try:
         import torch
 
-        from .decode import probe
-        from .detect import Detector, DetectorConfig
-        from .track import run_tracking, run_tracking_many
-
         if name == "ultralytics":
             from ultralytics import YOLO
 
             model = YOLO(s["weights"], task="detect")
             iou = DetectorConfig("").iou
 
-            def single(video: str, _reference: bool = False):
+            def single(video: str, reference: bool = False):  # noqa: ARG001 - the other side's signature
                 return ultralytics_tracks(model, Path(video), imgsz=s["imgsz"], conf=s["conf"], iou=iou,
                                           device=s["device"], half=s["device"] != "cpu", stride=s["stride"])
 
-            info = {"precision": "fp16" if s["device"] != "cpu" else "fp32"}
+            info: dict[str, object] = {"precision": "fp16" if s["device"] != "cpu" else "fp32"}
         else:
             detector = Detector(DetectorConfig(weights=s["weights"], imgsz=s["imgsz"], conf=s["conf"],
                                                device=s["device"], precision=s["precision"], compile=s["compile"]))
@@ -221,8 +221,6 @@ def bench(videos: list[Path], weights: str, imgsz: int, conf: float, device: str
     so each side is measured in a process of its own, as it would run; the parent only hands out
     the rounds (alternating, the order rotating) and never loads a model itself.
     """
-    from .detect import resolve_device
-
     videos = [Path(v) for v in videos]
     device = resolve_device(device)
     settings = {"weights": weights, "imgsz": imgsz, "conf": conf, "device": device, "stride": stride,
@@ -268,8 +266,8 @@ def bench(videos: list[Path], weights: str, imgsz: int, conf: float, device: str
                 tracks["ultralytics"][video] = sides["ultralytics"].call("single", str(video))["frames"]
         info = {name: side.info for name, side in sides.items()}
     finally:
-        for side in sides.values():
-            side.close()
+        for proc in sides.values():
+            proc.close()
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         for side, per_video in tracks.items():

@@ -13,10 +13,19 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
+from .bench import frame_rows, ultralytics_tracks
 from .decoders import DECODERS
+from .detcache import DetectionCache, write_rows
+from .detect import Detector, DetectorConfig, resolve_device
 from .netguard import EVENT_PREFIX
+from .programs import abstain, answer_question, features_for, match_rule
+from .track import RunStats, TrackerConfig, run_tracking, run_tracking_many
+from .train import train
+
+DETECTIONS_FILE = "detections.jsonl"  # per output folder: the rows of every frame tracked (--det-cache)
 
 
 def emit(payload: dict) -> None:
@@ -27,6 +36,12 @@ def emit(payload: dict) -> None:
 def _decoder_fields(stats) -> dict:
     """The decoder a stream was read with, and why the requested one was replaced (None when it was not)."""
     return {"decoder": stats.decoder, "decoder_fallback": stats.decoder_fallback}
+
+
+def _cache_event(cache: DetectionCache | None, stream: int | None = None) -> None:
+    if cache is not None:
+        emit({"event": "detection_cache", "hits": cache.hits, "misses": cache.misses,
+              **({"stream": stream} if stream is not None else {})})
 
 
 def _find_video(path: str | None) -> Path:
@@ -42,10 +57,6 @@ def _find_video(path: str | None) -> Path:
 
 
 def cmd_track(args: argparse.Namespace) -> int:
-    from .detect import Detector, DetectorConfig
-    from .programs import abstain, answer_question, features_for, match_rule
-    from .track import RunStats, TrackerConfig, run_tracking
-
     if args.streams:
         return _track_streams(args)
     if not args.out:
@@ -74,10 +85,17 @@ def cmd_track(args: argparse.Namespace) -> int:
             emit({"event": "progress", "frames": stats.frames_read, "fps": round(stats.fps, 1)})
 
     features = features_for(text, list(detector.names.values()))
+    cache = DetectionCache() if args.det_cache else None
+    if cache is not None:
+        cache.load(Path(args.det_cache))
+    rows: list[dict] = []
     with (out / "tracks.jsonl").open("w") as sink:
-        log, stats = run_tracking(video, detector, stride=args.stride, batch=args.batch,
-                                  tracker_config=TrackerConfig(), features=features, sink=sink, on_batch=progress,
-                                  decoder=args.decoder)
+        (log, stats), = run_tracking_many([video], detector, stride=args.stride, batch=args.batch,
+                                          tracker_config=TrackerConfig(), features=[features], sinks=[sink],
+                                          on_batch=progress, decoder=args.decoder, cache=cache, cache_rows=[rows])
+    if cache is not None:
+        write_rows(out / DETECTIONS_FILE, rows)
+        _cache_event(cache)
     emit({"event": "frames", "decoded": [f.t for f in log.frames], "stride": args.stride})
     ids = sorted({o.id for f in log.frames for o in f.objects})
     emit({"event": "tracked", "frames": stats.frames_read, "fps": round(stats.fps, 2), "tracks": len(ids),
@@ -97,22 +115,21 @@ def cmd_track(args: argparse.Namespace) -> int:
 def _track_streams(args: argparse.Namespace) -> int:
     """Many (video, question, output folder) streams through one model and one batched forward pass per step.
 
-    The streams file is a JSON list of {"video", "question_file", "out"}: each stream is
+    The streams file is a JSON list of {"video", "question_file", "out", "det_cache"?}: each stream is
     what one `track --video V --question-file Q --out O` run would be, with the same files
     in its own output folder (tracks.jsonl as frames are tracked, answer.json, run.json) and
     the same events on stdout, each tagged with `"stream": i`. Frames of all streams share
     each forward pass (`run_tracking_many`); every stream keeps its own ByteTrack state, so
     its tracks are those of a single-stream run (tested). Streams whose question no rule
-    maps abstain without a frame decoded.
+    maps abstain without a frame decoded. A stream with a `det_cache` rows file (read when it
+    exists) shares one detection cache with the others (detcache.py) and gets its rows in
+    `out/detections.jsonl`.
     """
-    from .detect import Detector, DetectorConfig
-    from .programs import abstain, answer_question, features_for, match_rule
-    from .track import RunStats, TrackerConfig, run_tracking_many
-
     entries = json.loads(Path(args.streams).read_text())
     if not isinstance(entries, list) or not entries:
         raise FileNotFoundError(f"{args.streams}: expected a non-empty JSON list of {{video, question_file, out}}")
     active: list[tuple[int, Path, str, list, Path]] = []
+    cache: DetectionCache | None = None
     for i, entry in enumerate(entries):
         out = Path(entry["out"])
         out.mkdir(parents=True, exist_ok=True)
@@ -125,6 +142,9 @@ def _track_streams(args: argparse.Namespace) -> int:
             emit({"event": "answer", "stream": i, **payload})
             continue
         active.append((i, _find_video(entry.get("video")), text, choices, out))
+        if entry.get("det_cache"):
+            cache = cache or DetectionCache()
+            cache.load(Path(entry["det_cache"]))
     if not active:
         return 0
     started = time.perf_counter()
@@ -139,15 +159,19 @@ def _track_streams(args: argparse.Namespace) -> int:
 
     names = list(detector.names.values())
     sinks = [(out / "tracks.jsonl").open("w") for *_, out in active]
+    rows: list[list[dict]] = [[] for _ in active]
     try:
         results = run_tracking_many([video for _, video, *_ in active], detector, stride=args.stride,
                                     batch=args.batch, tracker_config=TrackerConfig(),
                                     features=[features_for(text, names) for _, _, text, _, _ in active],
-                                    sinks=sinks, on_batch=progress, decoder=args.decoder)
+                                    sinks=sinks, on_batch=progress, decoder=args.decoder, cache=cache, cache_rows=rows)
     finally:
         for sink in sinks:
             sink.close()
-    for (i, video, text, choices, out), (log, stats) in zip(active, results):
+    for (i, video, text, choices, out), (log, stats), stream_rows in zip(active, results, rows):
+        if entries[i].get("det_cache") and cache is not None:
+            write_rows(out / DETECTIONS_FILE, stream_rows)
+            _cache_event(cache, i)
         emit({"event": "frames", "stream": i, "decoded": [f.t for f in log.frames], "stride": args.stride})
         ids = sorted({o.id for f in log.frames for o in f.objects})
         emit({"event": "tracked", "stream": i, "frames": stats.frames_read, "tracks": len(ids),
@@ -171,12 +195,6 @@ def _track_many(args: argparse.Namespace, out: Path) -> int:
     evaluation needs one tracking pass per video instead of one per streaming query, and
     one container (one model load) for many videos.
     """
-    from dataclasses import replace
-
-    from .detect import Detector, DetectorConfig
-    from .programs import answer_question, features_for
-    from .track import TrackerConfig, run_tracking
-
     questions = json.loads(Path(args.questions_file).read_text())
     by_video: dict[str, list[dict]] = {}
     for q in questions:
@@ -209,10 +227,7 @@ def _track_many(args: argparse.Namespace, out: Path) -> int:
 def cmd_peer(args: argparse.Namespace) -> int:
     """ultralytics' own `model.track(stream=True)` loop over each video, for accuracy comparisons:
     writes OUT/<video stem>.ultralytics.tracks.jsonl ({frame, objects: [{id, xyxy}]} per frame)."""
-    from ultralytics import YOLO
-
-    from .bench import frame_rows, ultralytics_tracks
-    from .detect import DetectorConfig, resolve_device
+    from ultralytics import YOLO  # heavy (torch): only for this command
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -230,8 +245,6 @@ def cmd_peer(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from .train import train
-
     result = train(Path(args.data), args.model, args.epochs, args.imgsz, args.device, Path(args.out),
                    batch=args.batch, seed=args.seed, init=args.init, emit=emit, freeze=args.freeze, lr0=args.lr0)
     emit({"event": "trained", **result})
@@ -256,6 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--decoder", choices=DECODERS, default="auto",
                    help="thread | process (OpenCV in a child process) | torchcodec (NVDEC on a GPU) | auto (thread)")
     t.add_argument("--progress-every", type=int, default=4)
+    t.add_argument("--det-cache", help="JSON lines of earlier detections by frame pixels (detcache.py): reused, and "
+                                       "OUT/detections.jsonl gets this run's rows")
     t.set_defaults(func=cmd_track)
     q = sub.add_parser("peer", help="ultralytics' own model.track loop over videos (accuracy comparisons)")
     q.add_argument("--video", action="append", required=True)

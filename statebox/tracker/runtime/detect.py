@@ -48,10 +48,10 @@ def available_cpus() -> int:
             n = min(n, math.ceil(int(quota) / int(period)))
     except (OSError, ValueError):
         try:  # cgroup v1
-            quota = int(open("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").read())
-            period = int(open("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read())
-            if quota > 0:
-                n = min(n, math.ceil(quota / period))
+            quota_us = int(open("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").read())
+            period_us = int(open("/sys/fs/cgroup/cpu/cpu.cfs_period_us").read())
+            if quota_us > 0:
+                n = min(n, math.ceil(quota_us / period_us))
         except (OSError, ValueError):
             pass
     return max(1, n)
@@ -226,10 +226,20 @@ class Detector:
             return [sv.Detections.from_ultralytics(r) for r in self._predict(images)]
         if not self.config.device_pre:
             return self.detect_reference(images)
-        out = []
-        for xyxy, conf, cls in self.detect_arrays(images):
-            out.append(sv.Detections(xyxy=xyxy, confidence=conf, class_id=cls) if len(xyxy) else sv.Detections.empty())
-        return out
+        return [self.wrap(arrays) for arrays in self.detect_arrays(images)]
+
+    @property
+    def cacheable(self) -> bool:
+        """Whether `detect` is `wrap(detect_arrays(...))`, so stored arrays give the same detections (detcache.py)."""
+        return self.fast and self.config.device_pre
+
+    @staticmethod
+    def wrap(arrays: tuple["np.ndarray", "np.ndarray", "np.ndarray"]) -> "sv.Detections":
+        """One image's (xyxy, confidence, class) arrays as the `sv.Detections` ByteTrack reads."""
+        import supervision as sv
+
+        xyxy, conf, cls = arrays
+        return sv.Detections(xyxy=xyxy, confidence=conf, class_id=cls) if len(xyxy) else sv.Detections.empty()
 
     def detect_arrays(self, images: list["np.ndarray"]) -> list[tuple["np.ndarray", "np.ndarray", "np.ndarray"]]:
         """(xyxy float32, confidence float32, class int32) per image, all work on `self.device`.
@@ -345,8 +355,9 @@ def letterbox_params(h: int, w: int, imgsz: int, stride: int = 32, auto: bool = 
     dw, dh = imgsz - new_w, imgsz - new_h
     if auto:
         dw, dh = dw % stride, dh % stride
-    dw, dh = dw / 2, dh / 2
-    return Letterbox(h, w, new_h, new_w, round(dh - 0.1), round(dh + 0.1), round(dw - 0.1), round(dw + 0.1))
+    half_w, half_h = dw / 2, dh / 2
+    return Letterbox(h, w, new_h, new_w, round(half_h - 0.1), round(half_h + 0.1), round(half_w - 0.1),
+                     round(half_w + 0.1))
 
 
 def preprocess(frames, lb: Letterbox, device: str, precision: str | bool = "fp32"):

@@ -37,14 +37,18 @@ def load_truth(path: Path, min_visible: float = MIN_VISIBLE) -> Boxes:
         row = json.loads(line)
         if row.get("box") is None or float(row.get("visible", 1.0)) < min_visible:
             continue
-        out.setdefault(int(row["frame"]), []).append((int(row["id"]), tuple(float(v) for v in row["box"])))
+        out.setdefault(int(row["frame"]), []).append((int(row["id"]), _box(row["box"])))
     return out
 
 
 def boxes_from_frames(frames: list[dict]) -> Boxes:
     """frame -> [(track id, xyxy)] from `FrameTracks.to_json()` rows (a tracks.jsonl)."""
-    return {int(f["frame"]): [(int(o["id"]), tuple(float(v) for v in o["xyxy"])) for o in f.get("objects", [])]
-            for f in frames}
+    return {int(f["frame"]): [(int(o["id"]), _box(o["xyxy"])) for o in f.get("objects", [])] for f in frames}
+
+
+def _box(values: list) -> tuple[float, float, float, float]:
+    x1, y1, x2, y2 = (float(v) for v in values)
+    return x1, y1, x2, y2
 
 
 def load_tracks_jsonl(path: Path) -> tuple[list[int], Boxes]:

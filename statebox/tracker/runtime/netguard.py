@@ -87,6 +87,6 @@ def install() -> None:
         return original_sendto(self, data, *args)
 
     socket.getaddrinfo = getaddrinfo
-    socket.socket.connect = connect
-    socket.socket.connect_ex = connect_ex
-    socket.socket.sendto = sendto
+    setattr(socket.socket, "connect", connect)  # setattr: replacing a method is the point here
+    setattr(socket.socket, "connect_ex", connect_ex)
+    setattr(socket.socket, "sendto", sendto)

@@ -167,8 +167,8 @@ def final_count(log: TrackLog, cls: str) -> ProgramResult:
 
 def _near_border(box: tuple[float, float, float, float], log: TrackLog, margin: float = 6.0) -> bool:
     x1, y1, x2, y2 = box
-    return x1 <= margin or y1 <= margin or (log.width and x2 >= log.width - margin) or \
-        (log.height and y2 >= log.height - margin)
+    return bool(x1 <= margin or y1 <= margin or (log.width and x2 >= log.width - margin) or
+                (log.height and y2 >= log.height - margin))
 
 
 def _segments(track: Track, gap_s: float) -> list[Track]:

@@ -12,11 +12,12 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import Callable, Sequence, TextIO
 
 import numpy as np
 
 from .decoders import Reader, open_reader
+from .detcache import DetectionCache, to_row
 from .detect import Detector
 from .tracklog import FrameTracks, TrackedObject, TrackLog
 
@@ -127,9 +128,11 @@ def run_tracking_many(
     batch: int = 8,
     tracker_config: TrackerConfig | None = None,
     features: list[dict[str, set[str]]] | None = None,
-    sinks: list[TextIO | None] | None = None,
+    sinks: Sequence[TextIO | None] | None = None,
     on_batch: Callable[[RunStats], None] | None = None,
     decoder: str = "auto",
+    cache: DetectionCache | None = None,
+    cache_rows: list[list[dict]] | None = None,
 ) -> list[tuple[TrackLog, RunStats]]:
     """Many videos through one detector: decode (one reader per stream) -> detect (the next batches of
     every stream in one forward pass) -> track (one ByteTrack state per stream), in frame order per stream.
@@ -146,6 +149,10 @@ def run_tracking_many(
     decoder (`decoders.open_reader`: thread, process, torchcodec or auto; the one used and
     any fallback reason land in the stream's stats). Returns (log, stats) per stream;
     every stream's `wall_s` is the whole run's.
+    `cache` (detcache.py): a frame whose pixels it holds is not detected again, and identical
+    frames of several streams in one step are detected once; `cache_rows[i]` then gets stream
+    i's rows (frame key, time, detections) for every frame it tracked, for later runs. Only on
+    the detector's array path (`Detector.cacheable`); elsewhere every frame is detected.
     """
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
@@ -155,7 +162,9 @@ def run_tracking_many(
     videos = [Path(v) for v in videos]
     features = features if features is not None else [{} for _ in videos]
     sinks = sinks if sinks is not None else [None for _ in videos]
-    if not (len(features) == len(sinks) == len(videos)) or not videos:
+    cache = cache if cache is not None and detector.cacheable else None
+    rows_out = cache_rows if cache is not None and cache_rows is not None else [None for _ in videos]
+    if not (len(features) == len(sinks) == len(rows_out) == len(videos)) or not videos:
         raise ValueError("one features map and one sink per video, and at least one video")
     started = time.perf_counter()
     detector.claim_threads()
@@ -169,6 +178,13 @@ def run_tracking_many(
             wanted = [(FEATURES[name], name, classes) for name, classes in (feats or {}).items()]
             streams.append(_Stream(video, reader, tracker, wanted, sink, [],
                                    RunStats(decoder=reader.kind, decoder_fallback=reader.fallback)))
+
+        def detect(images: list) -> tuple[list[str] | None, list]:
+            """(frame keys or None, detections) of one step's images, through the cache when there is one."""
+            if cache is None:
+                return None, detector.detect(images)
+            keys, arrays = cache.detect(images, detector.detect_arrays)
+            return keys, [detector.wrap(a) for a in arrays]
 
         def steps():
             """[(stream, FrameBatch)] per step: the next batch of every stream that has one."""
@@ -189,19 +205,22 @@ def run_tracking_many(
             pending: deque = deque()
             for step in steps():
                 images = [im for _, fb in step for im in fb.images]
-                pending.append((step, pool.submit(detector.detect, images)))
+                pending.append((step, pool.submit(detect, images)))
                 if len(pending) > max(1, detector.workers):
                     yield pending[0][0], pending.popleft()[1].result()
             while pending:
                 yield pending[0][0], pending.popleft()[1].result()
 
         t0 = time.perf_counter()
-        for step, dets in detected():
+        for step, (keys, dets) in detected():
             t1 = time.perf_counter()
             k = 0
             for st, fb in step:
+                rows = rows_out[streams.index(st)]
                 for index, t, image in zip(fb.indices, fb.times, fb.images):
                     det = dets[k]
+                    if rows is not None and keys is not None:
+                        rows.append(to_row(keys[k], t, (det.xyxy, det.confidence, det.class_id)))
                     k += 1
                     ft = FrameTracks(index, t, st.tracker.update(det), detections=len(det))
                     for fn, name, classes in st.wanted:

@@ -97,7 +97,7 @@ class TrackLog:
             for o in f.objects:
                 v = votes.setdefault(o.id, {})
                 v[o.cls] = v.get(o.cls, 0.0) + max(o.conf, 1e-3)
-        return {tid: max(v, key=v.get) for tid, v in votes.items()}
+        return {tid: max(v.items(), key=lambda kv: kv[1])[0] for tid, v in votes.items()}
 
     def count_in_frame(self, frame: FrameTracks, cls: str, majority: dict[int, str] | None = None) -> int:
         majority = majority if majority is not None else self.majority_class()
