@@ -10,10 +10,13 @@ stops the collection (below), as it would otherwise fail or skip in the fast run
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
 from pathlib import Path
 
 import pytest
+import xdist_groups  # tests/ is on sys.path (rootdir-relative conftest import, as ray_cluster in tests/harness)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DIR = Path(os.environ.get("STATEBOX_SHARED", REPO_ROOT.parent / "shared"))
@@ -26,10 +29,10 @@ SHARED_DIR = Path(os.environ.get("STATEBOX_SHARED", REPO_ROOT.parent / "shared")
 os.environ.setdefault("STATEBOX_PROGRESS_INTERVAL", "3600")
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks (its hook has no order)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     _refuse_unmarked_engine_tests(items)
-    _group_tests_sharing_a_module_fixture(items)
+    xdist_groups.hand_to_controller(config, items)
 
 
 def _refuse_unmarked_engine_tests(items: list[pytest.Item]) -> None:
@@ -40,22 +43,30 @@ def _refuse_unmarked_engine_tests(items: list[pytest.Item]) -> None:
                                 "(add `pytestmark = pytest.mark.docker` or `@pytest.mark.docker`): " + ", ".join(unmarked))
 
 
-def _group_tests_sharing_a_module_fixture(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist's `--dist loadgroup`, the tests of a module that share a module-scoped fixture
-    (a finished run, a container barrage, a Ray cluster) run on one worker: spread over several, each
-    worker would make the fixture again. Other tests spread freely; an explicit xdist_group wins.
-    Without xdist the mark is inert. NB: with pytest 9.2 and pytest-xdist 3.8, loadgroup ignores every
-    xdist_group mark (it still rewrites the old `_nodeid`; pytest-xdist issue #1386): until that is
-    fixed, `--dist loadscope` (a whole module per worker) is the mode that keeps these fixtures single."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        fixture_info = getattr(item, "_fixtureinfo", None)
-        if fixture_info is None:
-            continue
-        scopes = {defs[-1].scope for defs in fixture_info.name2fixturedefs.values() if defs}
-        if scopes & {"module", "package", "class"}:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+# ---------------------------------------------------------------- parallel runs (tests/xdist_groups.py)
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    if node.config.getvalue("dist") == "loadgroup":
+        xdist_groups.tell_worker(node, _plan_file(node.config))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None  # another --dist mode: pytest-xdist's own
+    return xdist_groups.GroupScheduling(config, log, _plan_file(config))
+
+
+_PLAN_FILE = pytest.StashKey[Path]()
+
+
+def _plan_file(config: pytest.Config) -> Path:
+    if _PLAN_FILE not in config.stash:
+        folder = Path(tempfile.mkdtemp(prefix="statebox-xdist-"))
+        config.stash[_PLAN_FILE] = folder / "plan.json"
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    return config.stash[_PLAN_FILE]
 
 
 @pytest.fixture(scope="session")

@@ -100,9 +100,10 @@ def test_gateway_relays_sse_as_it_arrives(tmp_path):
         with client.messages.stream(model="m", max_tokens=8, messages=[{"role": "user", "content": "x"}]) as s:
             for _event in s:
                 arrivals.append(time.monotonic() - started)
-        total = arrivals[-1]
-        assert len(arrivals) >= 10 and total > 0.5
-        assert arrivals[0] < total / 3  # the first event came long before the last
+        assert len(arrivals) >= 10 and arrivals[-1] > 0.5
+        # relayed as sent, the events come sse_delay_s apart; held until the upstream finished, all at
+        # once. A busy machine only widens the gap (the wait for the first event it can stretch at will)
+        assert arrivals[-1] - arrivals[0] > 0.05 * (len(arrivals) - 1) / 2
         lease.close()
 
 

@@ -8,7 +8,7 @@ import pytest
 from statebox.harness.store import open_existing
 from statebox.harness.tracker_eval import BASELINE, TRACKER, evaluate_suite, suite_scores
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.slow]  # the tracker over every counting question: minutes
 
 COUNTING_TASKS = ("cube_count", "block_count", "bolts", "streaming_count")
 
