@@ -10,6 +10,8 @@ import json
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import docker
@@ -81,16 +83,53 @@ def cuts_seen(run_dir: Path, attempt_id: str) -> dict:
     return json.loads(line[len("CUTS "):])
 
 
+class _CreateEvents:
+    """Every container `create` event of the engine from the first call on, heard live.
+
+    Why not ask the engine afterwards (`events(since, until)`): the daemon keeps only its last 256
+    events, and with tests running side by side (pytest-xdist) other workers' containers push a
+    run's creates out of that window before the test counts them (it counted 0 where 1 was made).
+    A stream opened before the run misses nothing. One listener per test process, a daemon thread."""
+
+    def __init__(self) -> None:
+        self._seen: list[tuple[str, float]] = []  # (statebox.run label, time)
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is not None:
+                return
+            client = docker.from_env()
+            stream = client.api.events(decode=True, filters={"type": "container", "event": "create"})
+            self._thread = threading.Thread(target=self._listen, args=(stream,), daemon=True, name="create-events")
+            self._thread.start()
+
+    def _listen(self, stream) -> None:
+        for ev in stream:
+            run = (ev.get("Actor") or {}).get("Attributes", {}).get("statebox.run")
+            if run:
+                with self._lock:
+                    self._seen.append((run, ev.get("timeNano", 0) / 1e9))
+
+    def count(self, run_id: str, since: float, until: float) -> int:
+        time.sleep(1.0)  # a create's event reaches the stream a moment after the call that made it returned
+        with self._lock:
+            return sum(1 for run, at in self._seen if run == run_id and since <= at <= until)
+
+
+_CREATES = _CreateEvents()
+
+
+def listen_for_creates() -> None:
+    """Start hearing creates (before the run whose containers a test counts); idempotent."""
+    _CREATES.start()
+
+
 def container_creates(run_id: str, since: float, until: float) -> int:
-    client = docker.from_env()
-    try:
-        events = client.api.events(since=int(since) - 1, until=int(until) + 1, decode=True,
-                                   filters={"type": "container", "event": "create", "label": [f"statebox.run={run_id}"]})
-        # the API's `since` is whole seconds: count by each event's own time, so a container the killed
-        # run created in the second before `since` is not counted as the resumed run's
-        return sum(1 for ev in events if since <= ev.get("timeNano", 0) / 1e9 <= until)
-    finally:
-        client.close()
+    """Containers the engine created for `run_id` between `since` and `until` (each event's own time,
+    so a container a killed run created the second before `since` is not the resumed run's)."""
+    return _CREATES.count(run_id, since, until)
 
 
 def check_points(run_dir: Path, rows: dict[str, dict]) -> None:

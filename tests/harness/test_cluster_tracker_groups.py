@@ -30,7 +30,7 @@ from types import SimpleNamespace
 import pytest
 
 from ray_cluster import Cluster, run_containers, store_rows, wait_for
-from streaming_session_support import container_creates
+from streaming_session_support import container_creates, listen_for_creates
 
 STATEBOX = [sys.executable, "-m", "statebox.cli"]
 
@@ -180,6 +180,7 @@ def _save(run_dir: Path, suite: Path, group: int, concurrency: int, policy: str 
 
 def _run(run_dir: Path, *extra: str, timeout: int = 900, env: dict[str, str] | None = None
          ) -> tuple[subprocess.CompletedProcess, float, float]:
+    listen_for_creates()  # before the run: the engine keeps only its last 256 events
     started = time.time()
     done = subprocess.run(STATEBOX + ["run", "--resume", str(run_dir), "--json", *extra], capture_output=True, text=True,
                           timeout=timeout, env=env)

@@ -25,6 +25,7 @@ from streaming_session_support import (
     STATEBOX,
     check_points,
     container_creates,
+    listen_for_creates,
     make_dataset,
     session_command,
     session_rows,
@@ -36,6 +37,7 @@ pytestmark = [pytest.mark.docker]
 def test_session_grows_the_video_one_cut_per_question_in_one_container(tmp_path, docker_engine):
     data, videos = make_dataset(tmp_path)
     run_dir = tmp_path / "run"
+    listen_for_creates()  # before the run: the engine keeps only its last 256 events
     started = time.time()
     done = subprocess.run(session_command(data, videos, run_dir), capture_output=True, text=True, timeout=600)
     ended = time.time()
@@ -81,6 +83,7 @@ def test_session_resumes_after_sigkill_at_the_next_query_point(tmp_path, docker_
     first_bytes, first_mtime = first_log.read_bytes(), first_log.stat().st_mtime_ns
 
     run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+    listen_for_creates()  # before the run: the engine keeps only its last 256 events
     started = time.time()
     resumed = subprocess.run(STATEBOX + ["run", "--resume", str(run_dir), "--json"], capture_output=True, text=True,
                              timeout=600)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ray_cluster import one_node_cluster
-from streaming_session_support import ITEMS, check_points, container_creates, make_dataset, session_command, session_rows
+from streaming_session_support import ITEMS, check_points, container_creates, listen_for_creates, make_dataset, session_command, session_rows
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -33,6 +33,7 @@ def one_node(docker_engine):
 def test_session_runs_as_one_task_per_item_on_the_cluster(one_node, tmp_path):
     data, videos = make_dataset(tmp_path)
     run_dir = tmp_path / "run"
+    listen_for_creates()  # before the run: the engine keeps only its last 256 events
     started = time.time()
     done = subprocess.run(session_command(data, videos, run_dir) + ["--cluster", one_node.address], capture_output=True,
                           text=True, timeout=600, env=one_node.driver_env())

@@ -16,7 +16,9 @@ COUNTING_TASKS = ("cube_count", "block_count", "bolts", "streaming_count")
 def test_tracker_beats_chance_on_the_suites_counting_questions(docker_engine, tracker_image, shipped_weights,
                                                                tiny_suite, tmp_path):
     run_dir = tmp_path / "run"
-    score = evaluate_suite(tiny_suite, shipped_weights, run_dir=run_dir, concurrency=2, progress=print)
+    # groups of 8 attempts per container (one model load, the run's detection cache): the path `tracker
+    # eval --group` and the demo take; one container per attempt is tests/tracker/test_tracking.py's
+    score = evaluate_suite(tiny_suite, shipped_weights, run_dir=run_dir, concurrency=2, group=8, progress=print)
     print("\ntask              n  tracker  frequency  abstained  programs")
     for name, t in score.tasks.items():
         print(f"{name:16} {t.n:3}  {t.accuracy:7.2f}  {t.chance:9.2f}  {t.abstained:9}  {t.programs}")
