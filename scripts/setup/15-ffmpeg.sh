@@ -5,7 +5,7 @@
 set -euo pipefail
 
 if command -v ffmpeg > /dev/null && command -v ffprobe > /dev/null && command -v rg > /dev/null; then
-  echo "ffmpeg: $(ffmpeg -version | head -1 | cut -d' ' -f1-3); $(rg --version | head -1)"; exit 0
+  echo "ffmpeg: $(ffmpeg -version | sed -n 1p | cut -d' ' -f1-3); $(rg --version | sed -n 1p)"; exit 0
 fi
 if ! command -v apt-get > /dev/null; then
   echo "ffmpeg/ripgrep: missing, and this is not a Debian/Ubuntu machine; install ffmpeg and ripgrep and re-run 'make setup'" >&2
@@ -20,4 +20,4 @@ fi
 echo "ffmpeg, ripgrep: installing with apt ..."
 $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends ffmpeg ripgrep > /dev/null
-echo "ffmpeg: $(ffmpeg -version | head -1 | cut -d' ' -f1-3); $(rg --version | head -1)"
+echo "ffmpeg: $(ffmpeg -version | sed -n 1p | cut -d' ' -f1-3); $(rg --version | sed -n 1p)"
