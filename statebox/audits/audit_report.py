@@ -3,7 +3,7 @@
 What the run report shows of the audit (verdicts per agent, findings by category), for any audited
 sessions, with each finding's proof: the event it names (kind, source file and line, or the Inspect
 message / ATIF step) and that event's text, plus filters (agent, verdict, category, format, free text).
-A module of its own rather than part of `harness/report*.py`: those render a run (scores, store rows,
+A module of its own rather than part of `statebox/report/`: those render a run (scores, store rows,
 plots), and `audits` may not import `harness` (layer rules); the styling follows the run report's
 (same colours for clean / suspicious / contaminated), kept small here.
 
