@@ -20,7 +20,7 @@ demo: setup
 PARALLEL := -n 4 --dist loadgroup
 
 test: setup
-	$(PY) -m pytest -q $(PARALLEL) tests
+	$(PY) -m pytest -q $(PARALLEL) --durations=30 tests
 
 # the tests that need no Docker engine: every engine test carries the `docker` mark (tests/conftest.py checks it)
 test-fast: setup
