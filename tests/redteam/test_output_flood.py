@@ -300,7 +300,7 @@ def test_tracker_flood_is_capped(tmp_path, docker_engine, monkeypatch):
         agent = TrackerAgent(AgentOptions())
     except Exception as exc:  # noqa: BLE001 - the tracker image/weights are optional parts of a checkout
         pytest.skip(f"tracker image or weights unavailable: {exc}")
-    monkeypatch.setattr(TrackerAgent, "command", lambda self, weights: [tc.PYTHON, "-c", TRACKER_FLOOD])
+    monkeypatch.setattr(TrackerAgent, "command", lambda self, weights, **_options: [tc.PYTHON, "-c", TRACKER_FLOOD])
     policy = flood_policy()
     video = make_video(tmp_path / "flood_clip_original.mp4")
     item = Item(id="flood-t", benchmark="vstat", video=str(video), question="How many cubes?", answer_type="number")
