@@ -165,9 +165,10 @@ def register(app: typer.Typer) -> None:
                 suite=str(suite_dir),
             )
             real_dir = out / "run-real"
-            real_config = real_config.model_copy(update={"run_id": RunConfig.load(real_dir).run_id if (real_dir / RUN_CONFIG_FILE).exists()
-                                                         else real_config.fingerprint(command="demo")})
-            execute_run(real_config, out / "run-real", title=f"statebox demo — {agent_name}")
+            real_id = (RunConfig.load(real_dir).run_id if (real_dir / RUN_CONFIG_FILE).exists()
+                       else real_config.fingerprint(command="demo"))
+            real_config = real_config.model_copy(update={"run_id": real_id})
+            execute_run(real_config, real_dir, title=f"statebox demo — {agent_name}")
             write_report(out / "run-real")
             lap(f"{agent_name} (real model)")
         path, scores, rows = write_report(run_dir)
