@@ -137,14 +137,17 @@ def _cube_probes(family_dir: Path, bench: str, items: list[Item]) -> list[Probe]
     return probes
 
 
+def _item_truth(family_dir: Path, item: Item) -> tuple[gt.VideoMeta, list[gt.TrackRow], list[gt.GtEvent]]:
+    """An item's video ground truth: its meta, its track rows and its events (what every probe re-derives from)."""
+    stem = Path(item.video).stem
+    return gt.read_meta(family_dir, stem), oracle.tracks_for(family_dir, item), gt.read_events(family_dir, stem)
+
+
 def _streaming_probe(family_dir: Path, items: list[Item]) -> Probe:
     """Re-derive each query's count from tracks and from events strictly before the query time."""
     bad = []
     for item in items:
-        stem = Path(item.video).stem
-        meta = gt.read_meta(family_dir, stem)
-        rows = oracle.tracks_for(family_dir, item)
-        events = gt.read_events(family_dir, stem)
+        meta, rows, events = _item_truth(family_dir, item)
         subtype, kind = item.labels["counting_subtype"], oracle.kind_of(item.question)
         for q in item.queries:
             if q.time is None:  # a streaming query always has its time: a generator bug, a failed probe
@@ -227,10 +230,7 @@ def shortcut_predictions(kind: str, family: str, family_dir: Path, items: list[I
     """`single-frame` or `1fps` predictions for every query (see the module docstring)."""
     out = []
     for item in items:
-        stem = Path(item.video).stem
-        rows = oracle.tracks_for(family_dir, item)
-        meta = gt.read_meta(family_dir, stem)
-        events = gt.read_events(family_dir, stem)
+        meta, rows, events = _item_truth(family_dir, item)
         for q in item.queries:
             if kind == "single-frame":
                 view = single_frame_rows(family, rows, last_frame_before(rows, q.time))
