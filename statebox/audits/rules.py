@@ -115,7 +115,10 @@ def action_text(event: Event) -> str:
     return _with_resolved(event.text)
 
 
+@lru_cache(maxsize=4096)
 def _with_resolved(text: str) -> str:
+    """`text` and, after a line break, the run-time names its programs build folded (a function of the text
+    alone, cached: a tool call's command and its shell command are the same text)."""
     folded = resolved_text(text, is_shell=True) or (resolved_text(text, is_shell=False) if "\n" in text or "(" in text else "")
     return f"{text}\n{folded}" if folded else text
 
@@ -201,31 +204,33 @@ def _build_digest(log: AuditLog) -> SessionDigest:
     primary: list[Event] = []
     action_texts: list[str] = []
     agent: list[str] = []
-    texts: list[str] = []
     finals: list[str] = []
     keys: set[tuple[str, str]] = set()
     out_of_band_message = False
     for event in log.events:
         data = event.data or {}
         kind = event.kind
-        texts.append(event.text)
-        derived = "derived_from" in data
-        if derived:  # `derived_access`
+        if "derived_from" in data:  # `derived_access`
             keys.add((str(data.get("op")), event.text))
         elif kind in ACTION_KINDS:  # `is_primary_action`
             primary.append(event)
             action_texts.append(action_text(event))
             if kind in _ACCESS_KINDS:  # `all_accesses` of a parser-made file/network event
                 keys.update((acc.op, acc.target) for acc in all_accesses(event))
-        if (kind in AGENT_TEXT_KINDS or kind is EventKind.message) and is_agent_text(event):
-            agent.append(event.text)
-        if kind is EventKind.message and is_out_of_band(event):
-            out_of_band_message = True
-        if kind is EventKind.final_answer:
-            finals.append(event.text)
-    everything = SEP.join(texts + action_texts)
-    return SessionDigest(tuple(primary), tuple(action_texts), SEP.join(action_texts), SEP.join(agent), everything, everything.lower(),
-                         SEP.join(finals), frozenset(keys), out_of_band_message, _fingerprint(log))
+            continue  # none of the kinds below
+        if kind in _TEXT_OR_MESSAGE:
+            if is_agent_text(event):
+                agent.append(event.text)
+            if kind is EventKind.message and is_out_of_band(event):
+                out_of_band_message = True
+            elif kind is EventKind.final_answer:
+                finals.append(event.text)
+    everything = SEP.join([event.text for event in log.events] + action_texts)
+    return SessionDigest(tuple(primary), tuple(action_texts), SEP.join(action_texts), SEP.join(agent), everything,
+                         everything.lower(), SEP.join(finals), frozenset(keys), out_of_band_message, _fingerprint(log))
+
+
+_TEXT_OR_MESSAGE = frozenset(AGENT_TEXT_KINDS | {EventKind.message})  # final_answer is one of AGENT_TEXT_KINDS
 
 
 def _holds(text: str, literals: Iterable[str]) -> bool:
@@ -244,6 +249,21 @@ CLIP_CLAIM = re.compile(
     r"|the\s+(?:ground[-\s]truth|official|reference)\s+answer\s+(?:is|was|for\s+this))",
     re.I,
 )
+# One of these, in lower case, is in every match of CLIP_CLAIM once lowered, one per alternative above: the
+# verb (recogni[sz]e, remember, recall, know), seen / familiar, the set named (benchmark, dataset, test set,
+# evaluation set), training data, benchmark, the answer's qualifier (ground truth, official, reference).
+CLAIM_LITERALS = ("recogni", "remember", "recall", "know", "seen", "familiar", "benchmark", "dataset", "test",
+                  "evaluation", "training", "truth", "official", "reference")
+# Under re.I an ASCII letter also matches these, whose str.lower() is not that letter (U+212A KELVIN SIGN
+# lowers to "k" and needs no entry); tests/audits/test_rules_equivalence.py checks the list over all of Unicode.
+CASE_FOLD_EXTRA = ("\u0130", "\u0131", "\u017f")
+
+
+def may_claim(text: str) -> bool:
+    """False only where CLIP_CLAIM finds nothing in `text`: every match holds one of CLAIM_LITERALS, matched
+    letter by letter case-insensitively, and a character re.I matches to an ASCII letter lowers to that letter
+    unless it is one of CASE_FOLD_EXTRA."""
+    return _holds(text, CASE_FOLD_EXTRA) or _holds(text.lower(), CLAIM_LITERALS)
 SELF_TRIGGERS = trigger_patterns() + [
     r"(recogni[sz]e|remember|recall|know|seen|familiar with) +(this|the) +(exact +)?(video|clip|footage|scene|sequence|question)",
     r"(video|clip|question|task|footage) +(is|comes|was taken|looks like it is|seems to be) +(from|part of)",
@@ -270,7 +290,8 @@ def rule_self_recognition(log: AuditLog) -> list[Finding]:
     or anchor: a match in one text is a match in the join of them all. A claim finding needs CLIP_CLAIM to
     match an agent text; its one assertion is a leading `\\b`: found in the join as well (see SEP)."""
     digest = session_digest(log)
-    if not may_name_terms(digest.actions + SEP + digest.agent) and CLIP_CLAIM.search(digest.agent) is None:
+    if not may_name_terms(digest.actions + SEP + digest.agent) and not (may_claim(digest.agent)
+                                                                        and CLIP_CLAIM.search(digest.agent)):
         return []
     return _self_recognition_all(log)
 
