@@ -103,6 +103,12 @@ def _fast_precheck(text: str) -> bool:
     return _FAST.search(text.encode("utf-8", "replace")) is not None
 
 
+def may_name_terms(text: str) -> bool:
+    """False only where `find_terms(text)` is empty (its own precheck). Its patterns have no assertion or
+    anchor, so a text that holds a match holds it inside any longer text: the rules ask once per session."""
+    return bool(text) and _fast_precheck(text)
+
+
 def find_terms(text: str) -> list[tuple[str, str, int]]:
     """(canonical name, matched text, offset) for every benchmark/dataset/paper named in `text`."""
     hits: list[tuple[str, str, int]] = []
