@@ -237,3 +237,58 @@ def test_a_match_in_one_piece_is_a_match_in_the_join(regex: re.Pattern[str]) -> 
                 for after in pieces:
                     assert regex.search(rules.SEP.join([before, piece, after])), (regex.pattern[:40], before, piece, after)
             assert i >= 0
+
+
+# ---- the gate word lists, read off the regexes themselves -------------------------------------------
+# A gate's word list is written by hand from its regex. Rather than trusting examples, this walks the
+# regex's parse tree (Python's own `re` parser) and proves that every string the regex can match holds
+# one of the words: a sequence is covered when one run of consecutive literals holds a word, or when one
+# of its parts is covered on every path (a group, every branch of an alternation, a repeat taken at least
+# once). Anything else (classes, zero-width asserts, optional parts) counts as not covering, so the proof
+# is conservative: editing a regex so that a match may lack every word makes this fail.
+
+# re's own parser (re._parser, Python 3.11+, as pyproject requires): the tree `re` compiles, not a copy of it
+from re import _constants as _re_constants  # type: ignore[attr-defined]  # noqa: E402
+from re import _parser as _re_parser  # type: ignore[attr-defined]  # noqa: E402
+
+
+def _covered(items: list, words: tuple[str, ...], fold: bool) -> bool:
+    run = ""
+    for op, av in list(items) + [(None, None)]:
+        if op is _re_constants.LITERAL:
+            run += chr(av)
+            continue
+        text = run.lower() if fold else run
+        if any(w in text for w in words):
+            return True
+        run = ""
+        if op is _re_constants.SUBPATTERN and _covered(av[-1], words, fold):
+            return True
+        if op is _re_constants.BRANCH and all(_covered(branch, words, fold) for branch in av[1]):
+            return True
+        if op in (_re_constants.MAX_REPEAT, _re_constants.MIN_REPEAT) and av[0] >= 1 and _covered(av[2], words, fold):
+            return True
+    return False
+
+
+def every_match_holds_one_of(regex: re.Pattern[str], words: tuple[str, ...]) -> bool:
+    fold = bool(regex.flags & re.IGNORECASE)
+    return _covered(list(_re_parser.parse(regex.pattern, regex.flags)), tuple(w.lower() for w in words) if fold else words, fold)
+
+
+@pytest.mark.parametrize("regex,words", [
+    (rules.CLIP_CLAIM, rules.CLAIM_LITERALS), (rules.CACHE_CODE, rules.CACHE_CODE_LITERALS),
+    (rules.ENV_CODE, rules.ENV_CODE_LITERALS), (rules.SENSITIVE_ENV, rules.ENV_CODE_LITERALS),
+    (rules.CODE_WALKERS, rules.CODE_WALKER_LITERALS),
+], ids=["claim", "cache_code", "env_code", "sensitive_env", "code_walkers"])
+def test_every_match_of_a_gated_regex_holds_one_of_its_gate_words(regex: re.Pattern[str], words: tuple[str, ...]) -> None:
+    assert every_match_holds_one_of(regex, words), f"{regex.pattern[:60]}: a match may lack every gate word"
+
+
+def test_the_gate_word_proof_bites() -> None:
+    """A regex with an alternative that holds no gate word, or an optional word, is not proved covered."""
+    assert not every_match_holds_one_of(re.compile(r"os\.environ|os\.putenv"), rules.ENV_CODE_LITERALS)
+    assert not every_match_holds_one_of(re.compile(r"x(?:environ)?"), rules.ENV_CODE_LITERALS)
+    assert not every_match_holds_one_of(re.compile(r"[Ee]nviron"), ("environ",))
+    assert every_match_holds_one_of(re.compile(r"\bos\.(?:environ|getenv)\("), rules.ENV_CODE_LITERALS)
+    assert not every_match_holds_one_of(rules.CACHE_CODE, ("get_dir(",))
