@@ -132,7 +132,10 @@ def _gateway_like_log(rng: random.Random, pieces: list[str]) -> bytes:
     tools = '"tools": [' + ", ".join('{"name": "t%d", "description": "%s"}' % (i, "d" * rng.randint(200, 400)) for i in range(40)) + "]"
     for n in range(rng.randint(3, 14)):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 40)))
-        conversation.append('{"role": "user", "content": [%s]}' % text)
+        if conversation and rng.random() < 0.4:  # the last message grows (a streamed turn): a trigger straddles its end
+            conversation[-1] = conversation[-1][:-2] + text + "]}"
+        else:
+            conversation.append('{"role": "user", "content": [%s]}' % text)
         if rng.random() < 0.15 and len(conversation) > 2:
             conversation = conversation[1:]  # compaction: the history is rewritten
         head = '{"time": %d, ' % rng.randint(0, 10 ** rng.randint(1, 9)) if rng.random() < 0.5 else "{"
@@ -211,3 +214,22 @@ def test_patterns_whose_matches_could_hold_a_separator_are_read_over_every_byte(
     assert fallback.lines_in(data, spans, runs) == matching_lines(compile_any(risky), data) == {1}
     fallback.windowed = True  # what the windows alone would say
     assert fallback.lines_in(data, spans, runs) != {1}
+
+
+@pytest.mark.parametrize("trigger", ['"refused":    "', '"type": "server_tool_use"', '"mcp_servers": [', '"background": true',
+                                     '"web_search_requests": 2', '"type": "\u212aind_tool_use"'])
+def test_a_trigger_split_where_a_line_stops_repeating_the_line_before_is_found(trigger):
+    """A streamed turn grows: the line before ends its message with the head of a trigger, this line adds the
+    rest. The windows reach back past the repeated bytes to the last separator, so the split trigger is found."""
+    from statebox.audits.events import line_spans
+    from statebox.audits.fastmatch import Windowed, line_runs
+    from statebox.sessions.gateway_log import EVIDENCE_TRIGGERS
+
+    head = '{"request": {"messages": [{"role": "user", "content": "%s"}, {"role": "assistant", "content": [' % ("q" * 9000)
+    evidence = Windowed(EVIDENCE_TRIGGERS)
+    for cut in range(1, len(trigger)):
+        data = (head + trigger[:cut] + "]}]}}\n" + head + trigger + "]}]}}").encode()
+        spans = line_spans(data)
+        runs = line_runs(data, spans)
+        assert runs[1] and runs[1][0][2] >= len(head), "the second line repeats the first up to the cut"
+        assert evidence.lines_in(data, spans, runs) == matching_lines(compile_any(EVIDENCE_TRIGGERS), data) == {2}, cut
