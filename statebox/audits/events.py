@@ -571,6 +571,8 @@ class Prefilter:
         results only matter for the secret literals. So the static rules look at the
         response half, the secrets at the whole line, and the first line (the prompt)
         is always read. The long request halves are never copied: only replies are sliced.
+        The evidence triggers and the secrets read only what each line does not repeat from the line
+        before (fastmatch.Windowed and Literals.lines_in say why that is the same answer).
         """
         if gateway_spans is None:
             lines = self._lines(data, [self.static, secret_re])
