@@ -34,7 +34,8 @@ import orjson
 from statebox.attempt_folder import (ATTEMPT_FILE, CLAUDE_STREAM_LOG, CODEX_LOG, EVENTS_FILE, GATEWAY_LOG, RESPONSE_FILE,
                                      STDERR_LOG, STDOUT_LOG)
 from statebox.audits.actions import Access, accesses, normalise_path, output_accesses
-from statebox.audits.fastmatch import Literals, compile_any, matching_lines
+from statebox.audits.fastmatch import Literals, Windowed, compile_any, matching_lines
+from statebox.audits.fastmatch import line_runs as line_runs_of
 from statebox.audits.lexicon import usable_secret
 from statebox.errors import DataError, UserError
 from statebox.schema import Event, EventKind
@@ -570,13 +571,16 @@ class Prefilter:
         results only matter for the secret literals. So the static rules look at the
         response half, the secrets at the whole line, and the first line (the prompt)
         is always read. The long request halves are never copied: only replies are sliced.
+        The evidence triggers and the secrets read only what each line does not repeat from the line
+        before (fastmatch.Windowed and Literals.lines_in say why that is the same answer).
         """
         if gateway_spans is None:
             lines = self._lines(data, [self.static, secret_re])
             return lines if lines else None
-        keep = matching_lines(_gateway_evidence(), data)
+        runs = line_runs_of(data, gateway_spans)  # what each line repeats, found once for both scans
+        keep = _gateway_evidence().lines_in(data, gateway_spans, runs)
         if secret_re is not None:
-            keep |= secret_re.lines_in(data, gateway_spans)
+            keep |= secret_re.lines_in(data, gateway_spans, runs)
         first = True
         search = self.static.search
         for n, (start, end) in enumerate(gateway_spans, start=1):
@@ -593,14 +597,14 @@ class Prefilter:
         return keep
 
 
-_EVIDENCE: Any = None
+_EVIDENCE: Windowed | None = None
 
 
-def _gateway_evidence() -> Any:
+def _gateway_evidence() -> Windowed:
     """Refusals, provider-run tools and provider-held state anywhere in a gateway line (compiled once)."""
     global _EVIDENCE
     if _EVIDENCE is None:
-        _EVIDENCE = compile_any(gateway_log.EVIDENCE_TRIGGERS)
+        _EVIDENCE = Windowed(gateway_log.EVIDENCE_TRIGGERS)
     return _EVIDENCE
 
 

@@ -10,9 +10,12 @@ backreferences) so the very same list can be handed to grep.
 from __future__ import annotations
 
 import re
+from itertools import count
 from typing import Any, Iterable
 
 from statebox.audits.line_repeats import repeated_runs
+
+Run = tuple[int, int, int]  # (start in a line, start in the line before, length) of a stretch it repeats
 
 try:  # google-re2 (a declared dependency); the fallback keeps statebox working without it, slowly
     import re2 as _re2
@@ -122,30 +125,30 @@ class Literals:
             lines.add(line_no)
         return lines
 
-    def lines_in(self, data: bytes, spans: list[tuple[int, int]]) -> set[int]:
+    def lines_in(self, data: bytes, spans: list[tuple[int, int]], runs: list[list[Run]] | None = None) -> set[int]:
         """`lines(data)` for a log whose lines re-send stretches of the line before (a gateway log; `spans`:
         `line_spans(data)`): only each line's new bytes are read, and the values found inside a stretch
         it repeats are carried over from the line before (line_repeats.py).
 
         Exact: a line's occurrences are those inside a repeated stretch (the previous line's, at the
         same place in the stretch: the bytes are equal) plus those found by reading everything outside
-        the stretches widened by the longest value less one byte (what straddles a stretch's edge)."""
+        the stretches widened by the longest value less one byte (what straddles a stretch's edge).
+        `runs`: `line_runs(data, spans)` when the caller already has them (found once for every scan)."""
         if not self._plain_for(data):
             return matching_lines(self.regex(), data)
-        view = memoryview(data)  # equal bytes are equal lowered: stretches are found on the data as it is
+        if runs is None:
+            runs = line_runs(data, spans)  # equal bytes are equal lowered: stretches are found on the data as it is
         margin = max(len(n) for n in self._needles) - 1
         lines: set[int] = set()
-        before: tuple[int, int] | None = None
         found_before: list[tuple[int, int]] = []  # (start, length) of every occurrence in the line before
-        for line_no, (start, end) in enumerate(spans, start=1):
-            runs = repeated_runs(data, view, (start, end), before) if before is not None and end - start > SHORT_LINE else []
+        for line_no, (start, end), repeats in zip(count(1), spans, runs):
             found: set[tuple[int, int]] = set()
-            for at, p_at, length in runs:
+            for at, p_at, length in repeats:
                 for s, n in found_before:
                     if p_at <= s and s + n <= p_at + length:
                         found.add((s - p_at + at, n))
             pos = start
-            for at, _, length in runs + [(end, 0, 0)]:
+            for at, _, length in repeats + [(end, 0, 0)]:
                 lo, hi = max(start, pos - margin), min(end, at + margin)
                 if hi > lo:
                     low = data[lo:hi].lower()
@@ -158,5 +161,116 @@ class Literals:
             if found:
                 lines.add(line_no)
             found_before = sorted(found)
-            before = (start, end)
         return lines
+
+
+def line_runs(data: bytes, spans: list[tuple[int, int]]) -> list[list[Run]]:
+    """The stretches each line of `data` repeats from the line before (line_repeats.repeated_runs; none for the
+    first line and for short lines), found once and shared by every scan of a gateway log."""
+    view = memoryview(data)
+    out: list[list[Run]] = []
+    before: tuple[int, int] | None = None
+    for start, end in spans:
+        out.append(repeated_runs(data, view, (start, end), before) if before is not None and end - start > SHORT_LINE else [])
+        before = (start, end)
+    return out
+
+
+# Bytes no match of a `Windowed` pattern can hold (checked on its source, `holds_no_separator`): a match that
+# touches a line's new bytes lies between the nearest of them on either side. Single ASCII bytes, so never
+# part of a UTF-8 sequence, and no character case-folds to one of them.
+SEPARATORS = (b",", b"}", b"\\")
+REACH = 4096  # how far a window first looks for a separator (then up to the line's edge: exact either way)
+# Pattern syntax that could match a separator or a newline, or assert on a context a window cuts off:
+# any escape but of plain punctuation, `.`, negated classes, anchors, and a literal separator.
+_RISKY = re.compile(r'\\[^\[\]"(){|*+?/:-]|[.^$,}]')
+_RANGE = re.compile(r"(.)-(.)")
+
+
+def holds_no_separator(patterns: list[str]) -> bool:
+    """Whether no match of any of `patterns` can contain a SEPARATOR or a newline, read conservatively from
+    their source: only literal characters, classes of them and their ranges, groups and repetition.
+    A pattern this cannot vouch for makes `Windowed` read every byte (the same answer, slower)."""
+    seps = {ord(b) for b in SEPARATORS} | {ord("\n")}
+    for p in patterns:
+        if _RISKY.search(p):
+            return False
+        if any(ord(lo) <= sep <= ord(hi) for lo, hi in _RANGE.findall(p) for sep in seps):
+            return False
+    return True
+
+
+class Windowed:
+    """A pattern over a log whose lines repeat the line before (a gateway log), read only where a line is new.
+
+    `lines_in` gives `matching_lines(compile_any(patterns), data)`. Why it may skip bytes: the patterns hold no
+    anchor nor word boundary, so whether bytes match does not depend on what surrounds them; a match lying
+    inside a stretch a line repeats is then a match of the line before at the same place. So when the line
+    before has no match at all, a line has one exactly when one touches its new bytes; and such a match
+    lies between the nearest SEPARATORs around those bytes (no match holds one), so searching those windows
+    is enough. A line after a line with a match is read whole. Patterns `holds_no_separator` cannot vouch
+    for are searched over every byte."""
+
+    def __init__(self, patterns: list[str]) -> None:
+        self.regex = compile_any(patterns)
+        # a pattern matching the empty string matches every line, repeated or not
+        self.windowed = holds_no_separator(patterns) and self.regex.search(b"") is None
+
+    def lines_in(self, data: bytes, spans: list[tuple[int, int]], runs: list[list[Run]]) -> set[int]:
+        if not self.windowed:
+            return matching_lines(self.regex, data)
+        windows: list[tuple[int, int]] = []  # (start, end) in data
+        owners: list[int] = []  # the line each window lies in
+        for line_no, (start, end), repeats in zip(count(1), spans, runs):
+            if not repeats:
+                if end > start:
+                    windows.append((start, end))
+                    owners.append(line_no)
+                continue
+            pos = start
+            first = len(windows)
+            for at, _, length in repeats + [(end, 0, 0)]:
+                if at > pos:  # new bytes [pos, at)
+                    lo, hi = _separator_before(data, start, pos), _separator_after(data, at, end)
+                    if len(windows) > first and lo <= windows[-1][1]:  # overlaps this line's window before
+                        windows[-1] = (windows[-1][0], max(hi, windows[-1][1]))
+                    else:
+                        windows.append((lo, hi))
+                        owners.append(line_no)
+                pos = at + length
+        view = memoryview(data)
+        # windows hold no newline and no match crosses one: each is a line of its own for matching_lines
+        found = {owners[n - 1] for n in matching_lines(self.regex, b"\n".join(view[lo:hi] for lo, hi in windows))} if windows else set()
+        lines: set[int] = set()
+        before_hit = False
+        search = self.regex.search
+        for line_no, (start, end), repeats in zip(count(1), spans, runs):
+            hit = line_no in found or bool(repeats and before_hit and search(data, start, end) is not None)
+            if hit:
+                lines.add(line_no)
+            before_hit = hit
+        return lines
+
+
+def _separator_before(data: bytes, start: int, at: int) -> int:
+    """Where a window ending past `at` must start: just after the last SEPARATOR before `at` (else `start`)."""
+    hi = at
+    while hi > start:
+        lo = max(start, hi - REACH)
+        last = max(data.rfind(sep, lo, hi) for sep in SEPARATORS)
+        if last >= 0:
+            return last + 1
+        hi = lo
+    return start
+
+
+def _separator_after(data: bytes, at: int, end: int) -> int:
+    """Where a window starting before `at` must end: at the first SEPARATOR from `at` on (else `end`)."""
+    lo = at
+    while lo < end:
+        hi = min(end, lo + REACH)
+        found = [i for i in (data.find(sep, lo, hi) for sep in SEPARATORS) if i >= 0]
+        if found:
+            return min(found)
+        lo = hi
+    return end

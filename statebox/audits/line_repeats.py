@@ -18,6 +18,7 @@ import re
 
 ANCHOR = re.compile(rb'"(?:messages|input|contents|tools)": \[|"(?:system|instructions)": ')
 MIN_RUN = 256  # shorter equal stretches are read again (not worth the bookkeeping)
+TAIL = 4096  # a stretch that is equal but for its last TAIL bytes is found in one more comparison
 
 
 def common_length(data: bytes, view: memoryview, a: int, b: int, limit: int, at_least: int = 0) -> int:
@@ -27,16 +28,19 @@ def common_length(data: bytes, view: memoryview, a: int, b: int, limit: int, at_
         return 0
     if data.startswith(view[b:b + limit], a):
         return limit  # the whole rest is equal: one comparison
-    lo, step = 0, 4096
-    hi = 0
-    while lo < limit:
-        hi = min(limit, lo + step)
-        if not data.startswith(view[b + lo:b + hi], a + lo):
-            break
-        lo = hi
-        step *= 4
+    if limit > 2 * TAIL and data.startswith(view[b:b + limit - TAIL], a):
+        # equal but for the tail: what a gateway line mostly is (all of the line before, but for its reply)
+        lo, hi = limit - TAIL, limit
     else:
-        return lo
+        lo, step, hi = 0, 4096, 0
+        while lo < limit:
+            hi = min(limit, lo + step)
+            if not data.startswith(view[b + lo:b + hi], a + lo):
+                break
+            lo = hi
+            step *= 4
+        else:
+            return lo
     while hi - lo > 1:  # data[a:a+lo] equal, data[a:a+hi] not
         mid = (lo + hi) // 2
         if data.startswith(view[b + lo:b + mid], a + lo):

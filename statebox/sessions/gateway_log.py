@@ -45,6 +45,8 @@ RAW_LOG = GATEWAY_LOG
 
 # request lines hold the whole conversation: orjson (a declared dependency) reads them several times faster
 _loads = orjson.loads
+# `json.dumps(obj, ensure_ascii=False)` is this encoder's `encode` (json.dumps builds one like it per call)
+_json_text = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def _key(obj: Any) -> bytes:
@@ -200,7 +202,7 @@ class GatewayNormaliser:
     """Stateful: remembers which prompts and tool results it already emitted."""
 
     def __init__(self) -> None:
-        self._seen: set[str] = set()
+        self._seen: set[Any] = set()  # tuples of ASCII strings, else hex digests (`_first`)
         self._done: dict[str, tuple[int, str]] = {}  # list key -> (items already read, hash of the first)
 
     def _new_items(self, key: str, items: list[Any]) -> list[Any]:
@@ -216,7 +218,15 @@ class GatewayNormaliser:
         return items[start:]
 
     def _first(self, *parts: Any) -> bool:
-        key = hashlib.blake2b(_key(parts), digest_size=12).hexdigest()
+        """Whether `parts` (a kind, then what identifies one prompt or tool result) are seen for the first time.
+
+        Parts that are all ASCII strings are their own key (no serialising, no hashing: most tool results);
+        anything else is keyed by a hash of its JSON text. The same answer as hashing everything: ASCII
+        strings always serialise, equal texts are equal tuples, and a tuple's compact orjson text never
+        equals another's `json.dumps` text (that one always holds ", " between parts), so no hash key
+        ever stood for an all-ASCII tuple."""
+        key: Any = parts if all(type(p) is str and p.isascii() for p in parts) else \
+            hashlib.blake2b(_key(parts), digest_size=12).hexdigest()
         if key in self._seen:
             return False
         self._seen.add(key)
@@ -401,7 +411,7 @@ def _tool_call(name: str, args: Any, call_id: str) -> EventDraft:
             args = {"input": args}
     if not isinstance(args, dict):
         args = {"input": args}
-    return EventDraft(EventKind.tool_call, clip(json.dumps(args, ensure_ascii=False)),
+    return EventDraft(EventKind.tool_call, clip(_json_text(args)),
                       {"tool": name, "call_id": call_id, "input": args})
 
 

@@ -119,3 +119,117 @@ def test_common_length_is_the_length_of_the_equal_prefix(seed):
     assert common_length(data, memoryview(data), 0, len(a) + 1, limit) == expected
     got = common_length(data, memoryview(data), 0, len(a) + 1, limit, 256)
     assert got == expected if expected >= 256 else got in (0, expected)  # below the floor only "short" matters
+
+
+# -- the gateway evidence triggers, read only where a gateway line is new (fastmatch.Windowed) ------------------
+
+
+def _gateway_like_log(rng: random.Random, pieces: list[str]) -> bytes:
+    """Lines that re-send the conversation so far (so most of each line repeats the line before), with hostile
+    pieces in the messages, in the replies and on the edges where one line stops repeating the one before."""
+    conversation: list[str] = []
+    lines = []
+    tools = '"tools": [' + ", ".join('{"name": "t%d", "description": "%s"}' % (i, "d" * rng.randint(200, 400)) for i in range(40)) + "]"
+    for n in range(rng.randint(3, 14)):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 40)))
+        if conversation and rng.random() < 0.4:  # the last message grows (a streamed turn): a trigger straddles its end
+            conversation[-1] = conversation[-1][:-2] + text + "]}"
+        else:
+            conversation.append('{"role": "user", "content": [%s]}' % text)
+        if rng.random() < 0.15 and len(conversation) > 2:
+            conversation = conversation[1:]  # compaction: the history is rewritten
+        head = '{"time": %d, ' % rng.randint(0, 10 ** rng.randint(1, 9)) if rng.random() < 0.5 else "{"
+        reply = '"response": {"content": [%s]}}' % "".join(rng.choice(pieces) for _ in range(rng.randint(0, 4)))
+        if rng.random() < 0.1:
+            lines.append("")
+        lines.append(head + '"request": {"messages": [' + ", ".join(conversation) + "], " + tools + "}, " + reply)
+    return "\n".join(lines).encode()
+
+
+_EVIDENCE_PIECES = [
+    '"refused": "mcp"', '"refused":    "', '"type": "server_tool_use"', '"type": "web_search_tool_result"',
+    '"type":"mcp_call"', '"mcp_servers": [', '"container": {', '"background": true', '"web_search_requests": 2',
+    '"web_search_requests": 0', '"TYPE": "SERVER_TOOL_USE"', '"type": "\u212aind_tool_use"', '"type": "web_\u017fearch"',
+    '\\"refused\\": \\"x\\"', '"refus', 'ed": "', '"type": ', '"mcp_', 'servers": [', " " * 5000, "x" * 9000,
+    '"text": "ok"', ", ", "}", "\\\\", "\u00e9", '"\u212a": 1', "\xff",
+]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_windowed_evidence_finds_the_lines_re2_finds_over_every_byte(seed):
+    """Triggers inside repeated stretches (so in many lines), split across a line's edge with the stretch it
+    repeats, spelt with folding characters, behind runs of spaces longer than any window's first reach,
+    escaped (not a trigger): the windowed scan gives exactly the lines a search over every byte gives."""
+    from statebox.audits.events import line_spans
+    from statebox.audits.fastmatch import Windowed, line_runs
+    from statebox.sessions.gateway_log import EVIDENCE_TRIGGERS
+
+    rng = random.Random(seed)
+    evidence = Windowed(EVIDENCE_TRIGGERS)
+    assert evidence.windowed
+    pieces = _EVIDENCE_PIECES if seed % 4 else [p for p in _EVIDENCE_PIECES if p not in (", ", "}", "\\\\")]
+    data = _gateway_like_log(rng, pieces).replace(b"\xc3\xbf", b"\xff")  # some invalid UTF-8 too
+    spans = line_spans(data)
+    runs = line_runs(data, spans)
+    assert any(runs), "the log must repeat itself, or the windows are never used"
+    assert evidence.lines_in(data, spans, runs) == matching_lines(compile_any(EVIDENCE_TRIGGERS), data)
+
+
+def test_a_trigger_only_in_the_repeated_part_of_a_line_is_found_in_every_line_that_repeats_it():
+    from statebox.audits.events import line_spans
+    from statebox.audits.fastmatch import Windowed, line_runs
+    from statebox.sessions.gateway_log import EVIDENCE_TRIGGERS
+
+    history = '{"role": "assistant", "content": [{"type": "server_tool_use", "name": "web_search"}]}, ' + \
+        '{"role": "user", "content": "%s"}' % ("y" * 20000)
+    lines = [('{"request": {"messages": [%s%s]}, "response": {"content": []}}' % (history, ', {"n": %d}' % n * n))
+             for n in range(1, 5)]
+    data = "\n".join(lines).encode()
+    spans = line_spans(data)
+    runs = line_runs(data, spans)
+    assert all(runs[1:]), "every line after the first repeats the history"
+    assert Windowed(EVIDENCE_TRIGGERS).lines_in(data, spans, runs) == {1, 2, 3, 4}
+
+
+def test_patterns_whose_matches_could_hold_a_separator_are_read_over_every_byte():
+    """The windows are exact only for patterns no match of which holds a separator: anything else (a dot, a
+    negated class, an escape class, an anchor, a range over a separator, a literal comma) falls back."""
+    from statebox.audits.events import line_spans
+    from statebox.audits.fastmatch import Windowed, holds_no_separator, line_runs
+    from statebox.sessions.gateway_log import EVIDENCE_TRIGGERS
+
+    assert holds_no_separator(EVIDENCE_TRIGGERS)
+    for risky in ['"a".*"b"', '"a"[^x]"b"', r'"a"\W"b"', r'"a"\s"b"', '^"a"', '"a"$', '"a"[ -~]"b"', '"a", "b"',
+                  '"a"}', r'"a"\x2c', r'"a"\\', r'"a"\b']:
+        assert not holds_no_separator([risky]), risky
+    # where windows would answer wrong, the fallback answers as RE2 does: this match holds a comma and a newline
+    risky = ['"refused":[^"]*"']
+    first = '{"request": {"refused":, ' + "z" * 9000
+    data = (first + "\n" + first + '"}').encode()
+    spans = line_spans(data)
+    runs = line_runs(data, spans)
+    assert runs[1], "the second line repeats the first"
+    fallback = Windowed(risky)
+    assert not fallback.windowed
+    assert fallback.lines_in(data, spans, runs) == matching_lines(compile_any(risky), data) == {1}
+    fallback.windowed = True  # what the windows alone would say
+    assert fallback.lines_in(data, spans, runs) != {1}
+
+
+@pytest.mark.parametrize("trigger", ['"refused":    "', '"type": "server_tool_use"', '"mcp_servers": [', '"background": true',
+                                     '"web_search_requests": 2', '"type": "\u212aind_tool_use"'])
+def test_a_trigger_split_where_a_line_stops_repeating_the_line_before_is_found(trigger):
+    """A streamed turn grows: the line before ends its message with the head of a trigger, this line adds the
+    rest. The windows reach back past the repeated bytes to the last separator, so the split trigger is found."""
+    from statebox.audits.events import line_spans
+    from statebox.audits.fastmatch import Windowed, line_runs
+    from statebox.sessions.gateway_log import EVIDENCE_TRIGGERS
+
+    head = '{"request": {"messages": [{"role": "user", "content": "%s"}, {"role": "assistant", "content": [' % ("q" * 9000)
+    evidence = Windowed(EVIDENCE_TRIGGERS)
+    for cut in range(1, len(trigger)):
+        data = (head + trigger[:cut] + "]}]}}\n" + head + trigger + "]}]}}").encode()
+        spans = line_spans(data)
+        runs = line_runs(data, spans)
+        assert runs[1] and runs[1][0][2] >= len(head), "the second line repeats the first up to the cut"
+        assert evidence.lines_in(data, spans, runs) == matching_lines(compile_any(EVIDENCE_TRIGGERS), data) == {2}, cut
