@@ -41,6 +41,25 @@ def query_layout(items: list[Item]) -> QueryLayout:
     return entry[1]
 
 
+_TARGETS: dict[tuple[int, int], tuple[list[Item], np.ndarray]] = {}
+
+
+def query_targets(items: list[Item]) -> np.ndarray:
+    """Every query point's target as float64, in layout order (for numeric targets: VCBench's counts).
+
+    Cached as `query_layout` is: a report reads them three times (its table, two chance baselines)."""
+    key = (id(items), len(items))
+    entry = _TARGETS.get(key)
+    if entry is None or entry[0] is not items:
+        if len(_TARGETS) > 8:
+            _TARGETS.clear()
+        queries = query_layout(items).queries
+        targets = np.fromiter(map(attrgetter("target"), queries), dtype=np.float64, count=len(queries))
+        targets.flags.writeable = False  # shared by every caller
+        entry = _TARGETS[key] = (items, targets)
+    return entry[1]
+
+
 def _layout(items: list[Item]) -> QueryLayout:
     queries = [query for item in items for query in item.queries]
     counts = np.fromiter(map(len, map(attrgetter("queries"), items)), dtype=np.int64, count=len(items))

@@ -203,13 +203,17 @@ def _confidence_intervals(rules: Any, table: ScoredTable, items: list[Item], n_b
 
 
 def chance_baseline_metrics(bench: str, rules: Any, items: list[Item], kind: str, seed: int) -> dict[str, float | None]:
-    rng = random.Random(seed)  # per-call draws from random.Random are ~10x cheaper than numpy's
+    rng = random.Random(seed)  # the baselines' numbers come from these draws (randint, as respond_all)
     model = chance_model(bench, items)
-    responses = model.respond_all(items, kind, rng)
     score_responses = getattr(rules, "score_responses", None)
-    if score_responses is not None and query_layout(items).offset_of is not None:
-        table = score_responses(items, responses)  # the responses are in layout order already
+    score_coded = getattr(rules, "score_coded", None)
+    coded = model.respond_coded(items, kind, rng) if score_coded is not None else None
+    if score_coded is not None and coded is not None:
+        table = score_coded(items, *coded)  # the same answers, as codes into their distinct texts
+    elif score_responses is not None and query_layout(items).offset_of is not None:
+        table = score_responses(items, model.respond_all(items, kind, rng))  # in layout order already
     else:
+        responses = model.respond_all(items, kind, rng)
         answers = dict(zip(((item.id, q.index) for item in items for q in item.queries), map(Answer, responses)))
         table = rules.score_table(items, answers, FuzzyJudge())
     metrics = _clean(rules.derive(_means(table.values)), rules.HEADLINE)
