@@ -193,7 +193,7 @@ class ChanceModel:
             raise UserError(f"unknown chance baseline '{kind}' (expected random or frequency)")
         layout = query_layout(items)
         if (self.bench != "vcbench" or not isinstance(rng, _random.Random) or items is not self._items
-                or layout.offset_of is None):
+                or layout.index_of is None):
             return None
         targets = query_targets(items)
         names, item_group = self._group_codes
