@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import random
+from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -69,10 +71,10 @@ def label_groups(items: list[Item]) -> dict[str, np.ndarray]:
 
     Label by label: each item's value becomes a code into the label's distinct values, and a group's
     mask is a lookup of those codes (a label has a handful of values, a dataset many items)."""
-    label_dicts = [item.labels for item in items]
+    label_dicts = list(map(attrgetter("labels"), items))
     masks: dict[str, np.ndarray] = {}
     for key in dict.fromkeys(key for labels in label_dicts for key in labels):
-        column = [labels.get(key, _ABSENT) for labels in label_dicts]
+        column = list(map(dict.get, label_dicts, repeat(key), repeat(_ABSENT)))
         try:
             code_of = {value: code for code, value in enumerate(dict.fromkeys(column))}
         except TypeError:  # an unhashable value (an item built without validation): the plain loop

@@ -16,6 +16,8 @@ per-question reductions use `numpy.ufunc.reduceat`.
 
 from __future__ import annotations
 
+from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -153,7 +155,7 @@ def _applicable(items: list[Item]) -> tuple[np.ndarray, np.ndarray]:
     if entry is None or entry[0] is not items:
         if len(_APPLICABLE) > 8:
             _APPLICABLE.clear()
-        subtypes = [i.labels.get("counting_subtype", "") for i in items]
+        subtypes = list(map(dict.get, map(attrgetter("labels"), items), repeat("counting_subtype"), repeat("")))
         moc_ok = np.fromiter(map(MOC_SUBTYPES.__contains__, subtypes), dtype=bool, count=len(items))
         uda_ok = np.fromiter(map(UDA_SUBTYPES.__contains__, subtypes), dtype=bool, count=len(items))
         moc_ok.flags.writeable = uda_ok.flags.writeable = False
