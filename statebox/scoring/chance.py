@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import random as _random
 from collections import Counter, defaultdict
+from functools import cached_property
+from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -23,8 +26,10 @@ import numpy as np
 from statebox.errors import UserError
 from statebox.schema import Item
 from statebox.scoring.judge import split_items
+from statebox.scoring.layout import query_layout, query_targets
 from statebox.scoring.metrics import gpa_array, mra, msta
 from statebox.scoring.parsing import ecbench_normalize, ecbench_numbers
+from statebox.scoring.randints import randint_sequence
 
 KINDS = ("random", "frequency")
 MAX_CONSTANT_SPAN = 2000
@@ -83,12 +88,21 @@ class ChanceModel:
 
     def __init__(self, bench: str, items: list[Item]) -> None:
         self.bench = bench
-        self.groups: dict[str, list[Item]] = defaultdict(list)
-        for item in items:
-            self.groups[self.group_of(item)].append(item)
+        self._items = items
         self._cache: dict[tuple[str, str], Any] = {}
-        self._group_by_id = {item.id: self.group_of(item) for item in items}
         self._handler = getattr(self, f"_{bench}")
+
+    @cached_property
+    def groups(self) -> dict[str, list[Item]]:
+        """Group name -> its items (built on first use: `respond_coded` reads arrays instead)."""
+        groups: dict[str, list[Item]] = defaultdict(list)
+        for item in self._items:
+            groups[self.group_of(item)].append(item)
+        return groups
+
+    @cached_property
+    def _group_by_id(self) -> dict[str, str]:
+        return {item.id: self.group_of(item) for item in self._items}
 
     def group_of(self, item: Item) -> str:
         labels = item.labels
@@ -102,10 +116,24 @@ class ChanceModel:
             return f"{labels.get('video_type', '')}|{labels.get('choice_type', '')}"
         return labels.get("setting", "")
 
+    @cached_property
+    def _group_codes(self) -> tuple[list[str], np.ndarray]:
+        """(group names in order of first appearance, each item's index into them)."""
+        if self.bench == "vcbench":  # group_of's rule, without a call per item
+            groups = list(map(dict.get, map(attrgetter("labels"), self._items), repeat("counting_subtype"), repeat("")))
+        else:
+            groups = list(map(self.group_of, self._items))
+        index = {name: code for code, name in enumerate(dict.fromkeys(groups))}
+        return list(index), np.fromiter(map(index.__getitem__, groups), dtype=np.int64, count=len(groups))
+
     def _stat(self, group: str, name: str, compute) -> Any:
+        return self._computed(group, name, lambda: compute(self.groups.get(group, [])))
+
+    def _computed(self, group: str, name: str, compute) -> Any:
+        """A group statistic, computed once (shared by `respond` and `respond_coded`)."""
         key = (group, name)
         if key not in self._cache:
-            self._cache[key] = compute(self.groups.get(group, []))
+            self._cache[key] = compute()
         return self._cache[key]
 
     # ------------------------------------------------------------ per benchmark
@@ -156,6 +184,42 @@ class ChanceModel:
                     constant = constants[group] = self._vcbench(item, 0, kind, rng, group)
                 out.extend([constant] * len(item.queries))
         return out
+
+    def respond_coded(self, items: list[Item], kind: str, rng: Any) -> tuple[list[str], np.ndarray] | None:
+        """`respond_all` as (distinct texts, each query point's index into them), drawing the same
+        numbers from `rng`; None (nothing drawn) where there is no such shortcut.
+
+        VCBench with a `random.Random` and the items this model was built from, with unique ids
+        (so an item's group is its own subtype): each answer is one `randint` from its group's
+        target range, drawn in bulk (`randints.randint_sequence`), or its group's constant. The
+        group statistics come from the flat target array: a group's targets are its items' query
+        points in item order, as `_vcbench_range` and `_vcbench` collect them."""
+        if kind not in KINDS:
+            raise UserError(f"unknown chance baseline '{kind}' (expected random or frequency)")
+        layout = query_layout(items)
+        if (self.bench != "vcbench" or not isinstance(rng, _random.Random) or items is not self._items
+                or layout.index_of is None):
+            return None
+        targets = query_targets(items)
+        names, item_group = self._group_codes
+        query_group = np.repeat(item_group, layout.counts)
+        members = [np.flatnonzero(query_group == code) for code in range(len(names))]
+        if any(len(m) == 0 for m in members) or np.isnan(targets).any():
+            return None  # an item without query points, or a NaN target: the plain loop's behaviour
+        if kind == "frequency":
+            constants = [self._computed(name, "best", lambda m=m: _best_constant(
+                targets[m].tolist(), lambda c, g: gpa_array(np.full_like(g, c), g))) for name, m in zip(names, members)]
+            return [_fmt(constant) for constant in constants], query_group
+        bounds = np.array([self._computed(name, "range", lambda m=m: (int(targets[m].min()), int(targets[m].max())))
+                           for name, m in zip(names, members)], dtype=np.int64).reshape(len(names), 2)
+        values = randint_sequence(rng, bounds[query_group, 0], bounds[query_group, 1])
+        if len(values) == 0:
+            return [], np.zeros(0, dtype=np.int64)
+        low, high = int(values.min()), int(values.max())
+        if high - low < len(values):  # the usual small range: a value's code is its offset
+            return [str(v) for v in range(low, high + 1)], values - low
+        distinct, codes = np.unique(values, return_inverse=True)
+        return [str(v) for v in distinct.tolist()], codes.astype(np.int64)
 
     def _vcbench_range(self, group: str) -> tuple[int, int]:
         targets = self._stat(group, "targets", lambda its: [float(q.target) for i in its for q in i.queries])

@@ -21,9 +21,9 @@ class QueryLayout(NamedTuple):
     queries: list[Query]  # every query point, in order
     counts: np.ndarray  # query points per item (int64)
     starts: np.ndarray  # flat position of each item's first point (int64)
-    # item id -> (flat position of its first point, its number of points); None when two items
+    # item id -> the item's position (its points start at starts[position]); None when two items
     # share an id or some item's Query.index values are not 0, 1, 2, ... (match item by item then)
-    offset_of: dict[str, tuple[int, int]] | None
+    index_of: dict[str, int] | None
 
 
 # Cached by the list's identity (as chance.chance_model); the entry keeps the list alive, so its id
@@ -41,14 +41,33 @@ def query_layout(items: list[Item]) -> QueryLayout:
     return entry[1]
 
 
+_TARGETS: dict[tuple[int, int], tuple[list[Item], np.ndarray]] = {}
+
+
+def query_targets(items: list[Item]) -> np.ndarray:
+    """Every query point's target as float64, in layout order (for numeric targets: VCBench's counts).
+
+    Cached as `query_layout` is: a report reads them three times (its table, two chance baselines)."""
+    key = (id(items), len(items))
+    entry = _TARGETS.get(key)
+    if entry is None or entry[0] is not items:
+        if len(_TARGETS) > 8:
+            _TARGETS.clear()
+        queries = query_layout(items).queries
+        targets = np.fromiter(map(attrgetter("target"), queries), dtype=np.float64, count=len(queries))
+        targets.flags.writeable = False  # shared by every caller
+        entry = _TARGETS[key] = (items, targets)
+    return entry[1]
+
+
 def _layout(items: list[Item]) -> QueryLayout:
     queries = [query for item in items for query in item.queries]
     counts = np.fromiter(map(len, map(attrgetter("queries"), items)), dtype=np.int64, count=len(items))
     starts = np.cumsum(counts) - counts
     indexes = np.fromiter(map(attrgetter("index"), queries), dtype=np.int64, count=len(queries))
-    offset_of: dict[str, tuple[int, int]] | None = None
+    index_of: dict[str, int] | None = None
     if np.array_equal(indexes, np.arange(len(queries)) - np.repeat(starts, counts)):
-        offset_of = dict(zip(map(attrgetter("id"), items), zip(starts.tolist(), counts.tolist())))
-        if len(offset_of) != len(items):
-            offset_of = None
-    return QueryLayout(queries=queries, counts=counts, starts=starts, offset_of=offset_of)
+        index_of = dict(zip(map(attrgetter("id"), items), range(len(items))))
+        if len(index_of) != len(items):
+            index_of = None
+    return QueryLayout(queries=queries, counts=counts, starts=starts, index_of=index_of)

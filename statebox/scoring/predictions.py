@@ -8,15 +8,18 @@ and duplicates are warnings (the last duplicate wins), never silent.
 
 from __future__ import annotations
 
-from operator import add, ge, itemgetter
+from itertools import repeat
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from statebox.datafiles import iter_jsonl_batches, type_name
 from statebox.errors import DataError
 from statebox.schema import Item, Prediction
 from statebox.scoring.core import Answer, Answers, collector_paused
-from statebox.scoring.layout import query_layout
+from statebox.scoring.layout import QueryLayout, query_layout
 
 
 class PredictionLine(NamedTuple):
@@ -75,7 +78,7 @@ def _from_mapping(row: dict[str, Any], path: Path | None, line: int | None) -> P
 
 def normalise(predictions: list[Any]) -> list[PredictionLine]:
     """Accept PredictionLine, schema.Prediction or plain dicts."""
-    if all(type(p) is PredictionLine for p in predictions):
+    if set(map(type, predictions)) <= {PredictionLine}:  # already lines (a C-level pass over a million)
         return predictions
     out = []
     for index, p in enumerate(predictions):
@@ -132,19 +135,40 @@ def match_responses(items: list[Item], predictions: list[Any],
     placed by C-level passes over the lines; any other goes through `match` line by line."""
     layout = query_layout(items)
     lines = normalise(predictions)
-    if layout.offset_of is not None and lines:
-        query_indexes = list(map(itemgetter(1), lines))
-        where = list(map(layout.offset_of.get, map(itemgetter(0), lines)))
-        if None not in where and None not in query_indexes:
-            starts, counts = zip(*where)
-            if not any(map(ge, query_indexes, counts)):
-                responses: list[str | None] = [None] * len(layout.queries)
-                for position, response in zip(map(add, starts, query_indexes), map(itemgetter(2), lines)):
-                    responses[position] = response  # the last of duplicates wins, as in `match`
-                answered = len(responses) - responses.count(None)
-                return responses, _warnings(len(responses), answered, [], [], len(lines) - answered)
+    if layout.index_of is not None and lines:
+        placed = _place(layout, lines)
+        if placed is not None:
+            responses, n_placed = placed
+            answered = len(responses) - responses.count(None)
+            return responses, _warnings(len(responses), answered, [], [], n_placed - answered)
     answers, warnings = match(items, lines, source)
     return responses_in_order(items, answers), warnings
+
+
+def _place(layout: QueryLayout, lines: list[PredictionLine]) -> tuple[list[str | None], int] | None:
+    """(the responses in layout order, lines placed) when every line names a known id and an
+    in-range query index, else None. Positions are computed as arrays; a position given twice
+    keeps its last line's response, as `match`'s dictionary does."""
+    assert layout.index_of is not None
+    query_indexes = list(map(itemgetter(1), lines))
+    if None in query_indexes:
+        return None
+    item_of = np.fromiter(map(layout.index_of.get, map(itemgetter(0), lines), repeat(-1)),
+                          dtype=np.int64, count=len(lines))
+    try:
+        indexes = np.array(query_indexes, dtype=np.int64)
+    except OverflowError:  # an index past int64 is out of range: `match` says so
+        return None
+    if int(item_of.min()) < 0 or bool((indexes >= layout.counts[item_of]).any()):
+        return None
+    positions = layout.starts[item_of] + indexes
+    rows = np.arange(len(lines))
+    if int(np.bincount(positions, minlength=len(layout.queries)).max()) > 1:
+        last = len(positions) - 1 - np.unique(positions[::-1], return_index=True)[1]  # each position's last line
+        positions, rows = positions[last], last
+    out = np.full(len(layout.queries), None, dtype=object)
+    out[positions] = np.fromiter(map(itemgetter(2), lines), dtype=object, count=len(lines))[rows]
+    return out.tolist(), len(lines)
 
 
 def responses_in_order(items: list[Item], answers: Answers) -> list[str | None]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import random
+from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -55,8 +57,41 @@ def cluster_of(item: Item) -> str:
     return f"{item.meta.get('source_dataset') or ''}/{item.video}"
 
 
+def cluster_names(items: list[Item]) -> list[str]:
+    """`cluster_of` of every item (one pass, no call per item)."""
+    return [f"{item.benchmark}:{video_id}" if (video_id := item.meta.get("video_id")) not in (None, "")
+            else f"{item.meta.get('source_dataset') or ''}/{item.video}" for item in items]
+
+
+_ABSENT = object()
+
+
 def label_groups(items: list[Item]) -> dict[str, np.ndarray]:
-    """'<label>=<value>' -> item mask; list-valued labels (joined with '|') count in each value's group."""
+    """'<label>=<value>' -> item mask; list-valued labels (joined with '|') count in each value's group.
+
+    Label by label: each item's value becomes a code into the label's distinct values, and a group's
+    mask is a lookup of those codes (a label has a handful of values, a dataset many items)."""
+    label_dicts = list(map(attrgetter("labels"), items))
+    masks: dict[str, np.ndarray] = {}
+    for key in dict.fromkeys(key for labels in label_dicts for key in labels):
+        column = list(map(dict.get, label_dicts, repeat(key), repeat(_ABSENT)))
+        try:
+            code_of = {value: code for code, value in enumerate(dict.fromkeys(column))}
+        except TypeError:  # an unhashable value (an item built without validation): the plain loop
+            return _label_groups_plain(items)
+        codes = np.fromiter(map(code_of.__getitem__, column), dtype=np.int64, count=len(column))
+        for value, code in code_of.items():
+            if value is _ABSENT:
+                continue
+            for part in str(value).split("|"):
+                name = f"{key}={part}"
+                lookup = np.zeros(len(code_of), dtype=bool)
+                lookup[code] = True
+                masks[name] = masks[name] | lookup[codes] if name in masks else lookup[codes]
+    return {name: masks[name] for name in sorted(masks)}
+
+
+def _label_groups_plain(items: list[Item]) -> dict[str, np.ndarray]:
     groups: dict[str, list[int]] = {}
     for index, item in enumerate(items):
         for key, value in item.labels.items():
@@ -112,7 +147,7 @@ def report_from_table(bench: str, items: list[Item], table: ScoredTable, warning
     }
     if n_boot > 0 and items:
         if codes is None:
-            codes = cluster_codes([cluster_of(i) for i in items])
+            codes = cluster_codes(cluster_names(items))
         extra["ci"] = _confidence_intervals(rules, table, items, n_boot, seed, set(report_metrics), codes)
     if chance_metrics is not None and items:
         extra["chance"] = chance_metrics
@@ -160,7 +195,7 @@ class ItemIndex:
         self.items = items
         self.position = {item.id: k for k, item in enumerate(items)}
         self.groups = label_groups(items)
-        self.codes = cluster_codes([cluster_of(i) for i in items]) if items else np.zeros(0, dtype=np.int64)
+        self.codes = cluster_codes(cluster_names(items)) if items else np.zeros(0, dtype=np.int64)
 
     def groups_for(self, positions: np.ndarray) -> dict[str, np.ndarray]:
         out = {}
@@ -190,7 +225,7 @@ def _confidence_intervals(rules: Any, table: ScoredTable, items: list[Item], n_b
     names = list(table.values)
     matrix = np.column_stack([table.values[n] for n in names]) if names else np.zeros((len(items), 0))
     if codes is None:
-        codes = cluster_codes([cluster_of(i) for i in items])
+        codes = cluster_codes(cluster_names(items))
     replicates = bootstrap_means(matrix, codes, n_boot=n_boot, seed=seed)
     derived = rules.derive({name: replicates[:, j] for j, name in enumerate(names)})
     out: dict[str, list[float] | None] = {}
@@ -203,13 +238,17 @@ def _confidence_intervals(rules: Any, table: ScoredTable, items: list[Item], n_b
 
 
 def chance_baseline_metrics(bench: str, rules: Any, items: list[Item], kind: str, seed: int) -> dict[str, float | None]:
-    rng = random.Random(seed)  # per-call draws from random.Random are ~10x cheaper than numpy's
+    rng = random.Random(seed)  # the baselines' numbers come from these draws (randint, as respond_all)
     model = chance_model(bench, items)
-    responses = model.respond_all(items, kind, rng)
     score_responses = getattr(rules, "score_responses", None)
-    if score_responses is not None and query_layout(items).offset_of is not None:
-        table = score_responses(items, responses)  # the responses are in layout order already
+    score_coded = getattr(rules, "score_coded", None)
+    coded = model.respond_coded(items, kind, rng) if score_coded is not None else None
+    if score_coded is not None and coded is not None:
+        table = score_coded(items, *coded)  # the same answers, as codes into their distinct texts
+    elif score_responses is not None and query_layout(items).index_of is not None:
+        table = score_responses(items, model.respond_all(items, kind, rng))  # in layout order already
     else:
+        responses = model.respond_all(items, kind, rng)
         answers = dict(zip(((item.id, q.index) for item in items for q in item.queries), map(Answer, responses)))
         table = rules.score_table(items, answers, FuzzyJudge())
     metrics = _clean(rules.derive(_means(table.values)), rules.HEADLINE)

@@ -62,8 +62,16 @@ def _one_blas_thread() -> Iterator[None]:
 
 
 def cluster_codes(clusters: Sequence[object]) -> np.ndarray:
-    _, codes = np.unique(np.asarray([str(c) for c in clusters]), return_inverse=True)
-    return codes.astype(np.int64)
+    """Each cluster's rank among the distinct cluster names (sorted by code point, as numpy sorts).
+
+    Ranked through a dictionary of the distinct names, not numpy's sort of every name: a numpy
+    string array drops trailing NUL characters, so names holding one take numpy's way."""
+    names = [str(c) for c in clusters]
+    if "\x00" in "".join(names):
+        _, codes = np.unique(np.asarray(names), return_inverse=True)
+        return codes.astype(np.int64)
+    rank = {name: code for code, name in enumerate(sorted(set(names)))}
+    return np.fromiter(map(rank.__getitem__, names), dtype=np.int64, count=len(names))
 
 
 def bootstrap_means(values: np.ndarray, codes: np.ndarray, n_boot: int = 1000, seed: int = 0) -> np.ndarray:

@@ -16,6 +16,7 @@ per-question reductions use `numpy.ufunc.reduceat`.
 
 from __future__ import annotations
 
+from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
@@ -23,7 +24,7 @@ import numpy as np
 
 from statebox.schema import Item, ScoreRow
 from statebox.scoring.core import NAN, Answers, ScoredTable
-from statebox.scoring.layout import query_layout
+from statebox.scoring.layout import query_layout, query_targets
 from statebox.scoring.metrics import gpa_array, gpa_point
 from statebox.scoring.parsing import vcbench_number
 from statebox.scoring.predictions import responses_in_order
@@ -118,15 +119,21 @@ def score_responses(items: list[Item], responses: list[str | None]) -> ScoredTab
 
     What `score_table` scores once it has looked the answers up; `statebox score` and the chance
     baselines, whose responses come in that order already (`predictions.match_responses`), start here."""
+    return _score_parsed(items, parse_many(responses), responses.count(None))
+
+
+def score_coded(items: list[Item], texts: list[str], codes: np.ndarray) -> ScoredTable:
+    """`score_responses(items, [texts[c] for c in codes])` without the list: each distinct text is
+    parsed once and the counts are gathered by code (the chance baselines answer a million query
+    points with a few dozen texts)."""
+    parsed = np.array([NAN if value is None else value for value in map(vcbench_number, texts)], dtype=np.float64)
+    return _score_parsed(items, parsed[codes], 0)
+
+
+def _score_parsed(items: list[Item], pred: np.ndarray, missing: int) -> ScoredTable:
     layout = query_layout(items)
-    counts, starts = layout.counts, layout.starts
-    targets = np.fromiter(map(attrgetter("target"), layout.queries), dtype=np.float64, count=len(layout.queries))
-    missing = responses.count(None)
-    pred = parse_many(responses)
-    subtypes = [i.labels.get("counting_subtype", "") for i in items]
-    moc_ok = np.fromiter(map(MOC_SUBTYPES.__contains__, subtypes), dtype=bool, count=len(items))
-    uda_ok = np.fromiter(map(UDA_SUBTYPES.__contains__, subtypes), dtype=bool, count=len(items))
-    values = question_metrics(pred, targets, starts, counts, moc_ok, uda_ok)
+    moc_ok, uda_ok = _applicable(items)
+    values = question_metrics(pred, query_targets(items), layout.starts, layout.counts, moc_ok, uda_ok)
     failures = int(np.isnan(pred).sum()) - missing
     warnings = []
     if failures or missing:
@@ -135,6 +142,25 @@ def score_responses(items: list[Item], responses: list[str | None]) -> ScoredTab
             f"({missing} missing, {failures} unparseable); they score as wrong (GPA 0, direction mismatch)"
         )
     return ScoredTable(values=values, parse_failures=failures, queries=len(pred), missing=missing, warnings=warnings)
+
+
+_APPLICABLE: dict[tuple[int, int], tuple[list[Item], tuple[np.ndarray, np.ndarray]]] = {}
+
+
+def _applicable(items: list[Item]) -> tuple[np.ndarray, np.ndarray]:
+    """(MoC applies, UDA applies) per item, by subtype; cached by the list's identity as
+    `layout.query_layout` is (a report scores the same items three times)."""
+    key = (id(items), len(items))
+    entry = _APPLICABLE.get(key)
+    if entry is None or entry[0] is not items:
+        if len(_APPLICABLE) > 8:
+            _APPLICABLE.clear()
+        subtypes = list(map(dict.get, map(attrgetter("labels"), items), repeat("counting_subtype"), repeat("")))
+        moc_ok = np.fromiter(map(MOC_SUBTYPES.__contains__, subtypes), dtype=bool, count=len(items))
+        uda_ok = np.fromiter(map(UDA_SUBTYPES.__contains__, subtypes), dtype=bool, count=len(items))
+        moc_ok.flags.writeable = uda_ok.flags.writeable = False
+        entry = _APPLICABLE[key] = (items, (moc_ok, uda_ok))
+    return entry[1]
 
 
 def derive(means: dict[str, Any]) -> dict[str, Any]:
