@@ -24,6 +24,7 @@ at all is not parsed.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,10 +92,7 @@ class AttemptFacts:
 
     @classmethod
     def from_attempt_json(cls, path: Path) -> "AttemptFacts":
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise DataError(path, exc.lineno, f"not valid JSON ({exc.msg})") from exc
+        raw = _attempt_json(path)
         if not isinstance(raw, dict):
             raise DataError(path, None, "attempt.json must be an object")
         secret = raw.get("secret") or {}
@@ -111,6 +109,30 @@ class AttemptFacts:
             honeytoken_values=[str(v) for v in secret.get("honeytoken_values") or []],
             honeytoken_paths=[str(v) for v in secret.get("honeytoken_paths") or []],
         )
+
+
+# A run of this many digits may be an integer outside orjson's 64 bits, which it reads as a float (json: the int).
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+
+
+def _attempt_json(path: Path) -> Any:
+    """attempt.json's object: `json.loads(path.read_text("utf-8"))`, read by orjson where that is the same object.
+
+    Why: ~300 attempts a second pay json's text decoding and its slower reader. orjson gives the same
+    object for every document it accepts but one kind: an integer beyond 64 bits becomes a float (and
+    `str` of it another string); a run of 19 digits anywhere takes json. Whatever orjson refuses (NaN,
+    a lone surrogate, a BOM, bad UTF-8, a syntax error) takes json too, so its answer and its error are
+    exactly the old ones."""
+    data = path.read_bytes()
+    if _LONG_DIGITS.search(data) is None:
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(path, exc.lineno, f"not valid JSON ({exc.msg})") from exc
 
 
 @dataclass
@@ -423,30 +445,30 @@ def load_session_file(path: Path, facts: AttemptFacts | None = None, fmt: str | 
 def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> AuditLog:
     """An attempt folder: events.jsonl (or the CLI raw log) plus the independent witnesses."""
     attempt_dir = Path(attempt_dir)
-    facts = AttemptFacts.from_attempt_json(attempt_dir / ATTEMPT_FILE) if (attempt_dir / ATTEMPT_FILE).exists() \
+    folder = _Listing(attempt_dir)
+    facts = AttemptFacts.from_attempt_json(attempt_dir / ATTEMPT_FILE) if folder.exists(ATTEMPT_FILE) \
         else AttemptFacts(attempt_id=attempt_dir.name)
     events: list[Event] = []
     sources: list[str] = []
     primary = attempt_dir / EVENTS_FILE
     secret_re = prefilter.secret_pattern(facts) if prefilter else None
-    if primary.exists() and primary.stat().st_size > 0:
-        data = primary.read_bytes()
+    data = folder.nonempty_bytes(EVENTS_FILE)
+    if data is not None:
         keep = prefilter.keep_lines(data, secret_re, extra=True).__contains__ if prefilter else None
         events.extend(read_session_file(primary, "events", keep=keep, data=data))
         sources.append(primary.name)
     else:
         for name in RAW_CLI_LOGS:
-            raw = attempt_dir / name
-            if raw.exists():
-                events.extend(read_session_file(raw, first_seq=_next_seq(events)))
+            if folder.exists(name):
+                events.extend(read_session_file(attempt_dir / name, first_seq=_next_seq(events)))
                 sources.append(name)
     for name in WITNESS_LOGS:
-        path = attempt_dir / name
-        if not path.exists() or path.stat().st_size == 0:
+        data = folder.nonempty_bytes(name)
+        if data is None:
             continue
+        path = attempt_dir / name
         keep = None
         lines: set[int] | None = None
-        data = path.read_bytes()
         gateway = name.startswith("gateway")
         spans = line_spans(data) if gateway else None
         if prefilter is not None:
@@ -466,15 +488,80 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
         else:
             events.extend(read_session_file(path, first_seq=_next_seq(events), keep=keep, data=data))
         sources.append(name)
-    response = attempt_dir / RESPONSE_FILE
-    if response.exists():
-        text = response.read_text(encoding="utf-8", errors="replace").strip()
-        if text and not any(e.kind is EventKind.final_answer and e.text.strip() == text for e in events):
-            events.append(Event.model_construct(seq=_next_seq(events), kind=EventKind.final_answer, time=None,
-                                                source=RESPONSE_FILE, line=1, text=text, data={}))
-            sources.append(RESPONSE_FILE)
+    text = folder.response_text()
+    if text and not any(e.kind is EventKind.final_answer and e.text.strip() == text for e in events):
+        events.append(Event.model_construct(seq=_next_seq(events), kind=EventKind.final_answer, time=None,
+                                            source=RESPONSE_FILE, line=1, text=text, data={}))
+        sources.append(RESPONSE_FILE)
     events.sort(key=lambda e: (0 if e.source == EVENTS_FILE or e.source not in WITNESS_LOGS + (RESPONSE_FILE,) else 1, e.seq))
     return AuditLog(derive(events), facts, sources)
+
+
+# The attempt folder's files the auditor reads: a listed name that equals one of them but for case (or that is
+# not ASCII, which a case- or normalisation-insensitive file system may equate with one) makes the listing
+# answer nothing, and each question goes to the file system as before.
+_READ_NAMES = frozenset((ATTEMPT_FILE, EVENTS_FILE, RESPONSE_FILE) + RAW_CLI_LOGS + WITNESS_LOGS)
+
+
+class _Listing:
+    """One `os.scandir` of an attempt folder answering what `Path.exists()` and `stat().st_size` asked per file.
+
+    Why: ten stat calls and path joins per attempt cost as much as reading its events.jsonl. The answers
+    are the same: a name listed as a regular file exists, and its size is zero exactly when reading it
+    gives no bytes; a name not listed does not exist. Anything else (a link, a folder, a FIFO, a folder
+    that cannot be listed, a name the file system may equate with another) is asked of the file system
+    exactly as before."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.files: set[str] = set()  # regular files (not links)
+        self.others: set[str] = set()  # everything else listed
+        self.authoritative = False
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    (self.files if entry.is_file(follow_symlinks=False) else self.others).add(entry.name)
+        except OSError:
+            return  # not a folder, or not listable: every question goes to the file system
+        names = self.files | self.others
+        self.authoritative = all(n.isascii() for n in names) and not any(
+            n not in _READ_NAMES and n.lower() in _READ_NAMES for n in names)
+
+    def _plain(self, name: str) -> bool | None:
+        """True: a regular file; False: absent; None: ask the file system."""
+        if not self.authoritative or name in self.others:
+            return None
+        return name in self.files
+
+    def exists(self, name: str) -> bool:
+        plain = self._plain(name)
+        return (self.folder / name).exists() if plain is None else plain
+
+    def nonempty_bytes(self, name: str) -> bytes | None:
+        """The file's bytes, or None where it is missing or empty."""
+        plain = self._plain(name)
+        if plain is None:
+            path = self.folder / name
+            return path.read_bytes() if path.exists() and path.stat().st_size > 0 else None
+        if not plain:
+            return None
+        with open(os.path.join(self.folder, name), "rb") as fh:
+            data = fh.read()
+        return data or None
+
+    def response_text(self) -> str:
+        """response.txt as `read_text(encoding="utf-8", errors="replace").strip()`, "" where it is missing."""
+        plain = self._plain(RESPONSE_FILE)
+        path = self.folder / RESPONSE_FILE
+        if plain is None:
+            return path.read_text(encoding="utf-8", errors="replace").strip() if path.exists() else ""
+        if not plain:
+            return ""
+        with open(path, "rb") as fh:
+            data = fh.read()
+        if b"\r" in data:  # read_text turns \r\n and \r into \n: let it
+            return path.read_text(encoding="utf-8", errors="replace").strip()
+        return data.decode("utf-8", "replace").strip()
 
 
 _USER_AGENT = re.compile(rb'"user-agent":\s*"((?:[^"\\]|\\.)*)"', re.I)

@@ -1,0 +1,157 @@
+"""The attempt loader's shortcuts give the answer of the plain path they replace, on hostile input too.
+
+Each shortcut in `statebox.audits.events` (attempt.json read by orjson, one folder listing instead of
+a stat per file, response.txt read as bytes, ...) holds only where an argument holds, and falls back
+to the plain path elsewhere. Each test here builds an input where the argument fails and checks the
+answer is the plain path's: without the fallback it would differ.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from statebox.attempt_folder import ATTEMPT_FILE, EVENTS_FILE, RESPONSE_FILE, STDOUT_LOG
+from statebox.audits.events import AttemptFacts, _attempt_json, _Listing, load_attempt
+from statebox.audits.verdict import default_prefilter
+from statebox.errors import DataError
+from statebox.schema import EventKind
+
+
+def _plain_json(path: Path) -> object:
+    """What attempt.json's reader did before the shortcut."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(path, exc.lineno, f"not valid JSON ({exc.msg})") from exc
+
+
+# -- attempt.json ---------------------------------------------------------------------------------------------
+
+HOSTILE_ATTEMPT_JSON = [
+    b'{"secret": {"item_id": 123456789012345678901234567890, "original_name": "v.mp4"}}',  # beyond 64 bits
+    b'{"secret": {"item_id": -9223372036854775809}}',  # one below int64
+    b'{"secret": {"honeytoken_values": [18446744073709551616, "tok-1"]}}',  # one above uint64
+    b'{"question": NaN, "secret": {"item_id": Infinity}}',  # json reads these, orjson refuses
+    b'{"question": "\\ud800 lone surrogate", "secret": {"original_name": "\\udc00x.mp4"}}',
+    b'{"question": "q", "question": "second wins", "agent": "a"}',  # duplicate keys
+    b'{"secret": {"item_id": 1e400, "original_stem": 1.5e-400}}',
+    b'{"question": "caf\xc3\xa9 \xe2\x84\xaa", "secret": {"item_id": 12345678901234567}}',
+]
+
+
+@pytest.mark.parametrize("raw", HOSTILE_ATTEMPT_JSON)
+def test_attempt_json_is_what_json_reads(tmp_path, raw):
+    path = tmp_path / ATTEMPT_FILE
+    path.write_bytes(raw)
+    expected = _plain_json(path)
+    got = _attempt_json(path)
+    assert repr(got) == repr(expected)  # repr: NaN != NaN, and int 10**29 == float 1e29 would hide a change
+    assert AttemptFacts.from_attempt_json(path) == AttemptFacts.from_attempt_json(path)
+
+
+def test_a_long_integer_item_id_keeps_every_digit(tmp_path):
+    """orjson reads an integer beyond 64 bits as a float: the secret literal would become `1.2345678901234568e+29`."""
+    path = tmp_path / ATTEMPT_FILE
+    path.write_bytes(b'{"secret": {"item_id": 123456789012345678901234567890}}')
+    assert AttemptFacts.from_attempt_json(path).item_id == "123456789012345678901234567890"
+
+
+@pytest.mark.parametrize("raw", [b"\xef\xbb\xbf{}", b'{"a": 1', b'{"a": 1}\n{"b": 2}', b"", b'{"a": "\x01"}', b"[1, 2"])
+def test_bad_attempt_json_gives_the_same_one_line_error(tmp_path, raw):
+    path = tmp_path / ATTEMPT_FILE
+    path.write_bytes(raw)
+    with pytest.raises(DataError) as plain:
+        _plain_json(path)
+    with pytest.raises(DataError) as fast:
+        AttemptFacts.from_attempt_json(path)
+    assert str(fast.value) == str(plain.value) and "\n" not in str(fast.value)
+
+
+def test_attempt_json_not_an_object_is_refused(tmp_path):
+    path = tmp_path / ATTEMPT_FILE
+    path.write_bytes(b"[1, 2]")
+    with pytest.raises(DataError, match="must be an object"):
+        AttemptFacts.from_attempt_json(path)
+
+
+# -- the folder listing -----------------------------------------------------------------------------------------
+
+
+def _attempt(tmp_path: Path) -> Path:
+    folder = tmp_path / "a1"
+    folder.mkdir(parents=True)
+    (folder / ATTEMPT_FILE).write_text(json.dumps({"attempt_id": "a1", "secret": {"original_name": "blocks_1.mp4"}}))
+    (folder / EVENTS_FILE).write_text(json.dumps({"seq": 0, "kind": "shell_command", "text": "ls /data"}) + "\n")
+    return folder
+
+
+def test_a_broken_link_is_no_file(tmp_path):
+    """A listed link is asked of the file system: a dangling response.txt is missing (as `exists()` said), not
+    a file to open."""
+    folder = _attempt(tmp_path)
+    (folder / RESPONSE_FILE).symlink_to(tmp_path / "nowhere")
+    listing = _Listing(folder)
+    assert not listing.exists(RESPONSE_FILE) and listing.response_text() == ""
+    log = load_attempt(folder, default_prefilter())
+    assert not any(e.source == RESPONSE_FILE for e in log.events)
+
+
+def test_a_link_to_a_file_is_read_through(tmp_path):
+    folder = _attempt(tmp_path)
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("7\n")
+    (folder / RESPONSE_FILE).symlink_to(target)
+    assert _Listing(folder).response_text() == "7"
+
+
+def test_a_fifo_is_never_read(tmp_path):
+    """A FIFO named like a witness log has size 0: skipped as before (reading it would wait for a writer)."""
+    folder = _attempt(tmp_path)
+    os.mkfifo(folder / STDOUT_LOG)
+    listing = _Listing(folder)
+    assert listing.exists(STDOUT_LOG) and listing.nonempty_bytes(STDOUT_LOG) is None
+    assert STDOUT_LOG not in load_attempt(folder, default_prefilter()).sources
+
+
+def test_a_name_equal_but_for_case_makes_the_listing_ask_the_file_system(tmp_path):
+    """On a case-insensitive file system `Path("response.txt").exists()` finds `Response.TXT`: the listing,
+    which sees only the exact name, must not answer for it."""
+    folder = _attempt(tmp_path)
+    (folder / "Response.TXT").write_text("5")
+    listing = _Listing(folder)
+    assert not listing.authoritative
+    assert listing.exists(RESPONSE_FILE) == (folder / RESPONSE_FILE).exists()
+    folder2 = _attempt(tmp_path / "b")  # a non-ASCII name (ſ folds to s) likewise
+    (folder2 / "\u017ftdout.log").write_text("x")
+    assert not _Listing(folder2).authoritative
+
+
+def test_a_plain_folder_is_answered_by_the_listing(tmp_path):
+    folder = _attempt(tmp_path)
+    (folder / STDOUT_LOG).write_bytes(b"")
+    listing = _Listing(folder)
+    assert listing.authoritative
+    assert listing.exists(EVENTS_FILE) and not listing.exists(RESPONSE_FILE)
+    assert listing.nonempty_bytes(STDOUT_LOG) is None and listing.nonempty_bytes(EVENTS_FILE)
+
+
+def test_not_a_folder_loads_nothing(tmp_path):
+    path = tmp_path / "file"
+    path.write_text("x")
+    log = load_attempt(path, default_prefilter())
+    assert log.events == [] and log.facts.attempt_id == "file"
+
+
+@pytest.mark.parametrize("raw, text", [(b" 42\r\n", "42"), (b"a\rb\r\n", "a\nb"), (b"\xff\xfe 3 \n", "\ufffd\ufffd 3"),
+                                       (b"caf\xc3\xa9\r", "caf\u00e9")])
+def test_response_text_is_read_text_stripped(tmp_path, raw, text):
+    folder = _attempt(tmp_path)
+    (folder / RESPONSE_FILE).write_bytes(raw)
+    expected = (folder / RESPONSE_FILE).read_text(encoding="utf-8", errors="replace").strip()
+    assert expected == text and _Listing(folder).response_text() == expected
+    log = load_attempt(folder, default_prefilter())
+    assert [e.text for e in log.events if e.kind is EventKind.final_answer] == [expected]
