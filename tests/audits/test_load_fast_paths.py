@@ -155,3 +155,40 @@ def test_response_text_is_read_text_stripped(tmp_path, raw, text):
     assert expected == text and _Listing(folder).response_text() == expected
     log = load_attempt(folder, default_prefilter())
     assert [e.text for e in log.events if e.kind is EventKind.final_answer] == [expected]
+
+
+# -- the events.jsonl prefilter: RE2's engine called per hit -----------------------------------------------------
+
+PIECES = [b"\n", b"\n\n", b"curl ", b"env\n", b"\n env", b'"kind": "message"', b'"KIND":   "Final_Answer"', b'"\xe2\x84\xaaind": "message"',
+          b"/data/", b"x" * 50, b" ", b"os.walk(", b"\xff", b"\xc5\xbf", b"ENV", b"set\n", b"{", b"}", b"a", b"b\n"]
+
+
+def _hostile(seed: int) -> bytes:
+    import random
+
+    rng = random.Random(seed)
+    return b"".join(rng.choice(PIECES) for _ in range(rng.randint(0, 400)))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_engine_lines_are_matching_lines(seed):
+    """Hits on every line, matches across a newline (`[^a-z]env` starting at one), case folds, empty data."""
+    from statebox.audits.events import engine_matching_lines
+    from statebox.audits.fastmatch import compile_any, matching_lines
+
+    prefilter = default_prefilter()
+    data = _hostile(seed)
+    for matcher in (prefilter.static, prefilter.always, compile_any([r"[^a-z]env", r"b*"]), compile_any([r"(^|\n)set"])):
+        assert engine_matching_lines(matcher, data) == matching_lines(matcher, data)
+
+
+def test_engine_lines_take_matching_lines_for_another_engine():
+    """Python's `re` (the fallback where RE2 is missing) has no RE2 engine to call: matching_lines answers."""
+    import re
+
+    from statebox.audits.events import engine_matching_lines
+    from statebox.audits.fastmatch import matching_lines
+
+    matcher = re.compile(rb"(?im)curl|[^a-z]env")
+    data = _hostile(7)
+    assert engine_matching_lines(matcher, data) == matching_lines(matcher, data)
