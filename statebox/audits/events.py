@@ -397,20 +397,28 @@ def derive(events: list[Event]) -> list[Event]:
     """Insert, after each action, the file/network events its text implies (sharing its seq); after each
     tool output, the places it shows were listed (op `seen`, whatever the command's spelling)."""
     out: list[Event] = []
+    append = out.append
+    tool_output, shell_command, tool_call = EventKind.tool_output, EventKind.shell_command, EventKind.tool_call
     for event in events:
-        out.append(event)
-        if event.kind is EventKind.tool_output:
+        append(event)
+        kind = event.kind
+        if kind is tool_output:
             text = event.text
-            found = output_accesses(text) if "/" in text or ("proc" in text and "boot" in text) else []
-        elif event.kind in (EventKind.shell_command, EventKind.tool_call):
+            if "/" not in text and ("proc" not in text or "boot" not in text):
+                continue
+            found = output_accesses(text)
+        elif kind is shell_command or kind is tool_call:
             found = event_accesses(event)
         else:
             continue
+        if not found:
+            continue
+        seq, source, line, time = event.seq, event.source, event.line, event.time
         for acc in found:
-            out.append(new_event(
-                event.seq, _OP_KIND[acc.op], event.source, event.line, acc.target,
-                {"derived_from": event.seq, "op": acc.op, "via": acc.via, "pattern": acc.pattern,
-                 "path" if acc.op != "network" else "url": acc.target}, time=event.time))
+            op = acc.op
+            append(new_event(seq, _OP_KIND[op], source, line, acc.target,
+                             {"derived_from": seq, "op": op, "via": acc.via, "pattern": acc.pattern,
+                              "path" if op != "network" else "url": acc.target}, time))
     return out
 
 
