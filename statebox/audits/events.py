@@ -290,34 +290,53 @@ def line_spans(data: bytes) -> list[tuple[int, int]]:
         start = nl + 1
 
 
-def _read_events_jsonl(path: Path, keep: Callable[[int], bool] | None, data: bytes | None = None) -> list[Event]:
+def _read_events_jsonl(path: Path, keep: Callable[[int], bool] | None, data: bytes | None = None,
+                       kept: set[int] | None = None) -> list[Event]:
+    """Events of an events.jsonl. `keep(line_no)`: whether a line may matter. `kept`: the same as a set of
+    line numbers; then only those lines are visited, and the shape check of the skipped ones is one pass
+    over their first bytes (the first error in the file is still the one raised)."""
     events: list[Event] = []
     lines = (path.read_bytes() if data is None else data).split(b"\n")
     # the last line holding bytes (the split leaves an empty part after a final newline)
     last = len(lines) - (2 if len(lines) > 1 and not lines[-1] else 1)
-    for index, raw in enumerate(lines):
-        line_no = index + 1
-        if keep is not None and not keep(line_no):
-            if raw[:1] != b"{" and raw.strip() and index < last:  # cheap shape check on skipped lines
-                raise DataError(path, line_no, "not a session event (not a JSON object)")
-            continue
-        raw = raw.strip()
-        if not raw:
-            continue
-        try:
-            obj = _loads(raw)
-            event = Event.model_validate(obj)
-        except (json.JSONDecodeError, ValueError, UnicodeDecodeError) as exc:
-            if index >= last:
-                continue  # a torn last line from a killed run
-            raise DataError(path, line_no, f"not a session event ({str(exc).splitlines()[0][:120]})") from exc
-        if not event.source:
-            event.source = path.name
-        if event.line is None:
-            event.line = line_no
-            event.data = dict(event.data or {}, events_line=line_no)
-        events.append(event)
+    if kept is None:
+        for index, raw in enumerate(lines):
+            if keep is not None and not keep(index + 1):
+                if raw[:1] != b"{" and raw.strip() and index < last:  # cheap shape check on skipped lines
+                    raise DataError(path, index + 1, "not a session event (not a JSON object)")
+                continue
+            _read_event_line(path, raw, index, last, events)
+        return events
+    bad = next((index for index, raw in enumerate(lines)
+                if raw[:1] != b"{" and index + 1 not in kept and index < last and raw.strip()), None)
+    for index in sorted(n - 1 for n in kept if 0 < n <= len(lines)):
+        if bad is not None and bad < index:
+            break
+        _read_event_line(path, lines[index], index, last, events)
+    if bad is not None:
+        raise DataError(path, bad + 1, "not a session event (not a JSON object)")
     return events
+
+
+def _read_event_line(path: Path, raw: bytes, index: int, last: int, events: list[Event]) -> None:
+    """One kept line of an events.jsonl onto `events` (a blank line or a torn last one adds nothing)."""
+    raw = raw.strip()
+    if not raw:
+        return
+    line_no = index + 1
+    try:
+        obj = _loads(raw)
+        event = Event.model_validate(obj)
+    except (json.JSONDecodeError, ValueError, UnicodeDecodeError) as exc:
+        if index >= last:
+            return  # a torn last line from a killed run
+        raise DataError(path, line_no, f"not a session event ({str(exc).splitlines()[0][:120]})") from exc
+    if not event.source:
+        event.source = path.name
+    if event.line is None:
+        event.line = line_no
+        event.data = dict(event.data or {}, events_line=line_no)
+    events.append(event)
 
 
 def _loads(raw: bytes | str) -> Any:
@@ -468,8 +487,8 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
     secret_re = prefilter.secret_pattern(facts) if prefilter else None
     data = folder.nonempty_bytes(EVENTS_FILE)
     if data is not None:
-        keep = prefilter.keep_lines(data, secret_re, extra=True).__contains__ if prefilter else None
-        events.extend(read_session_file(primary, "events", keep=keep, data=data))
+        kept = prefilter.keep_lines(data, secret_re, extra=True) if prefilter else None
+        events.extend(_read_events_jsonl(primary, None, data, kept))
         sources.append(primary.name)
     else:
         for name in RAW_CLI_LOGS:

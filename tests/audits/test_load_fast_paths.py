@@ -192,3 +192,33 @@ def test_engine_lines_take_matching_lines_for_another_engine():
     matcher = re.compile(rb"(?im)curl|[^a-z]env")
     data = _hostile(7)
     assert engine_matching_lines(matcher, data) == matching_lines(matcher, data)
+
+
+# -- events.jsonl: only the kept lines are visited ----------------------------------------------------------------
+
+EVENT_LINES = [b'{"seq": 1, "kind": "shell_command", "text": "ls"}', b'{"seq": 2, "kind": "message", "text": "hi"}', b"",
+               b"   ", b"not json", b'{"seq": "x"}', b'{"seq": 3, "kind": "shell', b"[1]", b'{"seq": 4, "kind": "error"}\r',
+               b' {"seq": 5, "kind": "tool_output", "text": "/data"}']
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_visiting_kept_lines_is_reading_with_keep(tmp_path, seed):
+    """The same events, or the same first error, as the line-by-line reader with `keep` (bad lines kept or
+    skipped, before or after each other, a torn last line)."""
+    import random
+
+    from statebox.audits.events import _read_events_jsonl
+
+    rng = random.Random(seed)
+    data = b"\n".join(rng.choice(EVENT_LINES) for _ in range(rng.randint(0, 12))) + rng.choice([b"", b"\n"])
+    path = tmp_path / EVENTS_FILE
+    path.write_bytes(data)
+    kept = {n for n in range(1, data.count(b"\n") + 3) if rng.random() < 0.5}
+
+    def outcome(**how: object) -> object:
+        try:
+            return [e.model_dump() for e in _read_events_jsonl(path, data=data, **how)]  # type: ignore[arg-type]
+        except DataError as exc:
+            return str(exc)
+
+    assert outcome(keep=kept.__contains__) == outcome(keep=None, kept=kept)
