@@ -618,12 +618,17 @@ def out_of_band_lines(path: Path) -> set[int]:
 def _out_of_band(data: bytes, spans: list[tuple[int, int]]) -> set[int]:
     """`out_of_band_lines` over a log already read (only each line's head is looked at)."""
     agents: list[tuple[int, bytes]] = []
+    find = data.find
+    search = _USER_AGENT.search
     for n, (start, end) in enumerate(spans, start=1):
-        if data.find(b'"request":', start, end) < 0:
+        request = find(b'"request":', start, end)
+        if request < 0:
             continue  # a refusal logs no request (nor, mostly, headers): it neither votes nor is out of band
-        head = data[start:min(end + 1, start + 8192)]  # headers come before the request body
-        cut = head.find(b'"request":')
-        m = _USER_AGENT.search(head[:cut] if cut >= 0 else head)
+        # headers come before the request body: the user-agent is looked for in the line's first 8 KiB (newline
+        # included) up to the first `"request":`, searched in place (the pattern has no anchor or lookbehind a
+        # start position could change, so this is searching that slice)
+        head_end = min(end + 1, start + 8192)
+        m = search(data, start, request if request + 10 <= head_end else head_end)
         agents.append((n, m.group(1) if m else b""))
     if len(agents) < 2:
         return set()

@@ -222,3 +222,76 @@ def test_visiting_kept_lines_is_reading_with_keep(tmp_path, seed):
             return str(exc)
 
     assert outcome(keep=kept.__contains__) == outcome(keep=None, kept=kept)
+
+
+# -- gateway user-agents: searched in place -------------------------------------------------------------------------
+
+
+def _sliced_agents(data: bytes) -> list[tuple[int, bytes]]:
+    """What `_out_of_band` read per line before: the user-agent in a copy of the line's head cut at `"request":`."""
+    import re
+
+    from statebox.audits.events import line_spans
+
+    pattern = re.compile(rb'"user-agent":\s*"((?:[^"\\]|\\.)*)"', re.I)
+    agents = []
+    for n, (start, end) in enumerate(line_spans(data), start=1):
+        if data.find(b'"request":', start, end) < 0:
+            continue
+        head = data[start:min(end + 1, start + 8192)]
+        cut = head.find(b'"request":')
+        m = pattern.search(head[:cut] if cut >= 0 else head)
+        agents.append((n, m.group(1) if m else b""))
+    return agents
+
+
+def _gateway_line(rng, agent: bytes) -> bytes:
+    header = b'{"headers": {"User-Agent": "' + agent + b'"}, '
+    pad = b"x" * rng.choice([0, 10, 8192 - len(header) - 12, 8192 - len(header) - 9, 8192 - len(header) - 3, 9000])
+    parts = [header, b'"pad": "' + pad + b'", ', b'"request": {"user-agent": "inner"}, "response": {}}']
+    if rng.random() < 0.3:
+        parts = [parts[2], parts[1], parts[0]]  # the request first: its own user-agent must not count
+    if rng.random() < 0.2:
+        parts = [b'{"refused": "budget"}']
+    return b"".join(parts)
+
+
+def _edge_lines() -> list[bytes]:
+    """A user-agent only after the 8 KiB head, and one whose value runs into a `"request":` cut by the head's end
+    (its closing quote is the request's opening one: found in the cut head, not before the request)."""
+    lines = []
+    for shift in range(-12, 4):
+        ua = b'{"pad": "' + b"y" * (8192 - 40 + shift) + b'", "user-agent": "late'
+        lines.append(ua + b'"request": {}, "user-agent": "after"}')
+    lines.append(b'{"pad": "' + b"z" * 9000 + b'", "user-agent": "beyond-head", "request": {}}')
+    return lines
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_user_agents_searched_in_place_are_the_sliced_ones(seed):
+    """`"request":` before, across and after the 8 KiB head, user-agents with escapes, refusals, a final newline."""
+    import random
+
+    from statebox.audits import events
+
+    rng = random.Random(seed)
+    agents = [b"claude-cli/1.0", b"python-requests/2.31", b'sp\\"oof', b"OpenAI/Python 1.2", b""]
+    made = [_gateway_line(rng, rng.choice(agents)) for _ in range(rng.randint(1, 8))]
+    if seed < 17:
+        made.insert(rng.randint(0, len(made)), _edge_lines()[seed])
+    data = b"\n".join(made) + rng.choice([b"", b"\n"])
+    seen: list[tuple[int, bytes]] = []
+    original = events._USER_AGENT
+
+    class Recording:
+        def search(self, *args: object) -> object:
+            m = original.search(*args)  # type: ignore[call-overload]
+            seen.append(m.group(1) if m else b"")
+            return m
+
+    events._USER_AGENT = Recording()  # type: ignore[assignment]
+    try:
+        events._out_of_band(data, events.line_spans(data))
+    finally:
+        events._USER_AGENT = original
+    assert [ua for _, ua in _sliced_agents(data)] == seen
