@@ -24,12 +24,19 @@ at all is not parsed.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, TypeVar
 
 import orjson
+
+try:  # the RE2 binding fastmatch compiles with (a declared dependency): its engine is called directly per hit
+    import re2 as _re2_module
+    _UNANCHORED: Any = _re2_module._re2.RE2.Anchor.UNANCHORED
+except (ImportError, AttributeError):  # pragma: no cover - no wheel, or one laid out otherwise: matching_lines
+    _UNANCHORED = None
 
 from statebox.attempt_folder import (ATTEMPT_FILE, CLAUDE_STREAM_LOG, CODEX_LOG, EVENTS_FILE, GATEWAY_LOG, RESPONSE_FILE,
                                      STDERR_LOG, STDOUT_LOG)
@@ -91,10 +98,7 @@ class AttemptFacts:
 
     @classmethod
     def from_attempt_json(cls, path: Path) -> "AttemptFacts":
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise DataError(path, exc.lineno, f"not valid JSON ({exc.msg})") from exc
+        raw = _attempt_json(path)
         if not isinstance(raw, dict):
             raise DataError(path, None, "attempt.json must be an object")
         secret = raw.get("secret") or {}
@@ -111,6 +115,30 @@ class AttemptFacts:
             honeytoken_values=[str(v) for v in secret.get("honeytoken_values") or []],
             honeytoken_paths=[str(v) for v in secret.get("honeytoken_paths") or []],
         )
+
+
+# A run of this many digits may be an integer outside orjson's 64 bits, which it reads as a float (json: the int).
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+
+
+def _attempt_json(path: Path) -> Any:
+    """attempt.json's object: `json.loads(path.read_text("utf-8"))`, read by orjson where that is the same object.
+
+    Why: ~300 attempts a second pay json's text decoding and its slower reader. orjson gives the same
+    object for every document it accepts but one kind: an integer beyond 64 bits becomes a float (and
+    `str` of it another string); a run of 19 digits anywhere takes json. Whatever orjson refuses (NaN,
+    a lone surrogate, a BOM, bad UTF-8, a syntax error) takes json too, so its answer and its error are
+    exactly the old ones."""
+    data = path.read_bytes()
+    if _LONG_DIGITS.search(data) is None:
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(path, exc.lineno, f"not valid JSON ({exc.msg})") from exc
 
 
 @dataclass
@@ -262,34 +290,53 @@ def line_spans(data: bytes) -> list[tuple[int, int]]:
         start = nl + 1
 
 
-def _read_events_jsonl(path: Path, keep: Callable[[int], bool] | None, data: bytes | None = None) -> list[Event]:
+def _read_events_jsonl(path: Path, keep: Callable[[int], bool] | None, data: bytes | None = None,
+                       kept: set[int] | None = None) -> list[Event]:
+    """Events of an events.jsonl. `keep(line_no)`: whether a line may matter. `kept`: the same as a set of
+    line numbers; then only those lines are visited, and the shape check of the skipped ones is one pass
+    over their first bytes (the first error in the file is still the one raised)."""
     events: list[Event] = []
     lines = (path.read_bytes() if data is None else data).split(b"\n")
     # the last line holding bytes (the split leaves an empty part after a final newline)
     last = len(lines) - (2 if len(lines) > 1 and not lines[-1] else 1)
-    for index, raw in enumerate(lines):
-        line_no = index + 1
-        if keep is not None and not keep(line_no):
-            if raw[:1] != b"{" and raw.strip() and index < last:  # cheap shape check on skipped lines
-                raise DataError(path, line_no, "not a session event (not a JSON object)")
-            continue
-        raw = raw.strip()
-        if not raw:
-            continue
-        try:
-            obj = _loads(raw)
-            event = Event.model_validate(obj)
-        except (json.JSONDecodeError, ValueError, UnicodeDecodeError) as exc:
-            if index >= last:
-                continue  # a torn last line from a killed run
-            raise DataError(path, line_no, f"not a session event ({str(exc).splitlines()[0][:120]})") from exc
-        if not event.source:
-            event.source = path.name
-        if event.line is None:
-            event.line = line_no
-            event.data = dict(event.data or {}, events_line=line_no)
-        events.append(event)
+    if kept is None:
+        for index, raw in enumerate(lines):
+            if keep is not None and not keep(index + 1):
+                if raw[:1] != b"{" and raw.strip() and index < last:  # cheap shape check on skipped lines
+                    raise DataError(path, index + 1, "not a session event (not a JSON object)")
+                continue
+            _read_event_line(path, raw, index, last, events)
+        return events
+    bad = next((index for index, raw in enumerate(lines)
+                if raw[:1] != b"{" and index + 1 not in kept and index < last and raw.strip()), None)
+    for index in sorted(n - 1 for n in kept if 0 < n <= len(lines)):
+        if bad is not None and bad < index:
+            break
+        _read_event_line(path, lines[index], index, last, events)
+    if bad is not None:
+        raise DataError(path, bad + 1, "not a session event (not a JSON object)")
     return events
+
+
+def _read_event_line(path: Path, raw: bytes, index: int, last: int, events: list[Event]) -> None:
+    """One kept line of an events.jsonl onto `events` (a blank line or a torn last one adds nothing)."""
+    raw = raw.strip()
+    if not raw:
+        return
+    line_no = index + 1
+    try:
+        obj = _loads(raw)
+        event = Event.model_validate(obj)
+    except (json.JSONDecodeError, ValueError, UnicodeDecodeError) as exc:
+        if index >= last:
+            return  # a torn last line from a killed run
+        raise DataError(path, line_no, f"not a session event ({str(exc).splitlines()[0][:120]})") from exc
+    if not event.source:
+        event.source = path.name
+    if event.line is None:
+        event.line = line_no
+        event.data = dict(event.data or {}, events_line=line_no)
+    events.append(event)
 
 
 def _loads(raw: bytes | str) -> Any:
@@ -369,20 +416,28 @@ def derive(events: list[Event]) -> list[Event]:
     """Insert, after each action, the file/network events its text implies (sharing its seq); after each
     tool output, the places it shows were listed (op `seen`, whatever the command's spelling)."""
     out: list[Event] = []
+    append = out.append
+    tool_output, shell_command, tool_call = EventKind.tool_output, EventKind.shell_command, EventKind.tool_call
     for event in events:
-        out.append(event)
-        if event.kind is EventKind.tool_output:
+        append(event)
+        kind = event.kind
+        if kind is tool_output:
             text = event.text
-            found = output_accesses(text) if "/" in text or ("proc" in text and "boot" in text) else []
-        elif event.kind in (EventKind.shell_command, EventKind.tool_call):
+            if "/" not in text and ("proc" not in text or "boot" not in text):
+                continue
+            found = output_accesses(text)
+        elif kind is shell_command or kind is tool_call:
             found = event_accesses(event)
         else:
             continue
+        if not found:
+            continue
+        seq, source, line, time = event.seq, event.source, event.line, event.time
         for acc in found:
-            out.append(new_event(
-                event.seq, _OP_KIND[acc.op], event.source, event.line, acc.target,
-                {"derived_from": event.seq, "op": acc.op, "via": acc.via, "pattern": acc.pattern,
-                 "path" if acc.op != "network" else "url": acc.target}, time=event.time))
+            op = acc.op
+            append(new_event(seq, _OP_KIND[op], source, line, acc.target,
+                             {"derived_from": seq, "op": op, "via": acc.via, "pattern": acc.pattern,
+                              "path" if op != "network" else "url": acc.target}, time))
     return out
 
 
@@ -423,30 +478,30 @@ def load_session_file(path: Path, facts: AttemptFacts | None = None, fmt: str | 
 def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> AuditLog:
     """An attempt folder: events.jsonl (or the CLI raw log) plus the independent witnesses."""
     attempt_dir = Path(attempt_dir)
-    facts = AttemptFacts.from_attempt_json(attempt_dir / ATTEMPT_FILE) if (attempt_dir / ATTEMPT_FILE).exists() \
+    folder = _Listing(attempt_dir)
+    facts = AttemptFacts.from_attempt_json(attempt_dir / ATTEMPT_FILE) if folder.exists(ATTEMPT_FILE) \
         else AttemptFacts(attempt_id=attempt_dir.name)
     events: list[Event] = []
     sources: list[str] = []
     primary = attempt_dir / EVENTS_FILE
     secret_re = prefilter.secret_pattern(facts) if prefilter else None
-    if primary.exists() and primary.stat().st_size > 0:
-        data = primary.read_bytes()
-        keep = prefilter.keep_lines(data, secret_re, extra=True).__contains__ if prefilter else None
-        events.extend(read_session_file(primary, "events", keep=keep, data=data))
+    data = folder.nonempty_bytes(EVENTS_FILE)
+    if data is not None:
+        kept = prefilter.keep_lines(data, secret_re, extra=True) if prefilter else None
+        events.extend(_read_events_jsonl(primary, None, data, kept))
         sources.append(primary.name)
     else:
         for name in RAW_CLI_LOGS:
-            raw = attempt_dir / name
-            if raw.exists():
-                events.extend(read_session_file(raw, first_seq=_next_seq(events)))
+            if folder.exists(name):
+                events.extend(read_session_file(attempt_dir / name, first_seq=_next_seq(events)))
                 sources.append(name)
     for name in WITNESS_LOGS:
-        path = attempt_dir / name
-        if not path.exists() or path.stat().st_size == 0:
+        data = folder.nonempty_bytes(name)
+        if data is None:
             continue
+        path = attempt_dir / name
         keep = None
         lines: set[int] | None = None
-        data = path.read_bytes()
         gateway = name.startswith("gateway")
         spans = line_spans(data) if gateway else None
         if prefilter is not None:
@@ -466,15 +521,80 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
         else:
             events.extend(read_session_file(path, first_seq=_next_seq(events), keep=keep, data=data))
         sources.append(name)
-    response = attempt_dir / RESPONSE_FILE
-    if response.exists():
-        text = response.read_text(encoding="utf-8", errors="replace").strip()
-        if text and not any(e.kind is EventKind.final_answer and e.text.strip() == text for e in events):
-            events.append(Event.model_construct(seq=_next_seq(events), kind=EventKind.final_answer, time=None,
-                                                source=RESPONSE_FILE, line=1, text=text, data={}))
-            sources.append(RESPONSE_FILE)
+    text = folder.response_text()
+    if text and not any(e.kind is EventKind.final_answer and e.text.strip() == text for e in events):
+        events.append(Event.model_construct(seq=_next_seq(events), kind=EventKind.final_answer, time=None,
+                                            source=RESPONSE_FILE, line=1, text=text, data={}))
+        sources.append(RESPONSE_FILE)
     events.sort(key=lambda e: (0 if e.source == EVENTS_FILE or e.source not in WITNESS_LOGS + (RESPONSE_FILE,) else 1, e.seq))
     return AuditLog(derive(events), facts, sources)
+
+
+# The attempt folder's files the auditor reads: a listed name that equals one of them but for case (or that is
+# not ASCII, which a case- or normalisation-insensitive file system may equate with one) makes the listing
+# answer nothing, and each question goes to the file system as before.
+_READ_NAMES = frozenset((ATTEMPT_FILE, EVENTS_FILE, RESPONSE_FILE) + RAW_CLI_LOGS + WITNESS_LOGS)
+
+
+class _Listing:
+    """One `os.scandir` of an attempt folder answering what `Path.exists()` and `stat().st_size` asked per file.
+
+    Why: ten stat calls and path joins per attempt cost as much as reading its events.jsonl. The answers
+    are the same: a name listed as a regular file exists, and its size is zero exactly when reading it
+    gives no bytes; a name not listed does not exist. Anything else (a link, a folder, a FIFO, a folder
+    that cannot be listed, a name the file system may equate with another) is asked of the file system
+    exactly as before."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.files: set[str] = set()  # regular files (not links)
+        self.others: set[str] = set()  # everything else listed
+        self.authoritative = False
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    (self.files if entry.is_file(follow_symlinks=False) else self.others).add(entry.name)
+        except OSError:
+            return  # not a folder, or not listable: every question goes to the file system
+        names = self.files | self.others
+        self.authoritative = all(n.isascii() for n in names) and not any(
+            n not in _READ_NAMES and n.lower() in _READ_NAMES for n in names)
+
+    def _plain(self, name: str) -> bool | None:
+        """True: a regular file; False: absent; None: ask the file system."""
+        if not self.authoritative or name in self.others:
+            return None
+        return name in self.files
+
+    def exists(self, name: str) -> bool:
+        plain = self._plain(name)
+        return (self.folder / name).exists() if plain is None else plain
+
+    def nonempty_bytes(self, name: str) -> bytes | None:
+        """The file's bytes, or None where it is missing or empty."""
+        plain = self._plain(name)
+        if plain is None:
+            path = self.folder / name
+            return path.read_bytes() if path.exists() and path.stat().st_size > 0 else None
+        if not plain:
+            return None
+        with open(os.path.join(self.folder, name), "rb") as fh:
+            data = fh.read()
+        return data or None
+
+    def response_text(self) -> str:
+        """response.txt as `read_text(encoding="utf-8", errors="replace").strip()`, "" where it is missing."""
+        plain = self._plain(RESPONSE_FILE)
+        path = self.folder / RESPONSE_FILE
+        if plain is None:
+            return path.read_text(encoding="utf-8", errors="replace").strip() if path.exists() else ""
+        if not plain:
+            return ""
+        with open(path, "rb") as fh:
+            data = fh.read()
+        if b"\r" in data:  # read_text turns \r\n and \r into \n: let it
+            return path.read_text(encoding="utf-8", errors="replace").strip()
+        return data.decode("utf-8", "replace").strip()
 
 
 _USER_AGENT = re.compile(rb'"user-agent":\s*"((?:[^"\\]|\\.)*)"', re.I)
@@ -498,12 +618,17 @@ def out_of_band_lines(path: Path) -> set[int]:
 def _out_of_band(data: bytes, spans: list[tuple[int, int]]) -> set[int]:
     """`out_of_band_lines` over a log already read (only each line's head is looked at)."""
     agents: list[tuple[int, bytes]] = []
+    find = data.find
+    search = _USER_AGENT.search
     for n, (start, end) in enumerate(spans, start=1):
-        if data.find(b'"request":', start, end) < 0:
+        request = find(b'"request":', start, end)
+        if request < 0:
             continue  # a refusal logs no request (nor, mostly, headers): it neither votes nor is out of band
-        head = data[start:min(end + 1, start + 8192)]  # headers come before the request body
-        cut = head.find(b'"request":')
-        m = _USER_AGENT.search(head[:cut] if cut >= 0 else head)
+        # headers come before the request body: the user-agent is looked for in the line's first 8 KiB (newline
+        # included) up to the first `"request":`, searched in place (the pattern has no anchor or lookbehind a
+        # start position could change, so this is searching that slice)
+        head_end = min(end + 1, start + 8192)
+        m = search(data, start, request if request + 10 <= head_end else head_end)
         agents.append((n, m.group(1) if m else b""))
     if len(agents) < 2:
         return set()
@@ -548,7 +673,12 @@ class Prefilter:
 
     def keep_lines(self, data: bytes, secret_re: Literals | None, extra: bool = False) -> set[int]:
         """Candidate lines of an events.jsonl already read (`extra`: also the always-parsed kinds)."""
-        return self._lines(data, [self.static, secret_re, self.always if extra else None])
+        lines = engine_matching_lines(self.static, data)
+        if secret_re is not None:
+            lines |= secret_re.lines(data)
+        if extra and self.always is not None:
+            lines |= engine_matching_lines(self.always, data)
+        return lines
 
     def keep(self, path: Path, secret_re: Literals | None, extra: bool = False) -> Callable[[int], bool]:
         return self.keep_lines(path.read_bytes(), secret_re, extra).__contains__
@@ -595,6 +725,38 @@ class Prefilter:
             if search(reply) is not None or gateway_log.has_provider_item(reply):
                 keep.add(n)
         return keep
+
+
+def engine_matching_lines(matcher: Any, data: bytes) -> set[int]:
+    """`fastmatch.matching_lines(matcher, data)`, asking RE2's engine directly for each hit.
+
+    Why: google-re2's `search` wraps each call in a generator and a match object (~2.5 us); an
+    events.jsonl has a hit on every few lines, and those wrappers were a third of its static scan.
+    The engine call is the one `search(data, pos)` makes for bytes (`_Regexp._match`: `Match(UNANCHORED,
+    data, pos, len(data))`, (-1, -1) for none), so the hits, and the lines, are the same; a matcher
+    without that engine (Python's `re`, another RE2 binding) takes `matching_lines` itself."""
+    engine = getattr(getattr(matcher, "_regexp", None), "Match", None)
+    if engine is None or _UNANCHORED is None or not isinstance(data, bytes):
+        return matching_lines(matcher, data)
+    lines: set[int] = set()
+    count = data.count
+    find = data.find
+    pos = 0
+    line_no = 1
+    counted_to = 0
+    size = len(data)
+    while pos < size:
+        start, end = engine(_UNANCHORED, data, pos, size)[0]
+        if start < 0:
+            break
+        line_no += count(b"\n", counted_to, start)
+        lines.add(line_no)
+        nl = find(b"\n", end if end > start else start)
+        if nl < 0:
+            break
+        line_no += count(b"\n", start, nl + 1)
+        counted_to = pos = nl + 1
+    return lines
 
 
 _EVIDENCE: Windowed | None = None

@@ -1,0 +1,297 @@
+"""The attempt loader's shortcuts give the answer of the plain path they replace, on hostile input too.
+
+Each shortcut in `statebox.audits.events` (attempt.json read by orjson, one folder listing instead of
+a stat per file, response.txt read as bytes, ...) holds only where an argument holds, and falls back
+to the plain path elsewhere. Each test here builds an input where the argument fails and checks the
+answer is the plain path's: without the fallback it would differ.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from statebox.attempt_folder import ATTEMPT_FILE, EVENTS_FILE, RESPONSE_FILE, STDOUT_LOG
+from statebox.audits.events import AttemptFacts, _attempt_json, _Listing, load_attempt
+from statebox.audits.verdict import default_prefilter
+from statebox.errors import DataError
+from statebox.schema import EventKind
+
+
+def _plain_json(path: Path) -> object:
+    """What attempt.json's reader did before the shortcut."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(path, exc.lineno, f"not valid JSON ({exc.msg})") from exc
+
+
+# -- attempt.json ---------------------------------------------------------------------------------------------
+
+HOSTILE_ATTEMPT_JSON = [
+    b'{"secret": {"item_id": 123456789012345678901234567890, "original_name": "v.mp4"}}',  # beyond 64 bits
+    b'{"secret": {"item_id": -9223372036854775809}}',  # one below int64
+    b'{"secret": {"honeytoken_values": [18446744073709551616, "tok-1"]}}',  # one above uint64
+    b'{"question": NaN, "secret": {"item_id": Infinity}}',  # json reads these, orjson refuses
+    b'{"question": "\\ud800 lone surrogate", "secret": {"original_name": "\\udc00x.mp4"}}',
+    b'{"question": "q", "question": "second wins", "agent": "a"}',  # duplicate keys
+    b'{"secret": {"item_id": 1e400, "original_stem": 1.5e-400}}',
+    b'{"question": "caf\xc3\xa9 \xe2\x84\xaa", "secret": {"item_id": 12345678901234567}}',
+]
+
+
+@pytest.mark.parametrize("raw", HOSTILE_ATTEMPT_JSON)
+def test_attempt_json_is_what_json_reads(tmp_path, raw):
+    path = tmp_path / ATTEMPT_FILE
+    path.write_bytes(raw)
+    expected = _plain_json(path)
+    got = _attempt_json(path)
+    assert repr(got) == repr(expected)  # repr: NaN != NaN, and int 10**29 == float 1e29 would hide a change
+    assert AttemptFacts.from_attempt_json(path) == AttemptFacts.from_attempt_json(path)
+
+
+def test_a_long_integer_item_id_keeps_every_digit(tmp_path):
+    """orjson reads an integer beyond 64 bits as a float: the secret literal would become `1.2345678901234568e+29`."""
+    path = tmp_path / ATTEMPT_FILE
+    path.write_bytes(b'{"secret": {"item_id": 123456789012345678901234567890}}')
+    assert AttemptFacts.from_attempt_json(path).item_id == "123456789012345678901234567890"
+
+
+@pytest.mark.parametrize("raw", [b"\xef\xbb\xbf{}", b'{"a": 1', b'{"a": 1}\n{"b": 2}', b"", b'{"a": "\x01"}', b"[1, 2"])
+def test_bad_attempt_json_gives_the_same_one_line_error(tmp_path, raw):
+    path = tmp_path / ATTEMPT_FILE
+    path.write_bytes(raw)
+    with pytest.raises(DataError) as plain:
+        _plain_json(path)
+    with pytest.raises(DataError) as fast:
+        AttemptFacts.from_attempt_json(path)
+    assert str(fast.value) == str(plain.value) and "\n" not in str(fast.value)
+
+
+def test_attempt_json_not_an_object_is_refused(tmp_path):
+    path = tmp_path / ATTEMPT_FILE
+    path.write_bytes(b"[1, 2]")
+    with pytest.raises(DataError, match="must be an object"):
+        AttemptFacts.from_attempt_json(path)
+
+
+# -- the folder listing -----------------------------------------------------------------------------------------
+
+
+def _attempt(tmp_path: Path) -> Path:
+    folder = tmp_path / "a1"
+    folder.mkdir(parents=True)
+    (folder / ATTEMPT_FILE).write_text(json.dumps({"attempt_id": "a1", "secret": {"original_name": "blocks_1.mp4"}}))
+    (folder / EVENTS_FILE).write_text(json.dumps({"seq": 0, "kind": "shell_command", "text": "ls /data"}) + "\n")
+    return folder
+
+
+def test_a_broken_link_is_no_file(tmp_path):
+    """A listed link is asked of the file system: a dangling response.txt is missing (as `exists()` said), not
+    a file to open."""
+    folder = _attempt(tmp_path)
+    (folder / RESPONSE_FILE).symlink_to(tmp_path / "nowhere")
+    listing = _Listing(folder)
+    assert not listing.exists(RESPONSE_FILE) and listing.response_text() == ""
+    log = load_attempt(folder, default_prefilter())
+    assert not any(e.source == RESPONSE_FILE for e in log.events)
+
+
+def test_a_link_to_a_file_is_read_through(tmp_path):
+    folder = _attempt(tmp_path)
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("7\n")
+    (folder / RESPONSE_FILE).symlink_to(target)
+    assert _Listing(folder).response_text() == "7"
+
+
+def test_a_fifo_is_never_read(tmp_path):
+    """A FIFO named like a witness log has size 0: skipped as before (reading it would wait for a writer)."""
+    folder = _attempt(tmp_path)
+    os.mkfifo(folder / STDOUT_LOG)
+    listing = _Listing(folder)
+    assert listing.exists(STDOUT_LOG) and listing.nonempty_bytes(STDOUT_LOG) is None
+    assert STDOUT_LOG not in load_attempt(folder, default_prefilter()).sources
+
+
+def test_a_name_equal_but_for_case_makes_the_listing_ask_the_file_system(tmp_path):
+    """On a case-insensitive file system `Path("response.txt").exists()` finds `Response.TXT`: the listing,
+    which sees only the exact name, must not answer for it."""
+    folder = _attempt(tmp_path)
+    (folder / "Response.TXT").write_text("5")
+    listing = _Listing(folder)
+    assert not listing.authoritative
+    assert listing.exists(RESPONSE_FILE) == (folder / RESPONSE_FILE).exists()
+    folder2 = _attempt(tmp_path / "b")  # a non-ASCII name (ſ folds to s) likewise
+    (folder2 / "\u017ftdout.log").write_text("x")
+    assert not _Listing(folder2).authoritative
+
+
+def test_a_plain_folder_is_answered_by_the_listing(tmp_path):
+    folder = _attempt(tmp_path)
+    (folder / STDOUT_LOG).write_bytes(b"")
+    listing = _Listing(folder)
+    assert listing.authoritative
+    assert listing.exists(EVENTS_FILE) and not listing.exists(RESPONSE_FILE)
+    assert listing.nonempty_bytes(STDOUT_LOG) is None and listing.nonempty_bytes(EVENTS_FILE)
+
+
+def test_not_a_folder_loads_nothing(tmp_path):
+    path = tmp_path / "file"
+    path.write_text("x")
+    log = load_attempt(path, default_prefilter())
+    assert log.events == [] and log.facts.attempt_id == "file"
+
+
+@pytest.mark.parametrize("raw, text", [(b" 42\r\n", "42"), (b"a\rb\r\n", "a\nb"), (b"\xff\xfe 3 \n", "\ufffd\ufffd 3"),
+                                       (b"caf\xc3\xa9\r", "caf\u00e9")])
+def test_response_text_is_read_text_stripped(tmp_path, raw, text):
+    folder = _attempt(tmp_path)
+    (folder / RESPONSE_FILE).write_bytes(raw)
+    expected = (folder / RESPONSE_FILE).read_text(encoding="utf-8", errors="replace").strip()
+    assert expected == text and _Listing(folder).response_text() == expected
+    log = load_attempt(folder, default_prefilter())
+    assert [e.text for e in log.events if e.kind is EventKind.final_answer] == [expected]
+
+
+# -- the events.jsonl prefilter: RE2's engine called per hit -----------------------------------------------------
+
+PIECES = [b"\n", b"\n\n", b"curl ", b"env\n", b"\n env", b'"kind": "message"', b'"KIND":   "Final_Answer"', b'"\xe2\x84\xaaind": "message"',
+          b"/data/", b"x" * 50, b" ", b"os.walk(", b"\xff", b"\xc5\xbf", b"ENV", b"set\n", b"{", b"}", b"a", b"b\n"]
+
+
+def _hostile(seed: int) -> bytes:
+    import random
+
+    rng = random.Random(seed)
+    return b"".join(rng.choice(PIECES) for _ in range(rng.randint(0, 400)))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_engine_lines_are_matching_lines(seed):
+    """Hits on every line, matches across a newline (`[^a-z]env` starting at one), case folds, empty data."""
+    from statebox.audits.events import engine_matching_lines
+    from statebox.audits.fastmatch import compile_any, matching_lines
+
+    prefilter = default_prefilter()
+    data = _hostile(seed)
+    for matcher in (prefilter.static, prefilter.always, compile_any([r"[^a-z]env", r"b*"]), compile_any([r"(^|\n)set"])):
+        assert engine_matching_lines(matcher, data) == matching_lines(matcher, data)
+
+
+def test_engine_lines_take_matching_lines_for_another_engine():
+    """Python's `re` (the fallback where RE2 is missing) has no RE2 engine to call: matching_lines answers."""
+    import re
+
+    from statebox.audits.events import engine_matching_lines
+    from statebox.audits.fastmatch import matching_lines
+
+    matcher = re.compile(rb"(?im)curl|[^a-z]env")
+    data = _hostile(7)
+    assert engine_matching_lines(matcher, data) == matching_lines(matcher, data)
+
+
+# -- events.jsonl: only the kept lines are visited ----------------------------------------------------------------
+
+EVENT_LINES = [b'{"seq": 1, "kind": "shell_command", "text": "ls"}', b'{"seq": 2, "kind": "message", "text": "hi"}', b"",
+               b"   ", b"not json", b'{"seq": "x"}', b'{"seq": 3, "kind": "shell', b"[1]", b'{"seq": 4, "kind": "error"}\r',
+               b' {"seq": 5, "kind": "tool_output", "text": "/data"}']
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_visiting_kept_lines_is_reading_with_keep(tmp_path, seed):
+    """The same events, or the same first error, as the line-by-line reader with `keep` (bad lines kept or
+    skipped, before or after each other, a torn last line)."""
+    import random
+
+    from statebox.audits.events import _read_events_jsonl
+
+    rng = random.Random(seed)
+    data = b"\n".join(rng.choice(EVENT_LINES) for _ in range(rng.randint(0, 12))) + rng.choice([b"", b"\n"])
+    path = tmp_path / EVENTS_FILE
+    path.write_bytes(data)
+    kept = {n for n in range(1, data.count(b"\n") + 3) if rng.random() < 0.5}
+
+    def outcome(**how: object) -> object:
+        try:
+            return [e.model_dump() for e in _read_events_jsonl(path, data=data, **how)]  # type: ignore[arg-type]
+        except DataError as exc:
+            return str(exc)
+
+    assert outcome(keep=kept.__contains__) == outcome(keep=None, kept=kept)
+
+
+# -- gateway user-agents: searched in place -------------------------------------------------------------------------
+
+
+def _sliced_agents(data: bytes) -> list[tuple[int, bytes]]:
+    """What `_out_of_band` read per line before: the user-agent in a copy of the line's head cut at `"request":`."""
+    import re
+
+    from statebox.audits.events import line_spans
+
+    pattern = re.compile(rb'"user-agent":\s*"((?:[^"\\]|\\.)*)"', re.I)
+    agents = []
+    for n, (start, end) in enumerate(line_spans(data), start=1):
+        if data.find(b'"request":', start, end) < 0:
+            continue
+        head = data[start:min(end + 1, start + 8192)]
+        cut = head.find(b'"request":')
+        m = pattern.search(head[:cut] if cut >= 0 else head)
+        agents.append((n, m.group(1) if m else b""))
+    return agents
+
+
+def _gateway_line(rng, agent: bytes) -> bytes:
+    header = b'{"headers": {"User-Agent": "' + agent + b'"}, '
+    pad = b"x" * rng.choice([0, 10, 8192 - len(header) - 12, 8192 - len(header) - 9, 8192 - len(header) - 3, 9000])
+    parts = [header, b'"pad": "' + pad + b'", ', b'"request": {"user-agent": "inner"}, "response": {}}']
+    if rng.random() < 0.3:
+        parts = [parts[2], parts[1], parts[0]]  # the request first: its own user-agent must not count
+    if rng.random() < 0.2:
+        parts = [b'{"refused": "budget"}']
+    return b"".join(parts)
+
+
+def _edge_lines() -> list[bytes]:
+    """A user-agent only after the 8 KiB head, and one whose value runs into a `"request":` cut by the head's end
+    (its closing quote is the request's opening one: found in the cut head, not before the request)."""
+    lines = []
+    for shift in range(-12, 4):
+        ua = b'{"pad": "' + b"y" * (8192 - 40 + shift) + b'", "user-agent": "late'
+        lines.append(ua + b'"request": {}, "user-agent": "after"}')
+    lines.append(b'{"pad": "' + b"z" * 9000 + b'", "user-agent": "beyond-head", "request": {}}')
+    return lines
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_user_agents_searched_in_place_are_the_sliced_ones(seed):
+    """`"request":` before, across and after the 8 KiB head, user-agents with escapes, refusals, a final newline."""
+    import random
+
+    from statebox.audits import events
+
+    rng = random.Random(seed)
+    agents = [b"claude-cli/1.0", b"python-requests/2.31", b'sp\\"oof', b"OpenAI/Python 1.2", b""]
+    made = [_gateway_line(rng, rng.choice(agents)) for _ in range(rng.randint(1, 8))]
+    if seed < 17:
+        made.insert(rng.randint(0, len(made)), _edge_lines()[seed])
+    data = b"\n".join(made) + rng.choice([b"", b"\n"])
+    seen: list[tuple[int, bytes]] = []
+    original = events._USER_AGENT
+
+    class Recording:
+        def search(self, *args: object) -> object:
+            m = original.search(*args)  # type: ignore[call-overload]
+            seen.append(m.group(1) if m else b"")
+            return m
+
+    events._USER_AGENT = Recording()  # type: ignore[assignment]
+    try:
+        events._out_of_band(data, events.line_spans(data))
+    finally:
+        events._USER_AGENT = original
+    assert [ua for _, ua in _sliced_agents(data)] == seen
