@@ -727,6 +727,28 @@ class Prefilter:
         return keep
 
 
+_ENGINE_CONVENTION: bool | None = None
+
+
+def _engine_convention_holds() -> bool:
+    """Whether the installed binding's engine answers as `engine_matching_lines` reads it, asked once per
+    process on a probe whose hits `search` also gives: `Match` is the binding's private call, and a
+    google-re2 release that changed it (the dependency is `>=1.1`) must send us back to `search`, not
+    to wrong line numbers."""
+    global _ENGINE_CONVENTION
+    if _ENGINE_CONVENTION is None:
+        probe, data = compile_any([r"b+c", r"z"]), b"a\nxbbc\nbc\n"
+        try:
+            engine = probe._regexp.Match
+            spans = [engine(_UNANCHORED, data, pos, len(data))[0] for pos in (0, 6, 9)]
+            found = [probe.search(data, pos) for pos in (0, 6, 9)]
+            _ENGINE_CONVENTION = spans == [(3, 6), (7, 9), (-1, -1)] and \
+                [(m.start(), m.end()) if m else (-1, -1) for m in found] == spans
+        except Exception:  # noqa: BLE001 - any other shape of the private call: not ours to read
+            _ENGINE_CONVENTION = False
+    return _ENGINE_CONVENTION
+
+
 def engine_matching_lines(matcher: Any, data: bytes) -> set[int]:
     """`fastmatch.matching_lines(matcher, data)`, asking RE2's engine directly for each hit.
 
@@ -736,7 +758,7 @@ def engine_matching_lines(matcher: Any, data: bytes) -> set[int]:
     data, pos, len(data))`, (-1, -1) for none), so the hits, and the lines, are the same; a matcher
     without that engine (Python's `re`, another RE2 binding) takes `matching_lines` itself."""
     engine = getattr(getattr(matcher, "_regexp", None), "Match", None)
-    if engine is None or _UNANCHORED is None or not isinstance(data, bytes):
+    if engine is None or _UNANCHORED is None or not isinstance(data, bytes) or not _engine_convention_holds():
         return matching_lines(matcher, data)
     lines: set[int] = set()
     count = data.count

@@ -295,3 +295,25 @@ def test_user_agents_searched_in_place_are_the_sliced_ones(seed):
     finally:
         events._USER_AGENT = original
     assert [ua for _, ua in _sliced_agents(data)] == seen
+
+
+def test_engine_path_is_taken_only_while_the_bindings_private_call_answers_as_read(monkeypatch) -> None:
+    """The installed google-re2 passes the probe (so the fast path is what the corpus tests exercised); a
+    binding whose private `Match` answers otherwise sends every scan back to `search`, same lines."""
+    from statebox.audits import events
+    from statebox.audits.fastmatch import compile_any, matching_lines
+
+    monkeypatch.setattr(events, "_ENGINE_CONVENTION", None)
+    assert events._engine_convention_holds()
+    matcher = compile_any([r"find +/", r"environ"])
+    data = b'{"a": "find /"}\n{"b": 1}\n{"c": "os.environ"}\n'
+    calls: list[bytes] = []
+
+    def counted(m, d):  # type: ignore[no-untyped-def]
+        calls.append(d)
+        return matching_lines(m, d)
+
+    monkeypatch.setattr(events, "matching_lines", counted)
+    assert events.engine_matching_lines(matcher, data) == {1, 3} and calls == []  # the engine answered
+    monkeypatch.setattr(events, "_ENGINE_CONVENTION", False)  # as if the probe had failed
+    assert events.engine_matching_lines(matcher, data) == {1, 3} and calls == [data]  # search answered
