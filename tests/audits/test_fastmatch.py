@@ -233,3 +233,27 @@ def test_a_trigger_split_where_a_line_stops_repeating_the_line_before_is_found(t
         runs = line_runs(data, spans)
         assert runs[1] and runs[1][0][2] >= len(head), "the second line repeats the first up to the cut"
         assert evidence.lines_in(data, spans, runs) == matching_lines(compile_any(EVIDENCE_TRIGGERS), data) == {2}, cut
+
+
+def test_common_length_finds_a_difference_at_every_boundary_of_its_guesses():
+    """The first difference just before, at and after each place `common_length` guesses (the last 512 and 4096
+    bytes, its gallops, the XOR span), in lines long and short, and no difference at all."""
+    from statebox.audits.line_repeats import TAILS, XOR_SPAN, common_length
+
+    rng = random.Random(7)
+    for size in (1, 200, 300, 600, 5000, 9000, 40_000, 300_000):
+        a = bytes(rng.choice(b"abc\\\"{},\n\xc3") for _ in range(size))
+        places = {0, 1, size // 2, size - 1, size}
+        for edge in (*TAILS, XOR_SPAN, 256, 4096 * 5, 4096 * 21):
+            places |= {edge - 1, edge, edge + 1, size - edge - 1, size - edge, size - edge + 1}
+        for at in sorted(p for p in places if 0 <= p <= size):
+            flip = (0x01, 0x80, 0x5A)[at % 3]  # the difference in the byte's low, high or several bits
+            b = a[:at] + (bytes([a[at] ^ flip]) + a[at + 1:] if at < size else b"")
+            for extra in (b"", b"tail"):
+                data = a + extra + b"\n" + b
+                limit = min(len(a) + len(extra), len(b))
+                expected = next((i for i in range(limit) if data[i] != data[len(a) + len(extra) + 1 + i]), limit)
+                view = memoryview(data)
+                assert common_length(data, view, 0, len(a) + len(extra) + 1, limit) == expected, (size, at, extra)
+                got = common_length(data, view, 0, len(a) + len(extra) + 1, limit, 256)
+                assert got == (expected if expected >= 256 else 0) or got == expected, (size, at)
