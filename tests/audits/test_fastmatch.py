@@ -257,3 +257,34 @@ def test_common_length_finds_a_difference_at_every_boundary_of_its_guesses():
                 assert common_length(data, view, 0, len(a) + len(extra) + 1, limit) == expected, (size, at, extra)
                 got = common_length(data, view, 0, len(a) + len(extra) + 1, limit, 256)
                 assert got == (expected if expected >= 256 else 0) or got == expected, (size, at)
+
+
+@pytest.mark.parametrize("where", ["first line", "new bytes", "stretch edge"])
+def test_a_folded_spelling_in_a_repeating_log_takes_re2_wherever_it_stands(where):
+    """`lines_in` asks only the bytes it reads whether a character folding to ASCII (K U+212A, ſ U+017F) is there;
+    a folded spelling of a value in the first line (then repeated by every line), in one line's new bytes, or
+    with the bytes of its K split where a line stops repeating the line before (the next line completes it)
+    must still send the log to RE2 and get its lines."""
+    from statebox.audits.events import line_spans
+
+    value = "blocks_1234_src.mp4"
+    folded = "BLOC\u212aS_1234_\u017fRC.mp4".encode()
+    split = folded.index(b"\xe2") + 1
+    history = [b'{"role": "user", "content": "' + b"x" * 9000 + b'"}']
+    lines = []
+    for n in range(6):
+        if where == "first line" and n == 0:
+            history[0] = b'{"role": "user", "content": "' + folded + b" " + b"x" * 9000 + b'"}'
+        if where == "new bytes" and n == 3:
+            history.append(b'{"role": "user", "content": "see ' + folded + b'"}')
+        elif where == "stretch edge" and n == 3:
+            history[-1] = history[-1][:-2] + folded[:split] + b'"}'
+        elif where == "stretch edge" and n == 4:
+            history[-1] = history[-1][:-2 - split] + folded + b'"}'
+        else:
+            history.append(b'{"role": "user", "content": "frame %d %s"}' % (n, b"y" * 300))
+        lines.append(b'{"time": %d, "request": {"messages": [%s]}, "response": {"content": "ok"}}' % (n, b", ".join(history)))
+    data = b"\n".join(lines)
+    expected = _re2_lines([value], data)
+    assert expected  # RE2 folds the spelling to the value
+    assert Literals([value]).lines_in(data, line_spans(data)) == expected
