@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import orjson
 
@@ -109,7 +109,13 @@ _ITEM_TYPE = re.compile(rb'"type": *"([a-z0-9_]+_call|mcp_[a-z_]+)"')
 def has_provider_item(raw: bytes) -> bool:
     """A reply half naming an OpenAI output item of a provider-run tool (too generic for one RE2 pattern:
     `*_call` minus the client's own `function_call`, ...)."""
-    return any(is_provider_tool_item(m.group(1).decode()) for m in _ITEM_TYPE.finditer(raw))
+    return any(True for _ in provider_items_at(raw))
+
+
+def provider_items_at(raw: bytes) -> Iterator[int]:
+    """Where `raw` names an OpenAI output item of a provider-run tool. A match holds no newline, so for
+    replies joined by newlines these are the replies' own (the auditor's prefilter reads them so)."""
+    return (m.start() for m in _ITEM_TYPE.finditer(raw) if is_provider_tool_item(m.group(1).decode()))
 
 
 # -- refusals ---------------------------------------------------------------------------

@@ -288,3 +288,55 @@ def test_a_folded_spelling_in_a_repeating_log_takes_re2_wherever_it_stands(where
     expected = _re2_lines([value], data)
     assert expected  # RE2 folds the spelling to the value
     assert Literals([value]).lines_in(data, line_spans(data)) == expected
+
+
+# -- the static triggers and provider items over a gateway log's reply halves, searched joined (events._replies_matching)
+
+
+_REPLY_PATTERNS = [r"foo\s+bar", r"^start", r"end$", r"\bword\b", r"x[^y]*z", r"\bcurl\s", r"a\Wb"]
+_REPLY_PIECES = ["foo", " ", "bar", "start", "end", "word", "swordfish", "x", "y", "z", "curl", "a", "b", "\t", "é",
+                 '"type": "web_search_call"', '"type": "function_call"', '"type":"mcp_list_tools"', "\u212a", "\\n"]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_replies_searched_joined_match_as_each_searched_alone(seed):
+    """Matches at a reply's edges (`^`, `$`, word edges), ones a join by newlines would let reach across two
+    replies (`\\s`, a negated class), provider items: the replies found are the ones each search alone finds."""
+    from statebox.audits.events import _replies_matching
+    from statebox.sessions.gateway_log import has_provider_item
+
+    rng = random.Random(seed)
+    static = compile_any(rng.sample(_REPLY_PATTERNS, k=rng.randint(1, len(_REPLY_PATTERNS))))
+    replies = ["".join(rng.choice(_REPLY_PIECES) for _ in range(rng.randint(0, 6))).encode() for _ in range(rng.randint(1, 30))]
+    data = b"".join(b"{" + r + b"}\n" for r in replies)
+    spans, at = [], 0
+    for r in replies:
+        spans.append((at + 1, at + 1 + len(r)))
+        at += len(r) + 3
+    expected = [i for i, r in enumerate(replies) if static.search(r) is not None or has_provider_item(r)]
+    assert _replies_matching(static, data, spans) == expected
+
+
+def test_a_pattern_that_tells_a_text_edge_from_a_newline_makes_each_reply_searched_alone():
+    """`\\A` matches at a reply's own start but not after the newline that joins it to the reply before; `\\z` the
+    same at its end. Such a pattern is searched reply by reply."""
+    from statebox.audits.events import _replies_matching
+
+    replies = [b"zzz", b"abc tail", b"head xyz"]
+    data = b"\n".join(replies)
+    spans = [(0, 3), (4, 12), (13, 21)]
+    for pattern, expected in ((r"\Aabc", [1]), (r"xyz\z", [2])):
+        static = compile_any([pattern])
+        assert [i for i, r in enumerate(replies) if static.search(r) is not None] == expected
+        assert _replies_matching(static, data, spans) == expected
+
+
+def test_a_match_reaching_across_replies_neither_counts_nor_hides_the_next_reply():
+    """Joined, `x[^y]*z` runs from the first reply over the newline to the end of the second: the first reply alone
+    has no match, and the second must still be searched from its own start (it holds `foo bar`)."""
+    from statebox.audits.events import _replies_matching
+
+    replies = [b"x", b"foo bar z"]
+    static = compile_any([r"x[^y]*z", r"foo\s+bar"])
+    assert static.search(b"\n".join(replies)).span() == (0, 11)
+    assert _replies_matching(static, b"\n".join(replies), [(0, 1), (2, 11)]) == [1]
