@@ -38,7 +38,7 @@ from typing import Any, Iterable, Iterator
 import orjson
 
 from statebox.attempt_folder import GATEWAY_LOG
-from statebox.sessions import EventDraft, clip, parse_json_lines
+from statebox.sessions import EventDraft, clip, parse_json_line, parse_json_lines
 from statebox.schema import EventKind
 
 RAW_LOG = GATEWAY_LOG
@@ -459,3 +459,25 @@ def _text_of(content: Any) -> str:
 def parse_lines(lines: Iterable[str]) -> list[tuple[int, EventDraft]]:
     """Normalise a whole gateway log: (1-based line number, draft)."""
     return parse_json_lines(lines, GatewayNormaliser().feed, loads=_loads)
+
+
+def parse_raw_lines(lines: Iterable[bytes | memoryview]) -> list[tuple[int, EventDraft]]:
+    """`parse_lines` over the lines' bytes, without decoding them to text first (the auditor's kept lines).
+
+    The same drafts: orjson reads bytes only when they are UTF-8 (text decoded from them is then the same
+    characters) and, around the JSON value, only JSON whitespace (space, tab, CR, LF), which `str.strip` would
+    have removed (the value starts and ends with a character that is not whitespace). Any line orjson refuses
+    as bytes takes `parse_lines`' own steps: decoded with replacement, stripped, parsed or kept unparsed."""
+    normaliser = GatewayNormaliser()
+    out: list[tuple[int, EventDraft]] = []
+    for n, raw in enumerate(lines, start=1):
+        if not raw:
+            continue
+        try:
+            obj = _loads(raw)
+        except orjson.JSONDecodeError:
+            out.extend(parse_json_line(n, str(raw, "utf-8", "replace"), normaliser.feed, loads=_loads))
+            continue
+        if isinstance(obj, dict):
+            out.extend((n, d) for d in normaliser.feed(obj, n))
+    return out

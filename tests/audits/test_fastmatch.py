@@ -340,3 +340,30 @@ def test_a_match_reaching_across_replies_neither_counts_nor_hides_the_next_reply
     static = compile_any([r"x[^y]*z", r"foo\s+bar"])
     assert static.search(b"\n".join(replies)).span() == (0, 11)
     assert _replies_matching(static, b"\n".join(replies), [(0, 1), (2, 11)]) == [1]
+
+
+# -- kept gateway lines read by orjson as bytes (gateway_log.parse_raw_lines) --------------------------------------
+
+_REQUEST = '{"request": {"system": "sys", "messages": [{"role": "user", "content": "%s"}]}, "response": {"content": [{"type": "text", "text": "ok"}]}}'
+
+
+@pytest.mark.parametrize("line", [
+    (_REQUEST % "plain").encode(),
+    (_REQUEST % "caf\u00e9 \u212a").encode(),
+    b"\xc2\x85" + (_REQUEST % "after a NEL").encode() + "\u2028".encode(),  # Unicode whitespace str.strip removes
+    b"\x1c" + (_REQUEST % "after a separator").encode(),
+    (_REQUEST % "bad \xff byte").encode("latin-1"),  # not UTF-8: decoded with U+FFFD first
+    (_REQUEST % "bad").encode()[:-7] + b"\xe2\x84",  # torn in a character
+    b" \t" + (_REQUEST % "json whitespace").encode() + b"\r ",
+    "\ufeff".encode() + (_REQUEST % "bom").encode(),
+    b"\xc2\xa0", b"   ", b"[1, 2]", b'"just a string"', b"{not json",
+])
+def test_a_kept_gateway_line_read_as_bytes_gives_the_drafts_of_its_decoded_text(line):
+    """Lines orjson cannot take as bytes (not UTF-8, Unicode whitespace around them) must take the text path:
+    decoded with replacement, stripped, then parsed or kept unparsed."""
+    from statebox.sessions import gateway_log
+
+    first = (_REQUEST % "first").encode()
+    lines = [first, b"", line]
+    assert gateway_log.parse_raw_lines(lines) == gateway_log.parse_lines([raw.decode("utf-8", "replace") for raw in lines])
+    assert gateway_log.parse_raw_lines([memoryview(raw) for raw in lines]) == gateway_log.parse_raw_lines(lines)
