@@ -216,7 +216,7 @@ def line_runs(data: bytes, spans: list[tuple[int, int]]) -> list[list[Run]]:
 # touches a line's new bytes lies between the nearest of them on either side. Single ASCII bytes, so never
 # part of a UTF-8 sequence, and no character case-folds to one of them.
 SEPARATORS = (b",", b"}", b"\\")
-REACH = 4096  # how far a window first looks for a separator (then up to the line's edge: exact either way)
+NEAR, REACH = 64, 4096  # how far a window looks back for a separator first, then at a time (up to the line's edge: exact either way)
 # Pattern syntax that could match a separator or a newline, or assert on a context a window cuts off:
 # any escape but of plain punctuation, `.`, negated classes, anchors, and a literal separator.
 _RISKY = re.compile(r'\\[^\[\]"(){|*+?/:-]|[.^$,}]')
@@ -276,7 +276,9 @@ class Windowed:
                 pos = at + length
         view = memoryview(data)
         # windows hold no newline and no match crosses one: each is a line of its own for matching_lines
-        found = {owners[n - 1] for n in matching_lines(self.regex, b"\n".join(view[lo:hi] for lo, hi in windows))} if windows else set()
+        found = {owners[n - 1] for n in matching_lines(self.regex, b"\n".join([view[lo:hi] for lo, hi in windows]))} if windows else set()
+        if not found:
+            return set()  # a line with a match is one whose new bytes hold one, or follows such a line
         lines: set[int] = set()
         before_hit = False
         search = self.regex.search
@@ -291,22 +293,22 @@ class Windowed:
 def _separator_before(data: bytes, start: int, at: int) -> int:
     """Where a window ending past `at` must start: just after the last SEPARATOR before `at` (else `start`)."""
     hi = at
+    reach = NEAR
+    rfind = data.rfind
     while hi > start:
-        lo = max(start, hi - REACH)
-        last = max(data.rfind(sep, lo, hi) for sep in SEPARATORS)
+        lo = max(start, hi - reach)
+        last = max(rfind(b",", lo, hi), rfind(b"}", lo, hi), rfind(b"\\", lo, hi))
         if last >= 0:
             return last + 1
         hi = lo
+        reach = REACH
     return start
+
+
+_SEPARATOR = re.compile(b"[" + re.escape(b"".join(SEPARATORS)) + b"]")
 
 
 def _separator_after(data: bytes, at: int, end: int) -> int:
     """Where a window starting before `at` must end: at the first SEPARATOR from `at` on (else `end`)."""
-    lo = at
-    while lo < end:
-        hi = min(end, lo + REACH)
-        found = [i for i in (data.find(sep, lo, hi) for sep in SEPARATORS) if i >= 0]
-        if found:
-            return min(found)
-        lo = hi
-    return end
+    m = _SEPARATOR.search(data, at, end)
+    return end if m is None else m.start()
