@@ -231,8 +231,11 @@ class GatewayNormaliser:
         strings always serialise, equal texts are equal tuples, and a tuple's compact orjson text never
         equals another's `json.dumps` text (that one always holds ", " between parts), so no hash key
         ever stood for an all-ASCII tuple."""
-        key: Any = parts if all(type(p) is str and p.isascii() for p in parts) else \
-            hashlib.blake2b(_key(parts), digest_size=12).hexdigest()
+        try:  # one C call for "all ASCII strings": join refuses anything but strings (parsed JSON's are plain str)
+            plain = "".join(parts).isascii()
+        except TypeError:
+            plain = False
+        key: Any = parts if plain else hashlib.blake2b(_key(parts), digest_size=12).hexdigest()
         if key in self._seen:
             return False
         self._seen.add(key)
