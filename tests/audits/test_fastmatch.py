@@ -367,3 +367,22 @@ def test_a_kept_gateway_line_read_as_bytes_gives_the_drafts_of_its_decoded_text(
     lines = [first, b"", line]
     assert gateway_log.parse_raw_lines(lines) == gateway_log.parse_lines([raw.decode("utf-8", "replace") for raw in lines])
     assert gateway_log.parse_raw_lines([memoryview(raw) for raw in lines]) == gateway_log.parse_raw_lines(lines)
+
+
+@pytest.mark.parametrize("call_id", ["toolu_1", 7, None, ["x"], "caf\u00e9"])
+@pytest.mark.parametrize("text", ["plain", "na\u00efve \u212a", ""])
+def test_a_tool_result_is_emitted_once_whatever_its_call_id_and_text_are_made_of(call_id, text):
+    """`_first` keys all-ASCII strings by themselves and anything else (a number, null, a list, non-ASCII) by a
+    hash: a result re-sent in the next request is still recognised, and a different one is not taken for it."""
+    from statebox.sessions.gateway_log import GatewayNormaliser
+
+    def request(*results):
+        return {"request": {"messages": [{"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": call_id, "content": r} for r in results]}]}, "response": {}}
+
+    normaliser = GatewayNormaliser()
+    first = normaliser.feed(request(text))
+    assert [d.text for d in first] == [text]
+    normaliser._done.clear()  # as after a compaction: the whole history is read again
+    again = normaliser.feed(request(text, text + "!"))
+    assert [d.text for d in again] == [text + "!"]
