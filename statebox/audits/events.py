@@ -232,11 +232,10 @@ def read_session_file(path: Path, fmt: str | None = None, *, first_seq: int = 0,
     if fmt == "events":
         return _read_events_jsonl(path, keep, data)
     if keep is not None and fmt == "gateway":
-        # kept lines go to orjson as bytes (gateway_log.parse_raw_lines: the same drafts, no decoding)
+        # kept lines go to orjson as bytes, without the conversation items read before (gateway_log.parse_kept_lines)
         data = path.read_bytes() if data is None else data
         spans = line_spans(data) if spans is None else spans
-        view = memoryview(data)
-        drafts = gateway_log.parse_raw_lines(view[start:end] if keep(n) else b"" for n, (start, end) in enumerate(spans, start=1))
+        drafts = gateway_log.parse_kept_lines(data, spans, keep)
     elif keep is not None and fmt == "text":
         # skipped lines become empty ones (never decoded): the parser keeps its numbering and ignores them
         data = path.read_bytes() if data is None else data
