@@ -82,8 +82,9 @@ class Splicer:
         for slot, known in enumerate(self.known):
             if end - start >= known.b and data.startswith(view[known.start:known.start + known.b], start):
                 obj = self._spliced(data, start, end, known)
-                if obj is not None:
-                    self.known.insert(0, self.known.pop(slot))
+                known = self.known.pop(slot)
+                if obj is not None:  # most recently used first; one that failed is forgotten (learnt again if it pays)
+                    self.known.insert(0, known)
                     self.used += 1
                 return obj
         return None
