@@ -26,7 +26,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, TypeVar
 
@@ -257,7 +259,12 @@ def read_session_file(path: Path, fmt: str | None = None, *, first_seq: int = 0,
     source = path.name
     if fmt == "events":
         return _read_events_jsonl(path, keep, data)
-    if keep is not None and fmt in ("gateway", "text"):
+    if keep is not None and fmt == "gateway":
+        # kept lines go to orjson as bytes, without the conversation items read before (gateway_log.parse_kept_lines)
+        data = path.read_bytes() if data is None else data
+        spans = line_spans(data) if spans is None else spans
+        drafts = gateway_log.parse_kept_lines(data, spans, keep)
+    elif keep is not None and fmt == "text":
         # skipped lines become empty ones (never decoded): the parser keeps its numbering and ignores them
         data = path.read_bytes() if data is None else data
         spans = line_spans(data) if spans is None else spans
@@ -711,8 +718,9 @@ class Prefilter:
         keep = _gateway_evidence().lines_in(data, gateway_spans, runs)
         if secret_re is not None:
             keep |= secret_re.lines_in(data, gateway_spans, runs)
+        replies: list[tuple[int, int]] = []  # (start, end) of the reply half of every line but the first
+        owners: list[int] = []
         first = True
-        search = self.static.search
         for n, (start, end) in enumerate(gateway_spans, start=1):
             if end == start or (data[start:start + 1].isspace() and not data[start:end].strip()):
                 continue  # a blank line
@@ -721,9 +729,9 @@ class Prefilter:
                 first = False
                 continue
             cut = data.rfind(b'"response"', start, end)
-            reply = data[cut if cut >= 0 else start:end]
-            if search(reply) is not None or gateway_log.has_provider_item(reply):
-                keep.add(n)
+            replies.append((cut if cut >= 0 else start, end))
+            owners.append(n)
+        keep.update(owners[i] for i in _replies_matching(self.static, data, replies))
         return keep
 
 
@@ -779,6 +787,54 @@ def engine_matching_lines(matcher: Any, data: bytes) -> set[int]:
         line_no += count(b"\n", start, nl + 1)
         counted_to = pos = nl + 1
     return lines
+
+
+# Pattern syntax that tells a text's own edges from a newline (`\A`, `\z`, flags turned off or `.` matching one): with
+# it, a reply's match may not stand where the replies are joined by newlines, and every reply is searched alone.
+_EDGE_SENSITIVE = re.compile(rb"\\[AzZ]|\(\?[a-zA-Z]*[-s]")
+
+
+@lru_cache(maxsize=16)
+def _edge_sensitive(source: bytes) -> bool:
+    """Whether a pattern's source holds `_EDGE_SENSITIVE` syntax (asked once per compiled pattern)."""
+    return _EDGE_SENSITIVE.search(source) is not None
+
+
+def _replies_matching(static: Any, data: bytes, replies: list[tuple[int, int]]) -> list[int]:
+    """Indexes of the `replies` (spans of `data`, none holding a newline) in which `static` finds something or that
+    name a provider-run item (`gateway_log.has_provider_item`): `static.search(reply)` for each, searched as one text.
+
+    Exact: the replies are joined by newlines and searched from the start of each reply not yet decided. The
+    combined pattern is multi-line (`(?im)`, fastmatch.combined), so `^`, `$` and word edges see a newline as they
+    see a text's edge: a match inside one reply alone is a match there when joined, and a match lying inside one
+    reply when joined is one of it alone; the leftmost match from a reply's start is then in the first reply
+    from there that has one, unless it reaches across a newline: that reply is then searched alone. The provider
+    item pattern holds no newline and no anchor: its matches are the same joined or not."""
+    if not replies:
+        return []
+    view = memoryview(data)
+    joined = b"\n".join([view[lo:hi] for lo, hi in replies])
+    starts: list[int] = []
+    at = 0
+    for lo, hi in replies:
+        starts.append(at)
+        at += hi - lo + 1
+    found: set[int] = set()
+    if _edge_sensitive(static.pattern):
+        found.update(i for i, (lo, hi) in enumerate(replies) if static.search(data[lo:hi]) is not None)
+    else:
+        pos = 0
+        while pos <= len(joined):
+            m = static.search(joined, pos)
+            if m is None:
+                break
+            i = bisect_right(starts, m.start()) - 1
+            reply_end = starts[i] + replies[i][1] - replies[i][0]
+            if m.end() <= reply_end or static.search(joined[starts[i]:reply_end]) is not None:
+                found.add(i)
+            pos = reply_end + 1
+    found.update(bisect_right(starts, at) - 1 for at in gateway_log.provider_items_at(joined))
+    return sorted(found)
 
 
 _EVIDENCE: Windowed | None = None

@@ -10,6 +10,7 @@ backreferences) so the very same list can be handed to grep.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from itertools import count
 from typing import Any, Iterable
 
@@ -133,31 +134,66 @@ class Literals:
         Exact: a line's occurrences are those inside a repeated stretch (the previous line's, at the
         same place in the stretch: the bytes are equal) plus those found by reading everything outside
         the stretches widened by the longest value less one byte (what straddles a stretch's edge).
-        `runs`: `line_runs(data, spans)` when the caller already has them (found once for every scan)."""
-        if not self._plain_for(data):
+        `runs`: `line_runs(data, spans)` when the caller already has them (found once for every scan).
+
+        Plain search is RE2's answer on data without a character folding to ASCII (`_plain_for`); that is
+        first asked of the bytes read only: every byte of a repeated stretch equals a byte of the line before,
+        so by induction from the first line (read whole) some read byte, and read bytes that are all ASCII
+        mean data that is all ASCII. Else the whole data is asked, and RE2 reads it where a fold is in it."""
+        if not self._plain:
             return matching_lines(self.regex(), data)
         if runs is None:
             runs = line_runs(data, spans)  # equal bytes are equal lowered: stretches are found on the data as it is
         margin = max(len(n) for n in self._needles) - 1
-        lines: set[int] = set()
-        found_before: list[tuple[int, int]] = []  # (start, length) of every occurrence in the line before
+        # every line's bytes outside its stretches, widened by the margin, searched in one lowered copy of them all
+        # joined by newlines (no value holds one, so no occurrence reaches across two windows)
+        windows: list[tuple[int, int]] = []
+        owners: list[int] = []
         for line_no, (start, end), repeats in zip(count(1), spans, runs):
-            found: set[tuple[int, int]] = set()
-            for at, p_at, length in repeats:
-                for s, n in found_before:
-                    if p_at <= s and s + n <= p_at + length:
-                        found.add((s - p_at + at, n))
+            if not repeats:
+                if end > start:
+                    windows.append((start, end))
+                    owners.append(line_no)
+                continue
             pos = start
-            for at, _, length in repeats + [(end, 0, 0)]:
+            for at, _, length in repeats:
                 lo, hi = max(start, pos - margin), min(end, at + margin)
                 if hi > lo:
-                    low = data[lo:hi].lower()
-                    for needle in self._needles:
-                        i = low.find(needle)
-                        while i >= 0:
-                            found.add((lo + i, len(needle)))
-                            i = low.find(needle, i + 1)
+                    windows.append((lo, hi))
+                    owners.append(line_no)
                 pos = at + length
+            if end > max(start, pos - margin):
+                windows.append((max(start, pos - margin), end))
+                owners.append(line_no)
+        if not windows:
+            return set()  # an empty log
+        view = memoryview(data)
+        low = b"\n".join([view[lo:hi] for lo, hi in windows]).lower()
+        if not low.isascii() and not self._plain_for(data):
+            return matching_lines(self.regex(), data)
+        offsets: list[int] = []  # where each window starts in `low`
+        at_low = 0
+        for lo, hi in windows:
+            offsets.append(at_low)
+            at_low += hi - lo + 1
+        found_in: dict[int, set[tuple[int, int]]] = {}  # line -> (start in data, length) of each occurrence read
+        for needle in self._needles:
+            i = low.find(needle)
+            while i >= 0:
+                w = bisect_right(offsets, i) - 1
+                found_in.setdefault(owners[w], set()).add((windows[w][0] + i - offsets[w], len(needle)))
+                i = low.find(needle, i + 1)
+        if not found_in:
+            return set()
+        lines: set[int] = set()
+        found_before: list[tuple[int, int]] = []  # (start, length) of every occurrence in the line before
+        for line_no, repeats in zip(count(1), runs):
+            found = found_in.get(line_no, set())
+            if found_before:
+                for at, p_at, length in repeats:
+                    for s, n in found_before:
+                        if p_at <= s and s + n <= p_at + length:
+                            found.add((s - p_at + at, n))
             if found:
                 lines.add(line_no)
             found_before = sorted(found)
@@ -180,7 +216,7 @@ def line_runs(data: bytes, spans: list[tuple[int, int]]) -> list[list[Run]]:
 # touches a line's new bytes lies between the nearest of them on either side. Single ASCII bytes, so never
 # part of a UTF-8 sequence, and no character case-folds to one of them.
 SEPARATORS = (b",", b"}", b"\\")
-REACH = 4096  # how far a window first looks for a separator (then up to the line's edge: exact either way)
+NEAR, REACH = 64, 4096  # how far a window looks back for a separator first, then at a time (up to the line's edge: exact either way)
 # Pattern syntax that could match a separator or a newline, or assert on a context a window cuts off:
 # any escape but of plain punctuation, `.`, negated classes, anchors, and a literal separator.
 _RISKY = re.compile(r'\\[^\[\]"(){|*+?/:-]|[.^$,}]')
@@ -240,7 +276,9 @@ class Windowed:
                 pos = at + length
         view = memoryview(data)
         # windows hold no newline and no match crosses one: each is a line of its own for matching_lines
-        found = {owners[n - 1] for n in matching_lines(self.regex, b"\n".join(view[lo:hi] for lo, hi in windows))} if windows else set()
+        found = {owners[n - 1] for n in matching_lines(self.regex, b"\n".join([view[lo:hi] for lo, hi in windows]))} if windows else set()
+        if not found:
+            return set()  # a line with a match is one whose new bytes hold one, or follows such a line
         lines: set[int] = set()
         before_hit = False
         search = self.regex.search
@@ -255,22 +293,22 @@ class Windowed:
 def _separator_before(data: bytes, start: int, at: int) -> int:
     """Where a window ending past `at` must start: just after the last SEPARATOR before `at` (else `start`)."""
     hi = at
+    reach = NEAR
+    rfind = data.rfind
     while hi > start:
-        lo = max(start, hi - REACH)
-        last = max(data.rfind(sep, lo, hi) for sep in SEPARATORS)
+        lo = max(start, hi - reach)
+        last = max(rfind(b",", lo, hi), rfind(b"}", lo, hi), rfind(b"\\", lo, hi))
         if last >= 0:
             return last + 1
         hi = lo
+        reach = REACH
     return start
+
+
+_SEPARATOR = re.compile(b"[" + re.escape(b"".join(SEPARATORS)) + b"]")
 
 
 def _separator_after(data: bytes, at: int, end: int) -> int:
     """Where a window starting before `at` must end: at the first SEPARATOR from `at` on (else `end`)."""
-    lo = at
-    while lo < end:
-        hi = min(end, lo + REACH)
-        found = [i for i in (data.find(sep, lo, hi) for sep in SEPARATORS) if i >= 0]
-        if found:
-            return min(found)
-        lo = hi
-    return end
+    m = _SEPARATOR.search(data, at, end)
+    return end if m is None else m.start()

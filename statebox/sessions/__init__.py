@@ -45,14 +45,22 @@ def parse_json_lines(
     """
     out: list[tuple[int, EventDraft]] = []
     for n, raw in enumerate(lines, start=1):
-        raw = raw.strip()
-        if not raw:
-            continue
-        try:
-            obj = loads(raw)
-        except ValueError:  # json.JSONDecodeError is a ValueError
-            out.append((n, EventDraft(EventKind.message, clip(raw), {"unparsed": True})))
-            continue
-        if isinstance(obj, dict):
-            out.extend((n, d) for d in feed(obj, n))
+        out.extend(parse_json_line(n, raw, feed, loads))
     return out
+
+
+def parse_json_line(
+    n: int,
+    raw: str,
+    feed: Callable[[dict[str, Any], int], list["EventDraft"]],
+    loads: Callable[[str], Any] = json.loads,
+) -> list[tuple[int, "EventDraft"]]:
+    """One line of `parse_json_lines` (line number `n`): its drafts, an unparsed message, or nothing (blank)."""
+    raw = raw.strip()
+    if not raw:
+        return []
+    try:
+        obj = loads(raw)
+    except ValueError:  # json.JSONDecodeError is a ValueError
+        return [(n, EventDraft(EventKind.message, clip(raw), {"unparsed": True}))]
+    return [(n, d) for d in feed(obj, n)] if isinstance(obj, dict) else []

@@ -33,12 +33,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import orjson
 
 from statebox.attempt_folder import GATEWAY_LOG
-from statebox.sessions import EventDraft, clip, parse_json_lines
+from statebox.sessions import EventDraft, clip, parse_json_line, parse_json_lines
+from statebox.sessions.conversation_splice import Splicer
 from statebox.schema import EventKind
 
 RAW_LOG = GATEWAY_LOG
@@ -109,7 +110,13 @@ _ITEM_TYPE = re.compile(rb'"type": *"([a-z0-9_]+_call|mcp_[a-z_]+)"')
 def has_provider_item(raw: bytes) -> bool:
     """A reply half naming an OpenAI output item of a provider-run tool (too generic for one RE2 pattern:
     `*_call` minus the client's own `function_call`, ...)."""
-    return any(is_provider_tool_item(m.group(1).decode()) for m in _ITEM_TYPE.finditer(raw))
+    return any(True for _ in provider_items_at(raw))
+
+
+def provider_items_at(raw: bytes) -> Iterator[int]:
+    """Where `raw` names an OpenAI output item of a provider-run tool. A match holds no newline, so for
+    replies joined by newlines these are the replies' own (the auditor's prefilter reads them so)."""
+    return (m.start() for m in _ITEM_TYPE.finditer(raw) if is_provider_tool_item(m.group(1).decode()))
 
 
 # -- refusals ---------------------------------------------------------------------------
@@ -225,8 +232,11 @@ class GatewayNormaliser:
         strings always serialise, equal texts are equal tuples, and a tuple's compact orjson text never
         equals another's `json.dumps` text (that one always holds ", " between parts), so no hash key
         ever stood for an all-ASCII tuple."""
-        key: Any = parts if all(type(p) is str and p.isascii() for p in parts) else \
-            hashlib.blake2b(_key(parts), digest_size=12).hexdigest()
+        try:  # one C call for "all ASCII strings": join refuses anything but strings (parsed JSON's are plain str)
+            plain = "".join(parts).isascii()
+        except TypeError:
+            plain = False
+        key: Any = parts if plain else hashlib.blake2b(_key(parts), digest_size=12).hexdigest()
         if key in self._seen:
             return False
         self._seen.add(key)
@@ -453,3 +463,50 @@ def _text_of(content: Any) -> str:
 def parse_lines(lines: Iterable[str]) -> list[tuple[int, EventDraft]]:
     """Normalise a whole gateway log: (1-based line number, draft)."""
     return parse_json_lines(lines, GatewayNormaliser().feed, loads=_loads)
+
+
+def parse_raw_lines(lines: Iterable[bytes | memoryview]) -> list[tuple[int, EventDraft]]:
+    """`parse_lines` over the lines' bytes, without decoding them to text first (`parse_kept_lines` says why
+    it is the same answer)."""
+    raws = [bytes(raw) for raw in lines]
+    data = b"\n".join(raws)
+    spans, at = [], 0
+    for raw in raws:
+        spans.append((at, at + len(raw)))
+        at += len(raw) + 1
+    return parse_kept_lines(data, spans, lambda n: True)
+
+
+def _messages_of(obj: Any) -> Any:
+    """The request's `messages` list as `GatewayNormaliser.feed` finds it (or whatever stands there)."""
+    return _body(obj.get("request")).get("messages") if isinstance(obj, dict) else None
+
+
+def parse_kept_lines(data: bytes, spans: list[tuple[int, int]], keep: Callable[[int], bool]) -> list[tuple[int, EventDraft]]:
+    """`parse_lines` over the lines of `data` that `keep` (1-based numbers; the others are never read), from
+    their bytes (the auditor's kept gateway lines).
+
+    The same drafts: orjson reads bytes only when they are UTF-8 (text decoded from them is then the same
+    characters) and, around the JSON value, only JSON whitespace (space, tab, CR, LF), which `str.strip` would
+    have removed (the value starts and ends with a character that is not whitespace). Any line orjson refuses
+    as bytes takes `parse_lines`' own steps: decoded with replacement, stripped, parsed or kept unparsed.
+    A line that repeats the conversation items of a line read before is parsed without them
+    (conversation_splice.py: the same value, or the whole line is parsed)."""
+    normaliser = GatewayNormaliser()
+    splicer = Splicer(_messages_of)
+    view = memoryview(data)
+    out: list[tuple[int, EventDraft]] = []
+    for n, (start, end) in enumerate(spans, start=1):
+        if end == start or not keep(n):
+            continue
+        obj = splicer.read(data, view, start, end)
+        if obj is None:
+            try:
+                obj = _loads(view[start:end])
+            except orjson.JSONDecodeError:
+                out.extend(parse_json_line(n, str(view[start:end], "utf-8", "replace"), normaliser.feed, loads=_loads))
+                continue
+            splicer.learn(data, start, end)
+        if isinstance(obj, dict):
+            out.extend((n, d) for d in normaliser.feed(obj, n))
+    return out

@@ -233,3 +233,156 @@ def test_a_trigger_split_where_a_line_stops_repeating_the_line_before_is_found(t
         runs = line_runs(data, spans)
         assert runs[1] and runs[1][0][2] >= len(head), "the second line repeats the first up to the cut"
         assert evidence.lines_in(data, spans, runs) == matching_lines(compile_any(EVIDENCE_TRIGGERS), data) == {2}, cut
+
+
+def test_common_length_finds_a_difference_at_every_boundary_of_its_guesses():
+    """The first difference just before, at and after each place `common_length` guesses (the last 512 and 4096
+    bytes, its gallops, the XOR span), in lines long and short, and no difference at all."""
+    from statebox.audits.line_repeats import TAILS, XOR_SPAN, common_length
+
+    rng = random.Random(7)
+    for size in (1, 200, 300, 600, 5000, 9000, 40_000, 300_000):
+        a = bytes(rng.choice(b"abc\\\"{},\n\xc3") for _ in range(size))
+        places = {0, 1, size // 2, size - 1, size}
+        for edge in (*TAILS, XOR_SPAN, 256, 4096 * 5, 4096 * 21):
+            places |= {edge - 1, edge, edge + 1, size - edge - 1, size - edge, size - edge + 1}
+        for at in sorted(p for p in places if 0 <= p <= size):
+            flip = (0x01, 0x80, 0x5A)[at % 3]  # the difference in the byte's low, high or several bits
+            b = a[:at] + (bytes([a[at] ^ flip]) + a[at + 1:] if at < size else b"")
+            for extra in (b"", b"tail"):
+                data = a + extra + b"\n" + b
+                limit = min(len(a) + len(extra), len(b))
+                expected = next((i for i in range(limit) if data[i] != data[len(a) + len(extra) + 1 + i]), limit)
+                view = memoryview(data)
+                assert common_length(data, view, 0, len(a) + len(extra) + 1, limit) == expected, (size, at, extra)
+                got = common_length(data, view, 0, len(a) + len(extra) + 1, limit, 256)
+                assert got == (expected if expected >= 256 else 0) or got == expected, (size, at)
+
+
+@pytest.mark.parametrize("where", ["first line", "new bytes", "stretch edge"])
+def test_a_folded_spelling_in_a_repeating_log_takes_re2_wherever_it_stands(where):
+    """`lines_in` asks only the bytes it reads whether a character folding to ASCII (K U+212A, ſ U+017F) is there;
+    a folded spelling of a value in the first line (then repeated by every line), in one line's new bytes, or
+    with the bytes of its K split where a line stops repeating the line before (the next line completes it)
+    must still send the log to RE2 and get its lines."""
+    from statebox.audits.events import line_spans
+
+    value = "blocks_1234_src.mp4"
+    folded = "BLOC\u212aS_1234_\u017fRC.mp4".encode()
+    split = folded.index(b"\xe2") + 1
+    history = [b'{"role": "user", "content": "' + b"x" * 9000 + b'"}']
+    lines = []
+    for n in range(6):
+        if where == "first line" and n == 0:
+            history[0] = b'{"role": "user", "content": "' + folded + b" " + b"x" * 9000 + b'"}'
+        if where == "new bytes" and n == 3:
+            history.append(b'{"role": "user", "content": "see ' + folded + b'"}')
+        elif where == "stretch edge" and n == 3:
+            history[-1] = history[-1][:-2] + folded[:split] + b'"}'
+        elif where == "stretch edge" and n == 4:
+            history[-1] = history[-1][:-2 - split] + folded + b'"}'
+        else:
+            history.append(b'{"role": "user", "content": "frame %d %s"}' % (n, b"y" * 300))
+        lines.append(b'{"time": %d, "request": {"messages": [%s]}, "response": {"content": "ok"}}' % (n, b", ".join(history)))
+    data = b"\n".join(lines)
+    expected = _re2_lines([value], data)
+    assert expected  # RE2 folds the spelling to the value
+    assert Literals([value]).lines_in(data, line_spans(data)) == expected
+
+
+# -- the static triggers and provider items over a gateway log's reply halves, searched joined (events._replies_matching)
+
+
+_REPLY_PATTERNS = [r"foo\s+bar", r"^start", r"end$", r"\bword\b", r"x[^y]*z", r"\bcurl\s", r"a\Wb"]
+_REPLY_PIECES = ["foo", " ", "bar", "start", "end", "word", "swordfish", "x", "y", "z", "curl", "a", "b", "\t", "é",
+                 '"type": "web_search_call"', '"type": "function_call"', '"type":"mcp_list_tools"', "\u212a", "\\n"]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_replies_searched_joined_match_as_each_searched_alone(seed):
+    """Matches at a reply's edges (`^`, `$`, word edges), ones a join by newlines would let reach across two
+    replies (`\\s`, a negated class), provider items: the replies found are the ones each search alone finds."""
+    from statebox.audits.events import _replies_matching
+    from statebox.sessions.gateway_log import has_provider_item
+
+    rng = random.Random(seed)
+    static = compile_any(rng.sample(_REPLY_PATTERNS, k=rng.randint(1, len(_REPLY_PATTERNS))))
+    replies = ["".join(rng.choice(_REPLY_PIECES) for _ in range(rng.randint(0, 6))).encode() for _ in range(rng.randint(1, 30))]
+    data = b"".join(b"{" + r + b"}\n" for r in replies)
+    spans, at = [], 0
+    for r in replies:
+        spans.append((at + 1, at + 1 + len(r)))
+        at += len(r) + 3
+    expected = [i for i, r in enumerate(replies) if static.search(r) is not None or has_provider_item(r)]
+    assert _replies_matching(static, data, spans) == expected
+
+
+def test_a_pattern_that_tells_a_text_edge_from_a_newline_makes_each_reply_searched_alone():
+    """`\\A` matches at a reply's own start but not after the newline that joins it to the reply before; `\\z` the
+    same at its end. Such a pattern is searched reply by reply."""
+    from statebox.audits.events import _replies_matching
+
+    replies = [b"zzz", b"abc tail", b"head xyz"]
+    data = b"\n".join(replies)
+    spans = [(0, 3), (4, 12), (13, 21)]
+    for pattern, expected in ((r"\Aabc", [1]), (r"xyz\z", [2])):
+        static = compile_any([pattern])
+        assert [i for i, r in enumerate(replies) if static.search(r) is not None] == expected
+        assert _replies_matching(static, data, spans) == expected
+
+
+def test_a_match_reaching_across_replies_neither_counts_nor_hides_the_next_reply():
+    """Joined, `x[^y]*z` runs from the first reply over the newline to the end of the second: the first reply alone
+    has no match, and the second must still be searched from its own start (it holds `foo bar`)."""
+    from statebox.audits.events import _replies_matching
+
+    replies = [b"x", b"foo bar z"]
+    static = compile_any([r"x[^y]*z", r"foo\s+bar"])
+    assert static.search(b"\n".join(replies)).span() == (0, 11)
+    assert _replies_matching(static, b"\n".join(replies), [(0, 1), (2, 11)]) == [1]
+
+
+# -- kept gateway lines read by orjson as bytes (gateway_log.parse_raw_lines) --------------------------------------
+
+_REQUEST = '{"request": {"system": "sys", "messages": [{"role": "user", "content": "%s"}]}, "response": {"content": [{"type": "text", "text": "ok"}]}}'
+
+
+@pytest.mark.parametrize("line", [
+    (_REQUEST % "plain").encode(),
+    (_REQUEST % "caf\u00e9 \u212a").encode(),
+    b"\xc2\x85" + (_REQUEST % "after a NEL").encode() + "\u2028".encode(),  # Unicode whitespace str.strip removes
+    b"\x1c" + (_REQUEST % "after a separator").encode(),
+    (_REQUEST % "bad \xff byte").encode("latin-1"),  # not UTF-8: decoded with U+FFFD first
+    (_REQUEST % "bad").encode()[:-7] + b"\xe2\x84",  # torn in a character
+    b" \t" + (_REQUEST % "json whitespace").encode() + b"\r ",
+    "\ufeff".encode() + (_REQUEST % "bom").encode(),
+    b"\xc2\xa0", b"   ", b"[1, 2]", b'"just a string"', b"{not json",
+])
+def test_a_kept_gateway_line_read_as_bytes_gives_the_drafts_of_its_decoded_text(line):
+    """Lines orjson cannot take as bytes (not UTF-8, Unicode whitespace around them) must take the text path:
+    decoded with replacement, stripped, then parsed or kept unparsed."""
+    from statebox.sessions import gateway_log
+
+    first = (_REQUEST % "first").encode()
+    lines = [first, b"", line]
+    assert gateway_log.parse_raw_lines(lines) == gateway_log.parse_lines([raw.decode("utf-8", "replace") for raw in lines])
+    assert gateway_log.parse_raw_lines([memoryview(raw) for raw in lines]) == gateway_log.parse_raw_lines(lines)
+
+
+@pytest.mark.parametrize("call_id", ["toolu_1", 7, None, ["x"], "caf\u00e9"])
+@pytest.mark.parametrize("text", ["plain", "na\u00efve \u212a", ""])
+def test_a_tool_result_is_emitted_once_whatever_its_call_id_and_text_are_made_of(call_id, text):
+    """`_first` keys all-ASCII strings by themselves and anything else (a number, null, a list, non-ASCII) by a
+    hash: a result re-sent in the next request is still recognised, and a different one is not taken for it."""
+    from statebox.sessions.gateway_log import GatewayNormaliser
+
+    def request(*results):
+        return {"request": {"messages": [{"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": call_id, "content": r} for r in results]}]}, "response": {}}
+
+    normaliser = GatewayNormaliser()
+    first = normaliser.feed(request(text))
+    assert [d.text for d in first] == [text]
+    normaliser._done.clear()  # as after a compaction: the whole history is read again
+    again = normaliser.feed(request(text, text + "!"))
+    assert [d.text for d in again] == [text + "!"]
