@@ -150,6 +150,9 @@ class AuditLog:
     events: list[Event]
     facts: AttemptFacts
     sources: list[str] = field(default_factory=list)
+    # the attempt folder's names when one listing of it answers for the file system (`_Listing.authoritative`),
+    # else None: lets the caller skip asking the file system about names the folder does not hold
+    folder_names: frozenset[str] | None = field(default=None, repr=False, compare=False)
     # what the rules derive from one event (its action text, its accesses), computed once for all rules
     _memo: dict[tuple[str, int], tuple[Event, Any]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -534,7 +537,7 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
                                             source=RESPONSE_FILE, line=1, text=text, data={}))
         sources.append(RESPONSE_FILE)
     events.sort(key=lambda e: (0 if e.source == EVENTS_FILE or e.source not in WITNESS_LOGS + (RESPONSE_FILE,) else 1, e.seq))
-    return AuditLog(derive(events), facts, sources)
+    return AuditLog(derive(events), facts, sources, folder.names())
 
 
 # The attempt folder's files the auditor reads: a listed name that equals one of them but for case (or that is
@@ -566,6 +569,11 @@ class _Listing:
         names = self.files | self.others
         self.authoritative = all(n.isascii() for n in names) and not any(
             n not in _READ_NAMES and n.lower() in _READ_NAMES for n in names)
+
+    def names(self) -> frozenset[str] | None:
+        """Every name listed (all ASCII, none a case variant of a name the auditor reads), or None where the
+        listing does not answer for the file system."""
+        return frozenset(self.files | self.others) if self.authoritative else None
 
     def _plain(self, name: str) -> bool | None:
         """True: a regular file; False: absent; None: ask the file system."""
