@@ -386,6 +386,9 @@ def event_accesses(event: Event) -> list[Access]:
     return []
 
 
+_SEARCH_TOOLS = ("grep", "glob")  # tools that search /workspace when given no path
+
+
 def _tool_call_accesses(event: Event) -> list[Access]:
     data = event.data or {}
     tool = str(data.get("tool") or data.get("name") or "").lower()
@@ -393,6 +396,12 @@ def _tool_call_accesses(event: Event) -> list[Access]:
     if not isinstance(raw_args, dict):
         raw_args = data.get("arguments")
     args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
+    if len(args) == 1 and tool not in _SEARCH_TOOLS:
+        # the common call, one `command` string: of the lookups below only the command's accesses can answer
+        # (no code, path, url or query key; the default search is for grep/glob only; `args` is not empty)
+        command = args.get("command")
+        if type(command) is str:
+            return list(accesses(command)) if command else []
     out: list[Access] = []
     command = args.get("command") or args.get("cmd") or args.get("script")
     if isinstance(command, list):
@@ -407,7 +416,7 @@ def _tool_call_accesses(event: Event) -> list[Access]:
         if isinstance(value, str) and value:
             op = "write" if tool in ("write", "edit", "multiedit", "notebookedit") else "search" if tool == "grep" else "list" if tool in ("glob", "ls") else "read"
             out.append(Access(op, normalise_path(value), tool or key, str(args.get("pattern") or "")))
-    if tool in ("grep", "glob") and not any(isinstance(args.get(k), str) and args.get(k) for k in ("path", "directory")):
+    if tool in _SEARCH_TOOLS and not any(isinstance(args.get(k), str) and args.get(k) for k in ("path", "directory")):
         out.append(Access("search" if tool == "grep" else "list", "/workspace", tool, str(args.get("pattern") or "")))
     for key in ("url", "query"):
         if tool in ("webfetch", "websearch", "web_search", "fetch", "browse") and args.get(key):

@@ -11,10 +11,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from statebox.attempt_folder import ATTEMPT_FILE, EVENTS_FILE
 from statebox.audits import verdict
-from statebox.audits.events import load_attempt
+from statebox.audits.actions import Access
+from statebox.audits.events import event_accesses, load_attempt, new_event
 from statebox.audits.honeytokens import HONEYTOKENS_DIR, PLAN_FILE, SNAPSHOT_FILE, DecoyEvidence, decoy_evidence
+from statebox.schema import Event, EventKind
 
 
 def _attempt(folder: Path) -> Path:
@@ -73,3 +77,34 @@ def test_a_folder_the_listing_does_not_answer_for_asks_the_file_system(tmp_path,
     asked: list[Path] = []
     monkeypatch.setattr(verdict, "decoy_evidence", lambda d: asked.append(d) or DecoyEvidence(source="live"))
     assert verdict._decoy_evidence(folder, log).source == "live" and asked == [folder]
+
+
+# -- a tool call's accesses ----------------------------------------------------------------------------------
+
+def _call(tool: str, args: object, text: str = "") -> Event:
+    return new_event(3, EventKind.tool_call, "claude.stream.jsonl", 1, text, {"tool": tool, "input": args})
+
+
+def test_a_lone_command_to_a_search_tool_still_searches_the_workspace():
+    """Grep/Glob with no path search /workspace: the one-command shortcut must not drop that access."""
+    got = event_accesses(_call("Grep", {"command": "cat /etc/hosts"}))
+    assert Access("search", "/workspace", "grep", "") in got
+    assert Access("read", "/etc/hosts", "cat", "") in got
+
+
+@pytest.mark.parametrize("args, expected", [
+    ({"command": ["cat", "/etc/hosts"]}, [Access("read", "/etc/hosts", "cat", "")]),  # a list of words is joined
+    ({"command": ""}, []),
+    ({"cmd": "cat /etc/hosts"}, [Access("read", "/etc/hosts", "cat", "")]),
+    ({"path": "/data/qa.json"}, [Access("read", "/data/qa.json", "bash", "")]),
+    ({"command": 7}, []),
+])
+def test_one_argument_calls_read_as_before(args, expected):
+    assert event_accesses(_call("Bash", args)) == expected
+
+
+def test_the_shortcut_hands_out_a_list_of_its_own():
+    """`accesses` is cached: the list a tool call answers must not be the cache's own."""
+    first = event_accesses(_call("Bash", {"command": "cat /etc/hosts"}))
+    first.append(Access("read", "/x", "y"))
+    assert event_accesses(_call("Bash", {"command": "cat /etc/hosts"})) == [Access("read", "/etc/hosts", "cat", "")]
