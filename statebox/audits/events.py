@@ -377,7 +377,7 @@ def _plain_event(obj: Any, source: str, line_no: int) -> Event | None:
             or (data is not _MISSING and type(data) is not dict):
         return None
     fields_set = set(obj)
-    data = dict(data) if isinstance(data, dict) else {}  # a dict, or absent (checked above)
+    data = {} if data is _MISSING else dict(data)
     if not event_source:
         event_source = source
         fields_set.add("source")
