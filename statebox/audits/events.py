@@ -336,10 +336,6 @@ def _read_event_line(path: Path, raw: bytes, index: int, last: int, events: list
     line_no = index + 1
     try:
         obj = _loads(raw)
-        plain = _plain_event(obj, path.name, line_no)
-        if plain is not None:
-            events.append(plain)
-            return
         event = Event.model_validate(obj)
     except (json.JSONDecodeError, ValueError, UnicodeDecodeError) as exc:
         if index >= last:
@@ -351,47 +347,6 @@ def _read_event_line(path: Path, raw: bytes, index: int, last: int, events: list
         event.line = line_no
         event.data = dict(event.data or {}, events_line=line_no)
     events.append(event)
-
-
-_KIND_OF = {kind.value: kind for kind in EventKind}
-_MISSING = object()
-
-
-def _plain_event(obj: Any, source: str, line_no: int) -> Event | None:
-    """The event `_read_event_line` makes of `obj` (validated, then its source and line filled in), built
-    directly where `obj` has the plain shape, else None (`Event.model_validate` then, coercions and errors).
-
-    Why: pydantic's validator and two assignments cost more than parsing the line. Exact for the shape
-    accepted: only the model's own keys; `seq` an int (not a bool), `kind` a kind's name, `time` absent or
-    null, `line` absent, null or an int, `source` and `text` absent or strings, `data` absent or an object.
-    Validation keeps such values as they are (a new dict for `data`, its values the same objects) and
-    the keys given as the fields set; each assignment below adds its field to that set, as pydantic's does."""
-    if type(obj) is not dict or not obj.keys() <= _EVENT_FIELDS:
-        return None
-    get = obj.get
-    name = get("kind")
-    kind = _KIND_OF.get(name) if type(name) is str else None
-    seq, data, text, event_source, line = get("seq"), get("data", _MISSING), get("text", ""), get("source", ""), get("line")
-    if type(seq) is not int or kind is None or get("time") is not None or type(text) is not str \
-            or type(event_source) is not str or (line is not None and type(line) is not int) \
-            or (data is not _MISSING and type(data) is not dict):
-        return None
-    fields_set = set(obj)
-    data = {} if data is _MISSING else dict(data)
-    if not event_source:
-        event_source = source
-        fields_set.add("source")
-    if line is None:
-        line = line_no
-        data = dict(data, events_line=line_no)
-        fields_set.update(("line", "data"))
-    event: Event = _new_object(Event)
-    _set_slot(event, "__dict__", {"seq": seq, "kind": kind, "time": None, "source": event_source, "line": line,
-                                  "text": text, "data": data})
-    _set_slot(event, "__pydantic_fields_set__", fields_set)
-    _set_slot(event, "__pydantic_extra__", {})
-    _set_slot(event, "__pydantic_private__", None)
-    return event
 
 
 def _loads(raw: bytes | str) -> Any:

@@ -11,15 +11,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import orjson
 import pytest
 
 from statebox.attempt_folder import ATTEMPT_FILE, EVENTS_FILE
 from statebox.audits import verdict
 from statebox.audits.actions import Access
-from statebox.audits.events import _plain_event, _read_events_jsonl, event_accesses, load_attempt, new_event
+from statebox.audits.events import event_accesses, load_attempt, new_event
 from statebox.audits.honeytokens import HONEYTOKENS_DIR, PLAN_FILE, SNAPSHOT_FILE, DecoyEvidence, decoy_evidence
-from statebox.errors import DataError
 from statebox.schema import Event, EventKind
 
 
@@ -110,73 +108,3 @@ def test_the_shortcut_hands_out_a_list_of_its_own():
     first = event_accesses(_call("Bash", {"command": "cat /etc/hosts"}))
     first.append(Access("read", "/x", "y"))
     assert event_accesses(_call("Bash", {"command": "cat /etc/hosts"})) == [Access("read", "/etc/hosts", "cat", "")]
-
-
-# -- events.jsonl lines built without pydantic's validator ---------------------------------------------------
-
-def _validated(obj: object, source: str, line_no: int) -> Event:
-    """What `_read_event_line` made of a parsed line before the shortcut."""
-    event = Event.model_validate(obj)
-    if not event.source:
-        event.source = source
-    if event.line is None:
-        event.line = line_no
-        event.data = dict(event.data or {}, events_line=line_no)
-    return event
-
-
-def _state(event: Event) -> tuple:
-    return (list(event.__dict__.items()), [type(v) for v in event.__dict__.values()], event.__pydantic_fields_set__,
-            event.__pydantic_extra__, event.__pydantic_private__)
-
-
-PLAIN_LINES = [
-    {"seq": 0, "kind": "message", "text": "hi", "data": {"role": "user"}},
-    {"seq": 3, "kind": "tool_call", "source": "claude.stream.jsonl", "line": 9, "text": "{}", "data": {"input": {"a": [1]}}},
-    {"seq": 4, "kind": "final_answer"},
-    {"seq": 5, "kind": "tool_output", "source": "", "line": None, "text": "x", "time": None},
-]
-# each breaks one condition of the shortcut: pydantic coerces, keeps an extra key, or refuses
-HOSTILE_LINES = [
-    {"seq": True, "kind": "message"}, {"seq": "7", "kind": "message"}, {"seq": 7.0, "kind": "message"},
-    {"seq": 1, "kind": "message", "time": 3}, {"seq": 1, "kind": "message", "line": False},
-    {"seq": 1, "kind": "message", "extra": {"x": 1}}, {"seq": 1, "kind": "message", "data": None},
-    {"seq": 1, "kind": "message", "text": 5}, {"seq": 1, "kind": "message", "source": 5},
-    {"seq": 1, "kind": ["message"]}, {"seq": 1, "kind": "nonsense"}, {"seq": 1}, [1, 2], "text",
-    {"seq": 1, "kind": "message", "line": "4"},
-]
-
-
-@pytest.mark.parametrize("obj", PLAIN_LINES + HOSTILE_LINES)
-def test_an_events_line_is_the_validated_event(obj):
-    try:
-        expected = _validated(obj, EVENTS_FILE, 12)
-    except ValueError:
-        assert _plain_event(obj, EVENTS_FILE, 12) is None  # pydantic's error is raised, from the old path
-        return
-    got = _plain_event(obj, EVENTS_FILE, 12)
-    if obj in PLAIN_LINES:
-        assert got is not None
-    if got is None:
-        assert obj in HOSTILE_LINES
-        return
-    assert _state(got) == _state(expected) and got == expected
-
-
-def test_hostile_lines_read_as_before(tmp_path):
-    """A file of the hostile lines gives the validated events, and the first invalid one's error."""
-    path = tmp_path / EVENTS_FILE
-    good = [o for o in HOSTILE_LINES + PLAIN_LINES if _try(o) is not None]
-    path.write_bytes(b"".join(orjson.dumps(o) + b"\n" for o in good))
-    got = _read_events_jsonl(path, None)
-    assert [_state(e) for e in got] == [_state(_validated(o, EVENTS_FILE, n)) for n, o in enumerate(good, start=1)]
-    path.write_bytes(orjson.dumps(PLAIN_LINES[0]) + b"\n" + orjson.dumps({"seq": 1, "kind": "nonsense"}) + b"\n{}\n")
-    with pytest.raises(DataError, match="not a session event"):
-        _read_events_jsonl(path, None)
-
-
-def _try(obj: object) -> Event | None:
-    try:
-        return _validated(obj, EVENTS_FILE, 1)
-    except ValueError:
-        return None
