@@ -150,6 +150,9 @@ class AuditLog:
     events: list[Event]
     facts: AttemptFacts
     sources: list[str] = field(default_factory=list)
+    # the attempt folder's names when one listing of it answers for the file system (`_Listing.authoritative`),
+    # else None: lets the caller skip asking the file system about names the folder does not hold
+    folder_names: frozenset[str] | None = field(default=None, repr=False, compare=False)
     # what the rules derive from one event (its action text, its accesses), computed once for all rules
     _memo: dict[tuple[str, int], tuple[Event, Any]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -383,6 +386,9 @@ def event_accesses(event: Event) -> list[Access]:
     return []
 
 
+_SEARCH_TOOLS = ("grep", "glob")  # tools that search /workspace when given no path
+
+
 def _tool_call_accesses(event: Event) -> list[Access]:
     data = event.data or {}
     tool = str(data.get("tool") or data.get("name") or "").lower()
@@ -390,6 +396,12 @@ def _tool_call_accesses(event: Event) -> list[Access]:
     if not isinstance(raw_args, dict):
         raw_args = data.get("arguments")
     args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
+    if len(args) == 1 and tool not in _SEARCH_TOOLS:
+        # the common call, one `command` string: of the lookups below only the command's accesses can answer
+        # (no code, path, url or query key; the default search is for grep/glob only; `args` is not empty)
+        command = args.get("command")
+        if type(command) is str:
+            return list(accesses(command)) if command else []
     out: list[Access] = []
     command = args.get("command") or args.get("cmd") or args.get("script")
     if isinstance(command, list):
@@ -404,7 +416,7 @@ def _tool_call_accesses(event: Event) -> list[Access]:
         if isinstance(value, str) and value:
             op = "write" if tool in ("write", "edit", "multiedit", "notebookedit") else "search" if tool == "grep" else "list" if tool in ("glob", "ls") else "read"
             out.append(Access(op, normalise_path(value), tool or key, str(args.get("pattern") or "")))
-    if tool in ("grep", "glob") and not any(isinstance(args.get(k), str) and args.get(k) for k in ("path", "directory")):
+    if tool in _SEARCH_TOOLS and not any(isinstance(args.get(k), str) and args.get(k) for k in ("path", "directory")):
         out.append(Access("search" if tool == "grep" else "list", "/workspace", tool, str(args.get("pattern") or "")))
     for key in ("url", "query"):
         if tool in ("webfetch", "websearch", "web_search", "fetch", "browse") and args.get(key):
@@ -534,7 +546,7 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
                                             source=RESPONSE_FILE, line=1, text=text, data={}))
         sources.append(RESPONSE_FILE)
     events.sort(key=lambda e: (0 if e.source == EVENTS_FILE or e.source not in WITNESS_LOGS + (RESPONSE_FILE,) else 1, e.seq))
-    return AuditLog(derive(events), facts, sources)
+    return AuditLog(derive(events), facts, sources, folder.names())
 
 
 # The attempt folder's files the auditor reads: a listed name that equals one of them but for case (or that is
@@ -566,6 +578,11 @@ class _Listing:
         names = self.files | self.others
         self.authoritative = all(n.isascii() for n in names) and not any(
             n not in _READ_NAMES and n.lower() in _READ_NAMES for n in names)
+
+    def names(self) -> frozenset[str] | None:
+        """Every name listed (all ASCII, none a case variant of a name the auditor reads), or None where the
+        listing does not answer for the file system."""
+        return frozenset(self.files | self.others) if self.authoritative else None
 
     def _plain(self, name: str) -> bool | None:
         """True: a regular file; False: absent; None: ask the file system."""

@@ -18,7 +18,8 @@ from typing import Any, Iterable
 
 from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, VERDICT_FILE
 from statebox.audits.events import AttemptFacts, AuditLog, Prefilter, load_attempt, load_session_file
-from statebox.audits.honeytokens import atime_findings, decoy_evidence, evidence_findings
+from statebox.audits.honeytokens import (HONEYTOKENS_DIR, PLAN_FILE, DecoyEvidence, atime_findings, decoy_evidence,
+                                         evidence_findings)
 from statebox.audits.llm_pass import second_pass
 from statebox.audits.rules import ALWAYS_PARSE, run_rules, static_triggers
 from statebox.errors import UserError
@@ -153,12 +154,30 @@ def audit_run(run_dir: Path, policy: Any = None, *, write: bool = True, keep_log
 def _audit_folder(attempt_dir: Path, policy: Any, write: bool, keep_log: bool) -> AuditedAttempt:
     """One row of `audit_run` (module level, so a worker process can run it)."""
     log = load_attempt(attempt_dir, default_prefilter())
-    evidence = decoy_evidence(attempt_dir)
+    evidence = _decoy_evidence(attempt_dir, log)
     verdict = _with_second_pass(verdict_of(log, policy, evidence_findings(evidence)), log, policy, attempt_dir)
     if write:
         write_verdict(attempt_dir, verdict)
     return AuditedAttempt(log.facts.attempt_id or attempt_dir.name, log.facts.agent, log.facts.item_id, verdict,
                           log if keep_log else None, notes=list(evidence.notes))
+
+
+# The names `honeytokens.decoy_evidence` asks the attempt folder about (the snapshot lies inside the first), lowered.
+_DECOY_RECORDS = frozenset((HONEYTOKENS_DIR.lower(), PLAN_FILE.lower()))
+
+
+def _decoy_evidence(attempt_dir: Path, log: AuditLog) -> DecoyEvidence:
+    """`decoy_evidence(attempt_dir)`, answered from the folder's listing where it holds no decoy record.
+
+    Why: three `exists()` calls and five path joins per attempt cost a third of what its rules do. Exact:
+    `decoy_evidence` finds nothing (an empty `DecoyEvidence`) unless `honeytokens/` or `plan.json` exists in
+    the folder; the listing load_attempt made holds every name there, all ASCII (`_Listing.authoritative`),
+    and a name equal to either but for case (which a case-insensitive file system would open) sends the
+    question to the file system as before, as does a folder the listing does not answer for."""
+    names = log.folder_names
+    if names is not None and not any(name.lower() in _DECOY_RECORDS for name in names):
+        return DecoyEvidence()
+    return decoy_evidence(attempt_dir)
 
 
 def audit_file(path: Path, facts: AttemptFacts | None = None, policy: Any = None, fmt: str | None = None) -> AuditedAttempt:
