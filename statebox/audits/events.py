@@ -43,7 +43,7 @@ except (ImportError, AttributeError):  # pragma: no cover - no wheel, or one lai
 from statebox.attempt_folder import (ATTEMPT_FILE, CLAUDE_STREAM_LOG, CODEX_LOG, EVENTS_FILE, GATEWAY_LOG, RESPONSE_FILE,
                                      STDERR_LOG, STDOUT_LOG)
 from statebox.audits.actions import Access, accesses, normalise_path, output_accesses
-from statebox.audits.fastmatch import Literals, Windowed, compile_any, matching_lines
+from statebox.audits.fastmatch import Literals, NewBytes, Windowed, compile_any, matching_lines
 from statebox.audits.fastmatch import line_runs as line_runs_of
 from statebox.audits.lexicon import usable_secret
 from statebox.errors import DataError, UserError
@@ -715,9 +715,13 @@ class Prefilter:
             lines = self._lines(data, [self.static, secret_re])
             return lines if lines else None
         runs = line_runs_of(data, gateway_spans)  # what each line repeats, found once for both scans
-        keep = _gateway_evidence().lines_in(data, gateway_spans, runs)
+        evidence = _gateway_evidence()
+        # the bytes both scans read, joined once: the evidence windows, widened by the longest secret value
+        read = NewBytes(data, gateway_spans, runs, secret_re.margin if secret_re is not None else 0, separated=True) \
+            if evidence.windowed else None
+        keep = evidence.lines_in(data, gateway_spans, runs, read)
         if secret_re is not None:
-            keep |= secret_re.lines_in(data, gateway_spans, runs)
+            keep |= secret_re.lines_in(data, gateway_spans, runs, read)
         replies: list[tuple[int, int]] = []  # (start, end) of the reply half of every line but the first
         owners: list[int] = []
         first = True
