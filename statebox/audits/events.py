@@ -827,18 +827,34 @@ def _replies_matching(static: Any, data: bytes, replies: list[tuple[int, int]]) 
     if _edge_sensitive(static.pattern):
         found.update(i for i, (lo, hi) in enumerate(replies) if static.search(data[lo:hi]) is not None)
     else:
+        search = _match_bounds(static)
         pos = 0
-        while pos <= len(joined):
-            m = static.search(joined, pos)
-            if m is None:
+        size = len(joined)
+        while pos <= size:
+            start, end = search(joined, pos, size)
+            if start < 0:
                 break
-            i = bisect_right(starts, m.start()) - 1
+            i = bisect_right(starts, start) - 1
             reply_end = starts[i] + replies[i][1] - replies[i][0]
-            if m.end() <= reply_end or static.search(joined[starts[i]:reply_end]) is not None:
+            if end <= reply_end or static.search(joined[starts[i]:reply_end]) is not None:
                 found.add(i)
             pos = reply_end + 1
     found.update(bisect_right(starts, at) - 1 for at in gateway_log.provider_items_at(joined))
     return sorted(found)
+
+
+def _match_bounds(matcher: Any) -> Callable[[bytes, int, int], tuple[int, int]]:
+    """(start, end) of `matcher.search(data, pos, endpos)`'s match, (-1, -1) for none: RE2's engine asked directly
+    where `engine_matching_lines` may (the same call `search` makes, without its generator and match object: a
+    third of a gateway log's reply scan, where a reply in three holds a hit), else through `search`."""
+    engine = getattr(getattr(matcher, "_regexp", None), "Match", None)
+    if engine is not None and _UNANCHORED is not None and _engine_convention_holds():
+        return lambda data, pos, endpos: engine(_UNANCHORED, data, pos, endpos)[0]
+
+    def bounds(data: bytes, pos: int, endpos: int) -> tuple[int, int]:
+        m = matcher.search(data, pos, endpos)
+        return (-1, -1) if m is None else (m.start(), m.end())
+    return bounds
 
 
 _EVIDENCE: Windowed | None = None
