@@ -466,3 +466,27 @@ def test_a_shared_read_narrower_than_the_values_need_is_not_used():
     secrets = Literals(['mark-77q"}, {"role'])
     narrow = NewBytes(data, spans, runs, 0, separated=True)
     assert secrets.lines_in(data, spans, runs, narrow) == _re2_lines(['mark-77q"}, {"role'], data) == {2}
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_occurrences_by_a_rare_lead_byte_are_every_find(seed):
+    """A value is looked for by its rarest letter first, and by `bytes.find` once that letter proves common: the
+    starts are every start `find` gives, in order, whether the letter is rare, common (the switch happens in
+    the middle of a run of overlapping occurrences) or absent."""
+    from statebox.audits.fastmatch import occurrences, rare_byte
+
+    rng = random.Random(seed)
+    needle = rng.choice([b"q928", b"qq", b"aqa", b"juniper-55x", b"xx-x", b"blocks_1_src.mp4", b"q", b"1234"])
+    alphabet = rng.choice([b"q9281", b"qx-", b"abcq", b"juniper-5x", b"0123456789", needle + b" "])
+    size = rng.choice([10, 500, 5000, 40000])
+    data = bytes(rng.choice(alphabet) for _ in range(size))
+    if rng.random() < 0.5:
+        data = data[: size // 2] + needle * rng.randint(1, 50) + data[size // 2:]
+    expected, i = [], data.find(needle)
+    while i >= 0:
+        expected.append(i)
+        i = data.find(needle, i + 1)
+    lead = rare_byte(needle)
+    assert list(occurrences(data, needle, lead)) == expected
+    for k in range(len(needle)):  # any lead byte gives the same starts
+        assert list(occurrences(data, needle, k)) == expected
