@@ -43,7 +43,7 @@ except (ImportError, AttributeError):  # pragma: no cover - no wheel, or one lai
 from statebox.attempt_folder import (ATTEMPT_FILE, CLAUDE_STREAM_LOG, CODEX_LOG, EVENTS_FILE, GATEWAY_LOG, RESPONSE_FILE,
                                      STDERR_LOG, STDOUT_LOG)
 from statebox.audits.actions import Access, accesses, normalise_path, output_accesses
-from statebox.audits.fastmatch import Literals, Windowed, compile_any, matching_lines
+from statebox.audits.fastmatch import Literals, NewBytes, Windowed, compile_any, matching_lines
 from statebox.audits.fastmatch import line_runs as line_runs_of
 from statebox.audits.lexicon import usable_secret
 from statebox.errors import DataError, UserError
@@ -732,9 +732,13 @@ class Prefilter:
             lines = self._lines(data, [self.static, secret_re])
             return lines if lines else None
         runs = line_runs_of(data, gateway_spans)  # what each line repeats, found once for both scans
-        keep = _gateway_evidence().lines_in(data, gateway_spans, runs)
+        evidence = _gateway_evidence()
+        # the bytes both scans read, joined once: the evidence windows, widened by the longest secret value
+        read = NewBytes(data, gateway_spans, runs, secret_re.margin if secret_re is not None else 0, separated=True) \
+            if evidence.windowed else None
+        keep = evidence.lines_in(data, gateway_spans, runs, read)
         if secret_re is not None:
-            keep |= secret_re.lines_in(data, gateway_spans, runs)
+            keep |= secret_re.lines_in(data, gateway_spans, runs, read)
         replies: list[tuple[int, int]] = []  # (start, end) of the reply half of every line but the first
         owners: list[int] = []
         first = True
@@ -840,18 +844,34 @@ def _replies_matching(static: Any, data: bytes, replies: list[tuple[int, int]]) 
     if _edge_sensitive(static.pattern):
         found.update(i for i, (lo, hi) in enumerate(replies) if static.search(data[lo:hi]) is not None)
     else:
+        search = _match_bounds(static)
         pos = 0
-        while pos <= len(joined):
-            m = static.search(joined, pos)
-            if m is None:
+        size = len(joined)
+        while pos <= size:
+            start, end = search(joined, pos, size)
+            if start < 0:
                 break
-            i = bisect_right(starts, m.start()) - 1
+            i = bisect_right(starts, start) - 1
             reply_end = starts[i] + replies[i][1] - replies[i][0]
-            if m.end() <= reply_end or static.search(joined[starts[i]:reply_end]) is not None:
+            if end <= reply_end or static.search(joined[starts[i]:reply_end]) is not None:
                 found.add(i)
             pos = reply_end + 1
     found.update(bisect_right(starts, at) - 1 for at in gateway_log.provider_items_at(joined))
     return sorted(found)
+
+
+def _match_bounds(matcher: Any) -> Callable[[bytes, int, int], tuple[int, int]]:
+    """(start, end) of `matcher.search(data, pos, endpos)`'s match, (-1, -1) for none: RE2's engine asked directly
+    where `engine_matching_lines` may (the same call `search` makes, without its generator and match object: a
+    third of a gateway log's reply scan, where a reply in three holds a hit), else through `search`."""
+    engine = getattr(getattr(matcher, "_regexp", None), "Match", None)
+    if engine is not None and _UNANCHORED is not None and _engine_convention_holds():
+        return lambda data, pos, endpos: engine(_UNANCHORED, data, pos, endpos)[0]
+
+    def bounds(data: bytes, pos: int, endpos: int) -> tuple[int, int]:
+        m = matcher.search(data, pos, endpos)
+        return (-1, -1) if m is None else (m.start(), m.end())
+    return bounds
 
 
 _EVIDENCE: Windowed | None = None

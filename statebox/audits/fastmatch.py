@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from itertools import count
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from statebox.audits.line_repeats import repeated_runs
 
@@ -88,6 +88,9 @@ class Literals:
         self.values = [v.lower() for v in values]
         self._plain = all(v.isascii() and "\n" not in v and v for v in self.values)
         self._needles = [v.encode() for v in self.values] if self._plain else []
+        self._leads = [rare_byte(n) for n in self._needles]
+        # how far a window reaches past new bytes for an occurrence straddling its edge (plain search only)
+        self.margin = max(len(n) for n in self._needles) - 1 if self._needles else 0
         self._regex: Any = None
 
     def regex(self) -> Any:
@@ -126,7 +129,8 @@ class Literals:
             lines.add(line_no)
         return lines
 
-    def lines_in(self, data: bytes, spans: list[tuple[int, int]], runs: list[list[Run]] | None = None) -> set[int]:
+    def lines_in(self, data: bytes, spans: list[tuple[int, int]], runs: list[list[Run]] | None = None,
+                 read: "NewBytes | None" = None) -> set[int]:
         """`lines(data)` for a log whose lines re-send stretches of the line before (a gateway log; `spans`:
         `line_spans(data)`): only each line's new bytes are read, and the values found inside a stretch
         it repeats are carried over from the line before (line_repeats.py).
@@ -134,7 +138,9 @@ class Literals:
         Exact: a line's occurrences are those inside a repeated stretch (the previous line's, at the
         same place in the stretch: the bytes are equal) plus those found by reading everything outside
         the stretches widened by the longest value less one byte (what straddles a stretch's edge).
-        `runs`: `line_runs(data, spans)` when the caller already has them (found once for every scan).
+        `runs`: `line_runs(data, spans)` when the caller already has them (found once for every scan); `read`: the
+        bytes read, when the caller has them joined for every scan (`NewBytes`, its margin at least this one's;
+        reading more bytes of a line finds no occurrence that is not one).
 
         Plain search is RE2's answer on data without a character folding to ASCII (`_plain_for`); that is
         first asked of the bytes read only: every byte of a repeated stretch equals a byte of the line before,
@@ -142,33 +148,16 @@ class Literals:
         mean data that is all ASCII. Else the whole data is asked, and RE2 reads it where a fold is in it."""
         if not self._plain:
             return matching_lines(self.regex(), data)
-        if runs is None:
-            runs = line_runs(data, spans)  # equal bytes are equal lowered: stretches are found on the data as it is
-        margin = max(len(n) for n in self._needles) - 1
-        # every line's bytes outside its stretches, widened by the margin, searched in one lowered copy of them all
-        # joined by newlines (no value holds one, so no occurrence reaches across two windows)
-        windows: list[tuple[int, int]] = []
-        owners: list[int] = []
-        for line_no, (start, end), repeats in zip(count(1), spans, runs):
-            if not repeats:
-                if end > start:
-                    windows.append((start, end))
-                    owners.append(line_no)
-                continue
-            pos = start
-            for at, _, length in repeats:
-                lo, hi = max(start, pos - margin), min(end, at + margin)
-                if hi > lo:
-                    windows.append((lo, hi))
-                    owners.append(line_no)
-                pos = at + length
-            if end > max(start, pos - margin):
-                windows.append((max(start, pos - margin), end))
-                owners.append(line_no)
+        margin = self.margin
+        if read is None or read.margin < margin:
+            if runs is None:
+                runs = line_runs(data, spans)  # equal bytes are equal lowered: stretches are found on the data as it is
+            read = NewBytes(data, spans, runs, margin, separated=False)
+        runs = read.runs
+        windows, owners = read.windows, read.owners
         if not windows:
             return set()  # an empty log
-        view = memoryview(data)
-        low = b"\n".join([view[lo:hi] for lo, hi in windows]).lower()
+        low = read.joined.lower()
         if not low.isascii() and not self._plain_for(data):
             return matching_lines(self.regex(), data)
         offsets: list[int] = []  # where each window starts in `low`
@@ -177,12 +166,10 @@ class Literals:
             offsets.append(at_low)
             at_low += hi - lo + 1
         found_in: dict[int, set[tuple[int, int]]] = {}  # line -> (start in data, length) of each occurrence read
-        for needle in self._needles:
-            i = low.find(needle)
-            while i >= 0:
+        for needle, lead in zip(self._needles, self._leads):
+            for i in occurrences(low, needle, lead):
                 w = bisect_right(offsets, i) - 1
                 found_in.setdefault(owners[w], set()).add((windows[w][0] + i - offsets[w], len(needle)))
-                i = low.find(needle, i + 1)
         if not found_in:
             return set()
         lines: set[int] = set()
@@ -198,6 +185,89 @@ class Literals:
                 lines.add(line_no)
             found_before = sorted(found)
         return lines
+
+
+# Lower-case letters rarest in English text and code, rarest first: a value holding one is looked for by that byte
+# first (`occurrences`). Only speed depends on this guess; the answer does not.
+RARE_LETTERS = b"qjzxvk"
+
+
+def rare_byte(needle: bytes) -> int:
+    """The offset in `needle` of its rarest letter by RARE_LETTERS, or -1 where it holds none of them."""
+    ranked = [(RARE_LETTERS.index(b), k) for k, b in enumerate(needle) if b in RARE_LETTERS]
+    return min(ranked)[1] if ranked else -1
+
+
+def occurrences(data: bytes, needle: bytes, lead: int) -> Iterator[int]:
+    """Every start of `needle` in `data`, in order (what `data.find(needle, i + 1)` from each gives).
+
+    Why a lead byte: `bytes.find` skips by the needle's last byte, and a short needle ending in a digit crawls
+    over digit-heavy tool output (an item id like `q928`: half the secret scan's time), while one byte is
+    found by memchr. With `lead` (the offset of a rare letter, `rare_byte`) each place that byte stands is
+    checked for the whole needle there; a byte no rarer than the data makes it (more checks than one per KiB
+    of data, plus a few) sends the rest of the search to `bytes.find`, so the worst case is that plus the
+    checks already made."""
+    if lead < 0 or len(needle) == 1:
+        i = data.find(needle)
+        while i >= 0:
+            yield i
+            i = data.find(needle, i + 1)
+        return
+    byte = needle[lead:lead + 1]
+    budget = len(data) // 1024 + 16
+    find, startswith = data.find, data.startswith
+    at = find(byte, lead)
+    while at >= 0:
+        if startswith(needle, at - lead):
+            yield at - lead
+        budget -= 1
+        if budget < 0:  # the byte is not rare here: the rest by bytes.find, from the next place a start could be
+            i = find(needle, at - lead + 1)
+            while i >= 0:
+                yield i
+                i = find(needle, i + 1)
+            return
+        at = find(byte, at + 1)
+
+
+class NewBytes:
+    """What the gateway scans read of a log whose lines repeat the line before: every line's bytes outside the
+    stretches it repeats (`runs`), each stretch of them widened by `margin` bytes (an occurrence of a literal
+    straddling a stretch's edge) and, `separated`, out to the nearest SEPARATOR on either side (a `Windowed`
+    match touching them); the same around every junction of two stretches, where bytes of the line before that
+    were not next to each other now are. A line without stretches is read whole. Overlapping windows of a line
+    are merged; all are joined by newlines (no window holds one), once for both scans.
+
+    Reading more of a line than a scan needs never changes its answer: a literal found is an occurrence in the
+    line, and a `Windowed` pattern's match in a part of a line is one of the line (it holds no anchor)."""
+
+    def __init__(self, data: bytes, spans: list[tuple[int, int]], runs: list[list[Run]], margin: int, separated: bool) -> None:
+        self.runs, self.margin, self.separated = runs, margin, separated
+        windows: list[tuple[int, int]] = []  # (start, end) in data
+        owners: list[int] = []  # the line each window lies in
+        for line_no, (start, end), repeats in zip(count(1), spans, runs):
+            if not repeats:
+                if end > start:
+                    windows.append((start, end))
+                    owners.append(line_no)
+                continue
+            pos = start
+            first = len(windows)
+            for at, _, length in repeats + [(end, 0, 0)]:
+                if at > pos or start < at < end:  # new bytes [pos, at), or a junction of two stretches at `at`
+                    lo, hi = max(start, pos - margin), min(end, at + margin)
+                    if separated:
+                        lo, hi = min(lo, _separator_before(data, start, pos)), max(hi, _separator_after(data, at, end))
+                    if hi > lo:
+                        if len(windows) > first and lo <= windows[-1][1]:  # overlaps this line's window before
+                            windows[-1] = (windows[-1][0], max(hi, windows[-1][1]))
+                        else:
+                            windows.append((lo, hi))
+                            owners.append(line_no)
+                pos = at + length
+        self.windows, self.owners = windows, owners
+        view = memoryview(data)
+        self.joined = b"\n".join([view[lo:hi] for lo, hi in windows])
 
 
 def line_runs(data: bytes, spans: list[tuple[int, int]]) -> list[list[Run]]:
@@ -244,7 +314,9 @@ class Windowed:
     inside a stretch a line repeats is then a match of the line before at the same place. So when the line
     before has no match at all, a line has one exactly when one touches its new bytes; and such a match
     lies between the nearest SEPARATORs around those bytes (no match holds one), so searching those windows
-    is enough. A line after a line with a match is read whole. Patterns `holds_no_separator` cannot vouch
+    is enough. Where two stretches meet with no new byte between them (they repeat bytes of the line before
+    that are not next to each other there), a match across the junction is new too: the window around the
+    junction is read as well. A line after a line with a match is read whole. Patterns `holds_no_separator` cannot vouch
     for are searched over every byte."""
 
     def __init__(self, patterns: list[str]) -> None:
@@ -252,31 +324,16 @@ class Windowed:
         # a pattern matching the empty string matches every line, repeated or not
         self.windowed = holds_no_separator(patterns) and self.regex.search(b"") is None
 
-    def lines_in(self, data: bytes, spans: list[tuple[int, int]], runs: list[list[Run]]) -> set[int]:
+    def lines_in(self, data: bytes, spans: list[tuple[int, int]], runs: list[list[Run]],
+                 read: "NewBytes | None" = None) -> set[int]:
+        """`read`: the bytes read when the caller joined them for every scan (`NewBytes`, separated)."""
         if not self.windowed:
             return matching_lines(self.regex, data)
-        windows: list[tuple[int, int]] = []  # (start, end) in data
-        owners: list[int] = []  # the line each window lies in
-        for line_no, (start, end), repeats in zip(count(1), spans, runs):
-            if not repeats:
-                if end > start:
-                    windows.append((start, end))
-                    owners.append(line_no)
-                continue
-            pos = start
-            first = len(windows)
-            for at, _, length in repeats + [(end, 0, 0)]:
-                if at > pos:  # new bytes [pos, at)
-                    lo, hi = _separator_before(data, start, pos), _separator_after(data, at, end)
-                    if len(windows) > first and lo <= windows[-1][1]:  # overlaps this line's window before
-                        windows[-1] = (windows[-1][0], max(hi, windows[-1][1]))
-                    else:
-                        windows.append((lo, hi))
-                        owners.append(line_no)
-                pos = at + length
-        view = memoryview(data)
+        if read is None or not read.separated:
+            read = NewBytes(data, spans, runs, 0, separated=True)
+        windows, owners = read.windows, read.owners
         # windows hold no newline and no match crosses one: each is a line of its own for matching_lines
-        found = {owners[n - 1] for n in matching_lines(self.regex, b"\n".join([view[lo:hi] for lo, hi in windows]))} if windows else set()
+        found = {owners[n - 1] for n in matching_lines(self.regex, read.joined)} if windows else set()
         if not found:
             return set()  # a line with a match is one whose new bytes hold one, or follows such a line
         lines: set[int] = set()

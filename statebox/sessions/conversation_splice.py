@@ -56,11 +56,15 @@ def _last_item_end(data: bytes, lo: int, end: int) -> int:
     return cut + 3 if cut >= 0 else -1
 
 
-def _values(raw: bytes) -> list[Any] | None:
-    """The values of the JSON array `raw`, parsed as deep as the `messages` list can stand in a line (DEPTH), so
-    that orjson's nesting limit refuses them here whenever it would refuse the line."""
+_OPEN, _CLOSE = b"[" * (DEPTH - 1), b"]" * (DEPTH - 1)
+
+
+def _values(*raw: bytes | memoryview) -> list[Any] | None:
+    """The values of the JSON array made of the pieces `raw`, parsed as deep as the `messages` list can stand in a
+    line (DEPTH), so that orjson's nesting limit refuses them here whenever it would refuse the line. (Pieces, so
+    a line's bytes are copied once.)"""
     try:
-        parsed = orjson.loads(b"[" * (DEPTH - 1) + raw + b"]" * (DEPTH - 1))
+        parsed = orjson.loads(b"".join((_OPEN, *raw, _CLOSE)))
     except orjson.JSONDecodeError:
         return None
     for _ in range(DEPTH - 1):
@@ -81,7 +85,7 @@ class Splicer:
         """The parse of data[start:end] (`orjson.loads`), built from known items, or None."""
         for slot, known in enumerate(self.known):
             if end - start >= known.b and data.startswith(view[known.start:known.start + known.b], start):
-                obj = self._spliced(data, start, end, known)
+                obj = self._spliced(data, view, start, end, known)
                 known = self.known.pop(slot)
                 if obj is not None:  # most recently used first; one that failed is forgotten (learnt again if it pays)
                     self.known.insert(0, known)
@@ -89,16 +93,16 @@ class Splicer:
                 return obj
         return None
 
-    def _spliced(self, data: bytes, start: int, end: int, known: Known) -> Any | None:
+    def _spliced(self, data: bytes, view: memoryview, start: int, end: int, known: Known) -> Any | None:
         lo = start + known.b
         added: list[Any] = []
         cut = _last_item_end(data, lo, end)
         if cut > lo:
-            more = _values(b"[0" + data[lo:cut] + b"]")
+            more = _values(b"[0", view[lo:cut], b"]")
             if more is not None and more and type(more[0]) is int:
                 added, lo = more[1:], cut
         try:
-            obj = orjson.loads(data[start:start + known.a] + SENTINEL + data[lo:end])
+            obj = orjson.loads(b"".join((view[start:start + known.a], SENTINEL, view[lo:end])))
         except orjson.JSONDecodeError:
             return None
         messages = self.messages_of(obj)
@@ -121,7 +125,7 @@ class Splicer:
         b = _last_item_end(data, a, end)
         if b <= a:
             return
-        items = _values(b"[" + data[a:b] + b"]")
+        items = _values(b"[", memoryview(data)[a:b], b"]")
         if not items:
             return
         self.learnt += 1

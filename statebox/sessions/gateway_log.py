@@ -211,14 +211,26 @@ class GatewayNormaliser:
     def __init__(self) -> None:
         self._seen: set[Any] = set()  # tuples of ASCII strings, else hex digests (`_first`)
         self._done: dict[str, tuple[int, str]] = {}  # list key -> (items already read, hash of the first)
+        self._heads: dict[str, tuple[Any, str]] = {}  # list key -> (the first item last hashed, its hash)
+        self._system = ""  # the last system prompt text seen (`_request`)
 
     def _new_items(self, key: str, items: list[Any]) -> list[Any]:
         """Conversation history only grows: read just what follows the part read before.
 
         When the history was rewritten (compaction: shorter, or a different first item)
         everything is read again; the content hashes still keep repeats out.
+
+        A first item that is the very object hashed last time (a line read with the items of a line before it,
+        conversation_splice.py) has that hash: nothing mutates a parsed line, and the object is held here, so
+        its identity is not reused. Any other first item is serialised and hashed.
         """
-        head = hashlib.blake2b(_key(items[:1]), digest_size=8).hexdigest()
+        head_of = self._heads.get(key)
+        if items and head_of is not None and head_of[0] is items[0]:
+            head = head_of[1]
+        else:
+            head = hashlib.blake2b(_key(items[:1]), digest_size=8).hexdigest()
+            if items:
+                self._heads[key] = (items[0], head)
         done, seen_head = self._done.get(key, (0, ""))
         start = done if (seen_head == head and done <= len(items)) else 0
         self._done[key] = (len(items), head)
@@ -262,11 +274,15 @@ class GatewayNormaliser:
         system = req.get("system") or req.get("instructions")
         if system:
             text = _text_of(system)
-            if text and self._first("system", text):
+            # the same text as the last system prompt was seen then: `_first` would say so, after hashing it again
+            if text and text != self._system and self._first("system", text):
                 out.append(EventDraft(EventKind.message, clip(text), {"role": "system"}))
+            self._system = text
+        message = self._chat_or_anthropic_message
         for msg in self._new_items("messages", req.get("messages") or []):
-            if isinstance(msg, dict):
-                out.extend(self._chat_or_anthropic_message(msg))
+            # an assistant turn adds nothing (it repeats a response already read): half the items, not walked
+            if isinstance(msg, dict) and msg.get("role") != "assistant":
+                message(msg, out)
         items = req.get("input")
         if isinstance(items, str):
             if self._first("user", items):
@@ -277,24 +293,26 @@ class GatewayNormaliser:
                     out.extend(self._responses_input(item))
         return out
 
-    def _chat_or_anthropic_message(self, msg: dict[str, Any]) -> list[EventDraft]:
+    def _chat_or_anthropic_message(self, msg: dict[str, Any], out: list[EventDraft]) -> None:
+        """Appends to `out` the prompts and tool results of one message seen for the first time."""
         role = msg.get("role", "")
         content = msg.get("content")
-        out: list[EventDraft] = []
         if role in ("user", "system", "developer"):
             if isinstance(content, list):
+                first = self._first
                 for block in content:
                     if not isinstance(block, dict):
                         continue
-                    if block.get("type") == "tool_result":
+                    btype = block.get("type")
+                    if btype == "tool_result":
                         call_id = block.get("tool_use_id", "")
                         text = _text_of(block.get("content"))
-                        if self._first("tool_result", call_id, text):
+                        if first("tool_result", call_id, text):
                             out.append(EventDraft(EventKind.tool_output, clip(text),
                                                   {"call_id": call_id, "is_error": bool(block.get("is_error"))}))
-                    elif block.get("type") in ("text", "input_text"):
+                    elif btype in ("text", "input_text"):
                         text = str(block.get("text", ""))
-                        if text and self._first(role, text):
+                        if text and first(role, text):
                             out.append(EventDraft(EventKind.message, clip(text), {"role": role}))
             else:
                 text = _text_of(content)
@@ -306,7 +324,6 @@ class GatewayNormaliser:
             if self._first("tool_result", call_id, text):
                 out.append(EventDraft(EventKind.tool_output, clip(text), {"call_id": call_id}))
         # assistant turns in requests repeat earlier responses: already emitted from those responses
-        return out
 
     def _responses_input(self, item: dict[str, Any]) -> list[EventDraft]:
         itype = item.get("type", "message" if "role" in item else "")

@@ -177,3 +177,28 @@ def test_bytes_after_the_known_items_that_only_parse_as_a_number_s_tail_are_not_
     whole = _whole(data, _spans(data), keep)
     assert any(d.data.get("unparsed") for _, d in whole)
     assert _spliced(data, keep)[0] == whole
+
+
+def test_a_rewritten_first_item_and_a_returning_system_prompt_read_as_whole_lines():
+    """The normaliser skips hashing a first item that is the very object hashed before (a spliced line) and
+    re-checking a system prompt equal to the last one: a first item rewritten by compaction (a new object, the
+    conversation read again) and a system prompt that changes and comes back must give the whole-line drafts."""
+    lines = []
+    history = [{"role": "user", "content": [{"type": "text", "text": "task"}]}]
+    systems = ["sys A", "sys A", "sys B", "sys A", "sys C", "sys C", "sys B", "sys A"]
+    for n, system in enumerate(systems):
+        if n == 4:  # compaction: the first turn is summarised, the rest kept
+            history[0] = {"role": "user", "content": [{"type": "text", "text": "summary of the task"}]}
+        history.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {"command": "ls"}}]})
+        history.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}", "content": "out %d" % (n % 3)}]})
+        lines.append(json.dumps({"request": {"system": system, "messages": history},
+                                 "response": {"content": [{"type": "text", "text": "ok"}]}}).encode())
+    data = b"\n".join(lines)
+    keep = set(range(1, len(lines) + 1))
+    drafts, used = _spliced(data, keep)
+    whole = _whole(data, _spans(data), keep)
+    assert drafts == whole
+    assert used >= 2  # lines 2 and 6 (same system prompt as the line before) at least
+    assert [d.text for _, d in whole if d.data.get("role") == "system"] == ["sys A", "sys B", "sys C"]
+    assert sum(d.text == "summary of the task" for _, d in whole) == 1
+    assert sum(d.kind.value == "tool_output" for _, d in whole) == len(lines)  # compaction re-read them: seen, not repeated

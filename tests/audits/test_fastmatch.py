@@ -299,9 +299,11 @@ _REPLY_PIECES = ["foo", " ", "bar", "start", "end", "word", "swordfish", "x", "y
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_replies_searched_joined_match_as_each_searched_alone(seed):
+def test_replies_searched_joined_match_as_each_searched_alone(seed, monkeypatch):
     """Matches at a reply's edges (`^`, `$`, word edges), ones a join by newlines would let reach across two
-    replies (`\\s`, a negated class), provider items: the replies found are the ones each search alone finds."""
+    replies (`\\s`, a negated class), provider items: the replies found are the ones each search alone finds,
+    with RE2's engine asked directly and through `search` (as where the binding's private call answers otherwise)."""
+    from statebox.audits import events
     from statebox.audits.events import _replies_matching
     from statebox.sessions.gateway_log import has_provider_item
 
@@ -314,6 +316,9 @@ def test_replies_searched_joined_match_as_each_searched_alone(seed):
         spans.append((at + 1, at + 1 + len(r)))
         at += len(r) + 3
     expected = [i for i, r in enumerate(replies) if static.search(r) is not None or has_provider_item(r)]
+    assert events._engine_convention_holds()
+    assert _replies_matching(static, data, spans) == expected
+    monkeypatch.setattr(events, "_ENGINE_CONVENTION", False)
     assert _replies_matching(static, data, spans) == expected
 
 
@@ -386,3 +391,102 @@ def test_a_tool_result_is_emitted_once_whatever_its_call_id_and_text_are_made_of
     normaliser._done.clear()  # as after a compaction: the whole history is read again
     again = normaliser.feed(request(text, text + "!"))
     assert [d.text for d in again] == [text + "!"]
+
+
+def _junction_log(middle: bytes) -> bytes:
+    """Two long lines; the second drops three bytes of the first right before an anchor (`"messages": [`), so it
+    repeats two stretches of the line before that meet with no new byte between them, where `middle` stood."""
+    head = b'{"pad": "' + b"a" * 9000 + b'", "container": '
+    tail = b'"messages": [{"role": "user", "content": "' + b"b" * 600 + b'"}]}'
+    return head + middle + tail + b"\n" + head + tail
+
+
+def test_a_trigger_across_the_junction_of_two_repeated_stretches_is_found():
+    """Bytes of the line before that were not next to each other there are here: `"container": ` then
+    `"messages"` make a trigger no byte of which is new. The window around the junction is read (a hostile
+    log need not be JSON; the line is then kept, as a search over every byte keeps it)."""
+    from statebox.audits.events import line_spans
+    from statebox.audits.fastmatch import Windowed, line_runs
+    from statebox.sessions.gateway_log import EVIDENCE_TRIGGERS
+
+    data = _junction_log(b"1, ")
+    spans = line_spans(data)
+    runs = line_runs(data, spans)
+    assert len(runs[1]) == 2 and runs[1][0][0] + runs[1][0][2] == runs[1][1][0], "two stretches that meet"
+    assert Windowed(EVIDENCE_TRIGGERS).lines_in(data, spans, runs) == matching_lines(compile_any(EVIDENCE_TRIGGERS), data) == {2}
+
+
+def test_a_value_across_the_junction_of_two_repeated_stretches_is_found():
+    from statebox.audits.events import line_spans
+    from statebox.audits.fastmatch import line_runs
+
+    data = _junction_log(b"1, ")  # the second line holds `"container": "messages"`, the first does not
+    spans = line_spans(data)
+    runs = line_runs(data, spans)
+    assert len(runs[1]) == 2 and runs[1][0][0] + runs[1][0][2] == runs[1][1][0], "two stretches that meet"
+    assert Literals(['r": "mess']).lines_in(data, spans, runs) == _re2_lines(['r": "mess'], data) == {2}
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_both_gateway_scans_over_one_shared_read_find_the_lines_re2_finds(seed):
+    """The witness scan joins the bytes it reads once for the evidence triggers and the secrets (`NewBytes`, the
+    evidence windows widened by the longest value): each scan's answer over that shared read is RE2's over
+    every byte, and so is the prefilter's whole answer against scanning each alone."""
+    from statebox.audits.events import line_spans
+    from statebox.audits.fastmatch import NewBytes, Windowed, line_runs
+    from statebox.sessions.gateway_log import EVIDENCE_TRIGGERS
+
+    rng = random.Random(seed)
+    values = ["blocks_1234_src.mp4", "juniper-4411x", 'mark-77q"}, {"role']  # the last holds separators
+    pieces = _EVIDENCE_PIECES + ["blocks_1234", "_src.mp4", "JUNIPER-4411X", "juniper-4411", "x", "mark-77Q", '"}, {"role']
+    data = _gateway_like_log(rng, pieces)
+    if seed % 3 == 0:
+        data += b"\n" + _junction_log(b"juniper-4411x, ")
+    spans = line_spans(data)
+    runs = line_runs(data, spans)
+    evidence, secrets = Windowed(EVIDENCE_TRIGGERS), Literals(values)
+    read = NewBytes(data, spans, runs, secrets.margin, separated=True)
+    assert evidence.lines_in(data, spans, runs, read) == matching_lines(compile_any(EVIDENCE_TRIGGERS), data)
+    assert secrets.lines_in(data, spans, runs, read) == _re2_lines(values, data)
+    # a read with too small a margin for the values is not used (the values' own read is made)
+    assert secrets.lines_in(data, spans, runs, NewBytes(data, spans, runs, 0, separated=True)) == _re2_lines(values, data)
+
+
+def test_a_shared_read_narrower_than_the_values_need_is_not_used():
+    """A value holding separators straddles where a line stops repeating the line before: the evidence windows
+    alone (back to the last separator) miss its head; a read made with too small a margin must not be used."""
+    from statebox.audits.events import line_spans
+    from statebox.audits.fastmatch import NewBytes, line_runs
+
+    head = b'{"pad": "' + b"a" * 9000 + b'mark-77q"}, {"ro'
+    data = head + b"X" * 300 + b"\n" + head + b'le": "user"}'
+    spans = line_spans(data)
+    runs = line_runs(data, spans)
+    assert runs[1] and runs[1][0][2] == len(head), "the second line repeats the first up to the value's tail"
+    secrets = Literals(['mark-77q"}, {"role'])
+    narrow = NewBytes(data, spans, runs, 0, separated=True)
+    assert secrets.lines_in(data, spans, runs, narrow) == _re2_lines(['mark-77q"}, {"role'], data) == {2}
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_occurrences_by_a_rare_lead_byte_are_every_find(seed):
+    """A value is looked for by its rarest letter first, and by `bytes.find` once that letter proves common: the
+    starts are every start `find` gives, in order, whether the letter is rare, common (the switch happens in
+    the middle of a run of overlapping occurrences) or absent."""
+    from statebox.audits.fastmatch import occurrences, rare_byte
+
+    rng = random.Random(seed)
+    needle = rng.choice([b"q928", b"qq", b"aqa", b"juniper-55x", b"xx-x", b"blocks_1_src.mp4", b"q", b"1234"])
+    alphabet = rng.choice([b"q9281", b"qx-", b"abcq", b"juniper-5x", b"0123456789", needle + b" "])
+    size = rng.choice([10, 500, 5000, 40000])
+    data = bytes(rng.choice(alphabet) for _ in range(size))
+    if rng.random() < 0.5:
+        data = data[: size // 2] + needle * rng.randint(1, 50) + data[size // 2:]
+    expected, i = [], data.find(needle)
+    while i >= 0:
+        expected.append(i)
+        i = data.find(needle, i + 1)
+    lead = rare_byte(needle)
+    assert list(occurrences(data, needle, lead)) == expected
+    for k in range(len(needle)):  # any lead byte gives the same starts
+        assert list(occurrences(data, needle, k)) == expected
