@@ -34,16 +34,10 @@ from typing import Any, Callable, Iterable, TypeVar
 
 import orjson
 
-try:  # the RE2 binding fastmatch compiles with (a declared dependency): its engine is called directly per hit
-    import re2 as _re2_module
-    _UNANCHORED: Any = _re2_module._re2.RE2.Anchor.UNANCHORED
-except (ImportError, AttributeError):  # pragma: no cover - no wheel, or one laid out otherwise: matching_lines
-    _UNANCHORED = None
-
 from statebox.attempt_folder import (ATTEMPT_FILE, CLAUDE_STREAM_LOG, CODEX_LOG, EVENTS_FILE, GATEWAY_LOG, RESPONSE_FILE,
                                      STDERR_LOG, STDOUT_LOG)
 from statebox.audits.actions import Access, accesses, normalise_path, output_accesses
-from statebox.audits.fastmatch import Literals, NewBytes, Windowed, compile_any, matching_lines
+from statebox.audits.fastmatch import Literals, NewBytes, Windowed, compile_any, match_bounds, matching_lines
 from statebox.audits.fastmatch import line_runs as line_runs_of
 from statebox.audits.lexicon import usable_secret
 from statebox.errors import DataError, UserError
@@ -697,11 +691,11 @@ class Prefilter:
 
     def keep_lines(self, data: bytes, secret_re: Literals | None, extra: bool = False) -> set[int]:
         """Candidate lines of an events.jsonl already read (`extra`: also the always-parsed kinds)."""
-        lines = engine_matching_lines(self.static, data)
+        lines = matching_lines(self.static, data)
         if secret_re is not None:
             lines |= secret_re.lines(data)
         if extra and self.always is not None:
-            lines |= engine_matching_lines(self.always, data)
+            lines |= matching_lines(self.always, data)
         return lines
 
     def keep(self, path: Path, secret_re: Literals | None, extra: bool = False) -> Callable[[int], bool]:
@@ -756,60 +750,6 @@ class Prefilter:
         return keep
 
 
-_ENGINE_CONVENTION: bool | None = None
-
-
-def _engine_convention_holds() -> bool:
-    """Whether the installed binding's engine answers as `engine_matching_lines` reads it, asked once per
-    process on a probe whose hits `search` also gives: `Match` is the binding's private call, and a
-    google-re2 release that changed it (the dependency is `>=1.1`) must send us back to `search`, not
-    to wrong line numbers."""
-    global _ENGINE_CONVENTION
-    if _ENGINE_CONVENTION is None:
-        probe, data = compile_any([r"b+c", r"z"]), b"a\nxbbc\nbc\n"
-        try:
-            engine = probe._regexp.Match
-            spans = [engine(_UNANCHORED, data, pos, len(data))[0] for pos in (0, 6, 9)]
-            found = [probe.search(data, pos) for pos in (0, 6, 9)]
-            _ENGINE_CONVENTION = spans == [(3, 6), (7, 9), (-1, -1)] and \
-                [(m.start(), m.end()) if m else (-1, -1) for m in found] == spans
-        except Exception:  # noqa: BLE001 - any other shape of the private call: not ours to read
-            _ENGINE_CONVENTION = False
-    return _ENGINE_CONVENTION
-
-
-def engine_matching_lines(matcher: Any, data: bytes) -> set[int]:
-    """`fastmatch.matching_lines(matcher, data)`, asking RE2's engine directly for each hit.
-
-    Why: google-re2's `search` wraps each call in a generator and a match object (~2.5 us); an
-    events.jsonl has a hit on every few lines, and those wrappers were a third of its static scan.
-    The engine call is the one `search(data, pos)` makes for bytes (`_Regexp._match`: `Match(UNANCHORED,
-    data, pos, len(data))`, (-1, -1) for none), so the hits, and the lines, are the same; a matcher
-    without that engine (Python's `re`, another RE2 binding) takes `matching_lines` itself."""
-    engine = getattr(getattr(matcher, "_regexp", None), "Match", None)
-    if engine is None or _UNANCHORED is None or not isinstance(data, bytes) or not _engine_convention_holds():
-        return matching_lines(matcher, data)
-    lines: set[int] = set()
-    count = data.count
-    find = data.find
-    pos = 0
-    line_no = 1
-    counted_to = 0
-    size = len(data)
-    while pos < size:
-        start, end = engine(_UNANCHORED, data, pos, size)[0]
-        if start < 0:
-            break
-        line_no += count(b"\n", counted_to, start)
-        lines.add(line_no)
-        nl = find(b"\n", end if end > start else start)
-        if nl < 0:
-            break
-        line_no += count(b"\n", start, nl + 1)
-        counted_to = pos = nl + 1
-    return lines
-
-
 # Pattern syntax that tells a text's own edges from a newline (`\A`, `\z`, flags turned off or `.` matching one): with
 # it, a reply's match may not stand where the replies are joined by newlines, and every reply is searched alone.
 _EDGE_SENSITIVE = re.compile(rb"\\[AzZ]|\(\?[a-zA-Z]*[-s]")
@@ -844,7 +784,7 @@ def _replies_matching(static: Any, data: bytes, replies: list[tuple[int, int]]) 
     if _edge_sensitive(static.pattern):
         found.update(i for i, (lo, hi) in enumerate(replies) if static.search(data[lo:hi]) is not None)
     else:
-        search = _match_bounds(static)
+        search = match_bounds(static)
         pos = 0
         size = len(joined)
         while pos <= size:
@@ -858,20 +798,6 @@ def _replies_matching(static: Any, data: bytes, replies: list[tuple[int, int]]) 
             pos = reply_end + 1
     found.update(bisect_right(starts, at) - 1 for at in gateway_log.provider_items_at(joined))
     return sorted(found)
-
-
-def _match_bounds(matcher: Any) -> Callable[[bytes, int, int], tuple[int, int]]:
-    """(start, end) of `matcher.search(data, pos, endpos)`'s match, (-1, -1) for none: RE2's engine asked directly
-    where `engine_matching_lines` may (the same call `search` makes, without its generator and match object: a
-    third of a gateway log's reply scan, where a reply in three holds a hit), else through `search`."""
-    engine = getattr(getattr(matcher, "_regexp", None), "Match", None)
-    if engine is not None and _UNANCHORED is not None and _engine_convention_holds():
-        return lambda data, pos, endpos: engine(_UNANCHORED, data, pos, endpos)[0]
-
-    def bounds(data: bytes, pos: int, endpos: int) -> tuple[int, int]:
-        m = matcher.search(data, pos, endpos)
-        return (-1, -1) if m is None else (m.start(), m.end())
-    return bounds
 
 
 _EVIDENCE: Windowed | None = None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from itertools import count
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from statebox.audits.line_repeats import repeated_runs
 
@@ -22,6 +22,10 @@ try:  # google-re2 (a declared dependency); the fallback keeps statebox working 
     import re2 as _re2
 except ImportError:  # pragma: no cover - exercised only where the wheel is missing
     _re2 = None
+try:  # the binding's engine, asked directly per hit (match_bounds); absent or laid out otherwise: `search`
+    _UNANCHORED: Any = _re2._re2.RE2.Anchor.UNANCHORED if _re2 is not None else None
+except AttributeError:  # pragma: no cover - a binding laid out otherwise
+    _UNANCHORED = None
 
 ENGINE = "re2" if _re2 is not None else "re"
 
@@ -43,27 +47,66 @@ def compile_any(patterns: list[str]) -> Any:
     return re.compile(source)
 
 
+_ENGINE_CONVENTION: bool | None = None
+
+
+def _engine_convention_holds() -> bool:
+    """Whether the installed binding's engine answers as `match_bounds` reads it, asked once per process on a
+    probe whose hits `search` also gives: `Match` is the binding's private call, and a google-re2 release
+    that changed it (the dependency is `>=1.1`) must send us back to `search`, not to wrong line numbers."""
+    global _ENGINE_CONVENTION
+    if _ENGINE_CONVENTION is None:
+        probe, data = compile_any([r"b+c", r"z"]), b"a\nxbbc\nbc\n"
+        try:
+            engine = probe._regexp.Match
+            spans = [engine(_UNANCHORED, data, pos, len(data))[0] for pos in (0, 6, 9)]
+            found = [probe.search(data, pos) for pos in (0, 6, 9)]
+            _ENGINE_CONVENTION = spans == [(3, 6), (7, 9), (-1, -1)] and \
+                [(m.start(), m.end()) if m else (-1, -1) for m in found] == spans
+        except Exception:  # noqa: BLE001 - any other shape of the private call: not ours to read
+            _ENGINE_CONVENTION = False
+    return _ENGINE_CONVENTION
+
+
+def match_bounds(matcher: Any) -> Callable[[bytes, int, int], tuple[int, int]]:
+    """(start, end) of `matcher.search(data, pos, endpos)`'s match, (-1, -1) for none.
+
+    Why: google-re2's `search` wraps each call in a generator and a match object (~2.5 us); a session log
+    has a hit every few lines, and those wrappers were a third of its scan. Where the probe above says the
+    binding's engine answers as read, it is asked directly (the very call `search` makes for bytes:
+    `Match(UNANCHORED, data, pos, endpos)`), so the bounds are the same; Python's `re` and other bindings
+    go through `search`."""
+    engine = getattr(getattr(matcher, "_regexp", None), "Match", None)
+    if engine is not None and _UNANCHORED is not None and _engine_convention_holds():
+        return lambda data, pos, endpos: engine(_UNANCHORED, data, pos, endpos)[0]
+
+    def bounds(data: bytes, pos: int, endpos: int) -> tuple[int, int]:
+        m = matcher.search(data, pos, endpos)
+        return (-1, -1) if m is None else (m.start(), m.end())
+    return bounds
+
+
 def matching_lines(matcher: Any, data: bytes) -> set[int]:
     """1-based numbers of the lines of `data` in which `matcher` finds something (one search per hit line)."""
+    search = match_bounds(matcher)
     lines: set[int] = set()
+    count_nl = data.count
+    find = data.find
     pos = 0
     line_no = 1
     counted_to = 0
     size = len(data)
     while pos < size:
-        m = matcher.search(data, pos)
-        if m is None:
+        start, end = search(data, pos, size)
+        if start < 0:
             break
-        start = m.start()
-        line_no += data.count(b"\n", counted_to, start)
-        counted_to = start
+        line_no += count_nl(b"\n", counted_to, start)
         lines.add(line_no)
-        nl = data.find(b"\n", m.end() if m.end() > start else start)
+        nl = find(b"\n", end if end > start else start)
         if nl < 0:
             break
-        line_no += data.count(b"\n", start, nl + 1)
-        counted_to = nl + 1
-        pos = nl + 1
+        line_no += count_nl(b"\n", start, nl + 1)
+        counted_to = pos = nl + 1
     return lines
 
 

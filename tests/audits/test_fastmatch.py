@@ -303,7 +303,7 @@ def test_replies_searched_joined_match_as_each_searched_alone(seed, monkeypatch)
     """Matches at a reply's edges (`^`, `$`, word edges), ones a join by newlines would let reach across two
     replies (`\\s`, a negated class), provider items: the replies found are the ones each search alone finds,
     with RE2's engine asked directly and through `search` (as where the binding's private call answers otherwise)."""
-    from statebox.audits import events
+    from statebox.audits import fastmatch
     from statebox.audits.events import _replies_matching
     from statebox.sessions.gateway_log import has_provider_item
 
@@ -316,9 +316,9 @@ def test_replies_searched_joined_match_as_each_searched_alone(seed, monkeypatch)
         spans.append((at + 1, at + 1 + len(r)))
         at += len(r) + 3
     expected = [i for i, r in enumerate(replies) if static.search(r) is not None or has_provider_item(r)]
-    assert events._engine_convention_holds()
+    assert fastmatch._engine_convention_holds()
     assert _replies_matching(static, data, spans) == expected
-    monkeypatch.setattr(events, "_ENGINE_CONVENTION", False)
+    monkeypatch.setattr(fastmatch, "_ENGINE_CONVENTION", False)
     assert _replies_matching(static, data, spans) == expected
 
 

@@ -171,27 +171,40 @@ def _hostile(seed: int) -> bytes:
 
 
 @pytest.mark.parametrize("seed", range(30))
-def test_engine_lines_are_matching_lines(seed):
-    """Hits on every line, matches across a newline (`[^a-z]env` starting at one), case folds, empty data."""
-    from statebox.audits.events import engine_matching_lines
+def test_engine_lines_are_matching_lines(seed, monkeypatch):
+    """Hits on every line, matches across a newline (`[^a-z]env` starting at one), case folds, empty data: the
+    lines found with RE2's engine asked directly are the ones found through `search`."""
+    from statebox.audits import fastmatch
     from statebox.audits.fastmatch import compile_any, matching_lines
 
     prefilter = default_prefilter()
     data = _hostile(seed)
-    for matcher in (prefilter.static, prefilter.always, compile_any([r"[^a-z]env", r"b*"]), compile_any([r"(^|\n)set"])):
-        assert engine_matching_lines(matcher, data) == matching_lines(matcher, data)
+    matchers = (prefilter.static, prefilter.always, compile_any([r"[^a-z]env", r"b*"]), compile_any([r"(^|\n)set"]))
+    assert fastmatch._engine_convention_holds()
+    by_engine = [matching_lines(matcher, data) for matcher in matchers]
+    monkeypatch.setattr(fastmatch, "_ENGINE_CONVENTION", False)  # every hit through `search`
+    assert [matching_lines(matcher, data) for matcher in matchers] == by_engine
 
 
-def test_engine_lines_take_matching_lines_for_another_engine():
-    """Python's `re` (the fallback where RE2 is missing) has no RE2 engine to call: matching_lines answers."""
+def test_engine_lines_take_search_for_another_engine():
+    """Python's `re` (the fallback where RE2 is missing) has no RE2 engine to call: its own `search` answers,
+    the lines its matches start on."""
     import re
 
-    from statebox.audits.events import engine_matching_lines
     from statebox.audits.fastmatch import matching_lines
 
     matcher = re.compile(rb"(?im)curl|[^a-z]env")
     data = _hostile(7)
-    assert engine_matching_lines(matcher, data) == matching_lines(matcher, data)
+    expected: set[int] = set()
+    pos = 0
+    while (m := matcher.search(data, pos)) is not None:
+        line = data.count(b"\n", 0, m.start()) + 1
+        expected.add(line)
+        nl = data.find(b"\n", max(m.end(), m.start()))
+        if nl < 0:
+            break
+        pos = nl + 1
+    assert matching_lines(matcher, data) == expected
 
 
 # -- events.jsonl: only the kept lines are visited ----------------------------------------------------------------
@@ -300,20 +313,24 @@ def test_user_agents_searched_in_place_are_the_sliced_ones(seed):
 def test_engine_path_is_taken_only_while_the_bindings_private_call_answers_as_read(monkeypatch) -> None:
     """The installed google-re2 passes the probe (so the fast path is what the corpus tests exercised); a
     binding whose private `Match` answers otherwise sends every scan back to `search`, same lines."""
-    from statebox.audits import events
+    from statebox.audits import fastmatch
     from statebox.audits.fastmatch import compile_any, matching_lines
 
-    monkeypatch.setattr(events, "_ENGINE_CONVENTION", None)
-    assert events._engine_convention_holds()
-    matcher = compile_any([r"find +/", r"environ"])
+    monkeypatch.setattr(fastmatch, "_ENGINE_CONVENTION", None)
+    assert fastmatch._engine_convention_holds()
+    compiled = compile_any([r"find +/", r"environ"])
     data = b'{"a": "find /"}\n{"b": 1}\n{"c": "os.environ"}\n'
-    calls: list[bytes] = []
 
-    def counted(m, d):  # type: ignore[no-untyped-def]
-        calls.append(d)
-        return matching_lines(m, d)
+    class Counted:  # the compiled pattern, its `search` calls counted
+        def __init__(self) -> None:
+            self._regexp = compiled._regexp
+            self.calls = 0
 
-    monkeypatch.setattr(events, "matching_lines", counted)
-    assert events.engine_matching_lines(matcher, data) == {1, 3} and calls == []  # the engine answered
-    monkeypatch.setattr(events, "_ENGINE_CONVENTION", False)  # as if the probe had failed
-    assert events.engine_matching_lines(matcher, data) == {1, 3} and calls == [data]  # search answered
+        def search(self, *args):  # type: ignore[no-untyped-def]
+            self.calls += 1
+            return compiled.search(*args)
+
+    matcher = Counted()
+    assert matching_lines(matcher, data) == {1, 3} and matcher.calls == 0  # the engine answered
+    monkeypatch.setattr(fastmatch, "_ENGINE_CONVENTION", False)  # as if the probe had failed
+    assert matching_lines(matcher, data) == {1, 3} and matcher.calls > 0  # search answered
