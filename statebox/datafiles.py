@@ -62,7 +62,7 @@ def iter_jsonl_batches(path: Path, *, what: str = "data file", max_bytes: int = 
     for first, lines in iter_line_batches(path, what=what, max_bytes=max_bytes, max_line_bytes=max_line_bytes):
         rows: list[tuple[int, dict[str, Any]]] = []
         append = rows.append
-        long_digits = _has_long_digits(b"\n".join(lines))
+        long_digits = has_long_digits(b"\n".join(lines))
         for number, raw in enumerate(lines, start=first):
             if not long_digits:
                 try:
@@ -81,7 +81,9 @@ def iter_jsonl_batches(path: Path, *, what: str = "data file", max_bytes: int = 
         yield rows
 
 
-def _has_long_digits(data: bytes) -> bool:
+def has_long_digits(data: bytes) -> bool:
+    """Whether `data` holds a run of 19 ASCII digits: where orjson may read a number otherwise than json does
+    (every reader that takes orjson for json asks this)."""
     return _LONG_DIGITS in data.translate(_DIGITS_TO_ZERO)
 
 
@@ -104,7 +106,7 @@ def read_json(path: Path, *, what: str = "data file", max_bytes: int = DATA_MAX_
 
 def _parse_json(path: Path, text: str) -> Any:
     text = text.removeprefix("\ufeff")
-    if not _has_long_digits(text.encode("utf-8", "surrogatepass")):
+    if not has_long_digits(text.encode("utf-8", "surrogatepass")):
         try:
             return orjson.loads(text)
         except orjson.JSONDecodeError:
@@ -146,7 +148,7 @@ def read_json_or_jsonl(path: Path) -> list[tuple[int | None, dict[str, Any]]]:
 
 
 def _fast_json_object(line: str, path: Path, number: int) -> dict[str, Any]:
-    if not _has_long_digits(line.encode("utf-8", "surrogatepass")):
+    if not has_long_digits(line.encode("utf-8", "surrogatepass")):
         try:
             value = orjson.loads(line)
             if type(value) is dict:

@@ -40,6 +40,7 @@ from statebox.audits.actions import Access, accesses, normalise_path, output_acc
 from statebox.audits.fastmatch import Literals, NewBytes, Windowed, compile_any, match_bounds, matching_lines
 from statebox.audits.fastmatch import line_runs as line_runs_of
 from statebox.audits.lexicon import usable_secret
+from statebox.datafiles import has_long_digits
 from statebox.errors import DataError, UserError
 from statebox.schema import Event, EventKind
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl, gateway_log, text_log
@@ -113,10 +114,6 @@ class AttemptFacts:
         )
 
 
-# A run of this many digits may be an integer outside orjson's 64 bits, which it reads as a float (json: the int).
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
-
-
 def _attempt_json(path: Path) -> Any:
     """attempt.json's object: `json.loads(path.read_text("utf-8"))`, read by orjson where that is the same object.
 
@@ -126,7 +123,7 @@ def _attempt_json(path: Path) -> Any:
     a lone surrogate, a BOM, bad UTF-8, a syntax error) takes json too, so its answer and its error are
     exactly the old ones."""
     data = path.read_bytes()
-    if _LONG_DIGITS.search(data) is None:
+    if not has_long_digits(data):
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
