@@ -490,3 +490,41 @@ def test_occurrences_by_a_rare_lead_byte_are_every_find(seed):
     assert list(occurrences(data, needle, lead)) == expected
     for k in range(len(needle)):  # any lead byte gives the same starts
         assert list(occurrences(data, needle, k)) == expected
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_evidence_carried_rotated_split_or_dropped_across_repeated_lines_is_found_as_re2_finds_it(seed):
+    """An agent shaping its requests against the windowed scan: a line repeated exactly, a line that is the line
+    before rotated (every byte repeated, one junction), a provider-tool trigger written in two halves around the
+    point where the line stops repeating, a trigger dropped from a repeated line. The lines kept are the ones RE2
+    finds over every byte."""
+    import json
+
+    from statebox.audits.events import line_spans
+    from statebox.audits.fastmatch import Windowed, line_runs
+    from statebox.sessions.gateway_log import EVIDENCE_TRIGGERS
+
+    rng = random.Random(seed)
+    trigger = rng.choice(['"type": "web_search_20250305"', '"mcp_servers": [', '"background": true', '"refused": "tools"',
+                          '"web_search_requests": 3'])
+    lines = [json.dumps({"request": {"messages": [{"role": "user", "content": "x" * rng.randint(9000, 12000)}]}})]
+    for _ in range(rng.randint(3, 8)):
+        before = lines[-1]
+        op = rng.randrange(5)
+        if op == 0:
+            line = before
+        elif op == 1:
+            cut = rng.randrange(1, len(before))
+            line = before[cut:] + before[:cut]
+        elif op == 2:
+            half, at = rng.randrange(1, len(trigger)), rng.randrange(len(before) // 2)
+            line = before[:at] + trigger[:half] + trigger[half:] + before[at:]
+        elif op == 3:
+            line = before.replace(trigger, "", 1)
+        else:
+            line = before[:-1] + "," + trigger + "}"
+        lines.append(line)
+    data = ("\n".join(lines) + "\n").encode()
+    spans = line_spans(data)
+    assert Windowed(EVIDENCE_TRIGGERS).lines_in(data, spans, line_runs(data, spans)) == \
+        matching_lines(compile_any(EVIDENCE_TRIGGERS), data)
