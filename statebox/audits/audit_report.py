@@ -18,7 +18,7 @@ import html
 import os
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from statebox.audits.external import AuditedSession
 from statebox.schema import Event, Finding
@@ -71,14 +71,26 @@ def _badge(verdict: str) -> str:
     return f'<span class="v {_e(verdict)}">{_e(verdict)}</span>'
 
 
-def proving_event(session: AuditedSession, finding: Finding) -> Event | None:
-    """The event a finding names: the agent's own event with that seq (not one derived from it)."""
+def proving_events(session: AuditedSession) -> Callable[[Finding], Event | None]:
+    """The event each finding of a session names: the agent's own event with that seq (not one derived from
+    it), else the first event with that seq.
+
+    Why one pass: looking each finding's event up by reading the whole log made a session of thousands of
+    findings (an agent that repeats a forbidden command) quadratic to write."""
     log = session.row.log
-    if log is None or finding.event is None:
-        return None
-    candidates = [e for e in log.events if e.seq == finding.event]
-    primary = [e for e in candidates if "derived_from" not in (e.data or {})]
-    return primary[0] if primary else candidates[0] if candidates else None
+    own: dict[int, Event] = {}
+    first: dict[int, Event] = {}
+    for event in log.events if log is not None else []:
+        first.setdefault(event.seq, event)
+        if "derived_from" not in (event.data or {}):
+            own.setdefault(event.seq, event)
+
+    def lookup(finding: Finding) -> Event | None:
+        if finding.event is None:
+            return None
+        found = own.get(finding.event)
+        return found if found is not None else first.get(finding.event)
+    return lookup
 
 
 def _event_html(event: Event | None, finding: Finding) -> str:
@@ -126,9 +138,10 @@ def _options(values: Iterable[str]) -> str:
 def _session_html(s: AuditedSession) -> str:
     v = s.row.verdict
     cats = sorted({f.category for f in v.findings})
+    proving_event = proving_events(s)
     findings = "".join(
         f'<tr><td>{_e(f.category)}</td><td class="sev {_e(f.severity)}">{_e(f.severity)}</td><td>{_e(f.rule)}</td>'
-        f"<td><pre>{_e(f.quote)}</pre>{_event_html(proving_event(s, f), f)}</td></tr>" for f in v.findings)
+        f"<td><pre>{_e(f.quote)}</pre>{_event_html(proving_event(f), f)}</td></tr>" for f in v.findings)
     table = (f"<table><tr><th>category</th><th>severity</th><th>rule</th><th>quote and the event that proves it</th></tr>"
              f"{findings}</table>") if findings else "<p>No findings.</p>"
     notes = "".join(f'<div class="meta">note: {_e(n)}</div>' for n in s.row.notes)
