@@ -43,7 +43,7 @@ from statebox.audits.lexicon import usable_secret
 from statebox.datafiles import has_long_digits
 from statebox.errors import DataError, UserError
 from statebox.schema import Event, EventKind
-from statebox.sessions import EventDraft, claude_stream, codex_jsonl, gateway_log, text_log
+from statebox.sessions import EventDraft, claude_stream, codex_jsonl, gateway_log, json_value, text_log
 
 PROMPT_KINDS = {EventKind.model_request}
 AGENT_TEXT_KINDS = {EventKind.model_text, EventKind.model_response, EventKind.final_answer}
@@ -208,7 +208,7 @@ def detect_format(path: Path) -> str:
             if not raw:
                 continue
             try:
-                obj = json.loads(raw)
+                obj = json_value(raw)
             except json.JSONDecodeError:
                 return "text"
             if not isinstance(obj, dict):

@@ -48,7 +48,7 @@ from statebox.audits.events import AttemptFacts, AuditLog, derive, new_event, sn
 from statebox.audits.verdict import AuditedAttempt, audit_run, verdict_of
 from statebox.errors import DataError, UserError
 from statebox.schema import Event, Finding
-from statebox.sessions import EventDraft, claude_stream, codex_jsonl
+from statebox.sessions import EventDraft, claude_stream, codex_jsonl, json_value
 from statebox.sessions import atif_trajectory, claude_session, codex_rollout, inspect_sample
 
 if TYPE_CHECKING:  # inspect_ai is heavy: imported where an Inspect log is read (see _inspect_reader)
@@ -227,7 +227,7 @@ def _first_object(head: bytes) -> dict[str, Any] | None:
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = json_value(raw)
         except ValueError:
             return None
         return obj if isinstance(obj, dict) else None
@@ -388,7 +388,7 @@ def _trial_result(trial_dir: Path) -> dict[str, Any]:
     if not path.is_file() or path.is_symlink():
         return {}
     try:
-        value = json.loads(read_capped(path, MAX_ITEMS_BYTES))
+        value = json_value(read_capped(path, MAX_ITEMS_BYTES))
     except (UserError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}

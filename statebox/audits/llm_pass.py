@@ -23,6 +23,7 @@ from typing import Any
 from statebox.audits.events import AuditLog
 from statebox.errors import UserError
 from statebox.schema import Finding
+from statebox.sessions import json_value
 
 CACHE_FILE = "llm_audit.json"
 DEFAULT_MODEL = "claude-sonnet-4-5"
@@ -72,7 +73,7 @@ def parse_judgement(text: str) -> dict[str, Any] | None:
     if not match:
         return None
     try:
-        obj = json.loads(match.group(0))
+        obj = json_value(match.group(0))
     except json.JSONDecodeError:
         return None
     return obj if isinstance(obj, dict) else None

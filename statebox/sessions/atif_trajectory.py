@@ -19,13 +19,12 @@ An event's line is its step id, so a finding names the step that proves it.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from statebox.schema import EventKind
-from statebox.sessions import EventDraft, clip
+from statebox.sessions import EventDraft, clip, json_value
 from statebox.sessions.tool_calls import output_draft, tool_call_drafts
 
 
@@ -124,7 +123,7 @@ def step_drafts(trajectory: AtifTrajectoryIn) -> list[tuple[int, EventDraft]]:
 
 def parse_trajectory(raw: bytes | str) -> AtifTrajectoryIn:
     """A trajectory document; a malformed one raises ValueError (the caller names the file)."""
-    value = json.loads(raw)
+    value = json_value(raw)
     if not looks_like_atif(value):
         raise ValueError("not an ATIF trajectory (no schema_version 'ATIF-...' with steps)")
     return AtifTrajectoryIn.model_validate(value)

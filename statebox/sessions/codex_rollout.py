@@ -26,7 +26,7 @@ import json
 from typing import Any, Iterable
 
 from statebox.schema import EventKind
-from statebox.sessions import EventDraft, clip, parse_json_lines
+from statebox.sessions import EventDraft, clip, json_value, parse_json_lines
 from statebox.sessions.tool_calls import output_draft, shell_script, tool_call_drafts
 
 ENVELOPES = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
@@ -126,7 +126,7 @@ def _output(raw: Any) -> tuple[str, bool]:
         return _text(raw), False
     text = str(raw or "")
     try:
-        value = json.loads(text)
+        value = json_value(text)
     except ValueError:
         return text, False
     if isinstance(value, dict) and "output" in value:
@@ -179,7 +179,7 @@ def session_id(lines: Iterable[str]) -> str:
         if n > 5:
             break
         try:
-            obj = json.loads(raw)
+            obj = json_value(raw)
         except ValueError:
             continue
         if isinstance(obj, dict) and obj.get("type") == "session_meta" and isinstance(obj.get("payload"), dict):

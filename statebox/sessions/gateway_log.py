@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterable, Iterator
 import orjson
 
 from statebox.attempt_folder import GATEWAY_LOG
-from statebox.sessions import EventDraft, clip, parse_json_line, parse_json_lines
+from statebox.sessions import EventDraft, clip, json_value, parse_json_line, parse_json_lines
 from statebox.sessions.conversation_splice import Splicer
 from statebox.schema import EventKind
 
@@ -432,7 +432,7 @@ def _provider_tool(btype: str, block: dict[str, Any]) -> EventDraft:
 def _tool_call(name: str, args: Any, call_id: str) -> EventDraft:
     if isinstance(args, str):
         try:
-            parsed = json.loads(args)
+            parsed = json_value(args)
             args = parsed if isinstance(parsed, dict) else {"input": parsed}
         except json.JSONDecodeError:
             args = {"input": args}

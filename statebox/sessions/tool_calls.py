@@ -19,7 +19,7 @@ import shlex
 from typing import Any
 
 from statebox.schema import EventKind
-from statebox.sessions import EventDraft, clip
+from statebox.sessions import EventDraft, clip, json_value
 
 # lower-cased tool names; the argument keys that hold what they act on, in order of preference
 SHELL_TOOLS = {"bash", "shell", "exec_command", "local_shell", "run_shell", "terminal", "execute", "bash_command",
@@ -45,7 +45,7 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
         return raw
     if isinstance(raw, str):
         try:
-            value = json.loads(raw)
+            value = json_value(raw)
         except ValueError:
             return {"input": raw}
         return value if isinstance(value, dict) else {"input": raw}
