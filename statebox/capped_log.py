@@ -27,6 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from statebox.json_text import json_value
+
 CAP_REACHED = "cap_reached"
 MARKER_RESERVE = 512  # bytes kept free under each cap for the marker line
 LINE_CUT_NOTE = b" [statebox: line cut at %d bytes]"
@@ -49,7 +51,7 @@ def is_marker(line: str | bytes | dict[str, Any]) -> bool:
     if not (text.startswith("{") and CAP_REACHED in text):
         return False
     try:
-        obj = json.loads(text)
+        obj = json_value(text)
     except ValueError:
         return False
     return isinstance(obj, dict) and obj.get("statebox") == CAP_REACHED
@@ -70,7 +72,7 @@ def cap_marker(path: Path | str) -> dict[str, Any] | None:
         if not raw.strip():
             continue
         if is_marker(raw):
-            return json.loads(raw)
+            return json_value(raw)
         return None
     return None
 

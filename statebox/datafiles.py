@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from statebox.errors import DataError
+from statebox.json_text import TOO_DEEP, has_long_digits, json_value
 from statebox.userfiles import (
     DATA_MAX_BYTES,
     LINE_MAX_BYTES,
@@ -33,10 +34,6 @@ from statebox.userfiles import (
 )
 
 BOM = b"\xef\xbb\xbf"
-# orjson reads an integer of more than 64 bits as a float, json as an int: text holding a run of
-# this many digits is left to json (any 64-bit integer has at most 19 digits, and most never 19).
-_LONG_DIGITS = b"\x00" * 19
-_DIGITS_TO_ZERO = bytes(0 if chr(b).isdigit() and b < 128 else 1 for b in range(256))
 
 
 def require_file(path: Path, *, what: str = "data file", max_bytes: int = DATA_MAX_BYTES) -> Path:
@@ -81,19 +78,11 @@ def iter_jsonl_batches(path: Path, *, what: str = "data file", max_bytes: int = 
         yield rows
 
 
-def has_long_digits(data: bytes) -> bool:
-    """Whether `data` holds a run of 19 ASCII digits: where orjson may read a number otherwise than json does
-    (every reader that takes orjson for json asks this)."""
-    return _LONG_DIGITS in data.translate(_DIGITS_TO_ZERO)
-
-
 def _json_object(line: str, path: Path, number: int) -> dict[str, Any]:
     try:
-        value = json.loads(line)
+        value = json_value(line)
     except json.JSONDecodeError as exc:
-        raise DataError(path, number, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-    except RecursionError:
-        raise DataError(path, number, "not valid JSON (nested too deeply)") from None
+        raise _not_json(path, number, exc) from None
     if not isinstance(value, dict):
         raise DataError(path, number, f"expected a JSON object, got {type_name(value)}")
     return value
@@ -105,18 +94,17 @@ def read_json(path: Path, *, what: str = "data file", max_bytes: int = DATA_MAX_
 
 
 def _parse_json(path: Path, text: str) -> Any:
-    text = text.removeprefix("\ufeff")
-    if not has_long_digits(text.encode("utf-8", "surrogatepass")):
-        try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
-            pass  # json's reading: a literal orjson refuses, or an error json words
     try:
-        return json.loads(text)
+        return json_value(text.removeprefix("\ufeff"))
     except json.JSONDecodeError as exc:
-        raise DataError(path, exc.lineno, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-    except RecursionError:
-        raise DataError(path, None, "not valid JSON (nested too deeply)") from None
+        raise _not_json(path, None if exc.msg == TOO_DEEP else exc.lineno, exc) from None
+
+
+def _not_json(path: Path, number: int | None, exc: json.JSONDecodeError) -> DataError:
+    """`file:line: not valid JSON (what json says at column N)`; too deep a nesting has no column to name."""
+    if exc.msg == TOO_DEEP:
+        return DataError(path, number, f"not valid JSON ({TOO_DEEP})")
+    return DataError(path, number, f"not valid JSON ({exc.msg} at column {exc.colno})")
 
 
 def read_json_or_jsonl(path: Path) -> list[tuple[int | None, dict[str, Any]]]:
@@ -129,7 +117,7 @@ def read_json_or_jsonl(path: Path) -> list[tuple[int | None, dict[str, Any]]]:
             if len(line) > LINE_MAX_BYTES:
                 raise DataError(path, number, f"line longer than the {LINE_MAX_BYTES // MiB} MiB limit for a data file")
             if line.strip():
-                rows_of_lines.append((number, _fast_json_object(line, path, number)))
+                rows_of_lines.append((number, _json_object(line, path, number)))
         return rows_of_lines
     data = _parse_json(path, text)
     if isinstance(data, dict):
@@ -147,21 +135,10 @@ def read_json_or_jsonl(path: Path) -> list[tuple[int | None, dict[str, Any]]]:
     return rows
 
 
-def _fast_json_object(line: str, path: Path, number: int) -> dict[str, Any]:
-    if not has_long_digits(line.encode("utf-8", "surrogatepass")):
-        try:
-            value = orjson.loads(line)
-            if type(value) is dict:
-                return value
-        except orjson.JSONDecodeError:
-            pass
-    return _json_object(line, path, number)
-
-
 def _looks_like_jsonl(text: str) -> bool:
     first = text.lstrip().split("\n", 1)[0]
     try:
-        json.loads(first)
+        json_value(first)
         return True
     except json.JSONDecodeError:
         return False

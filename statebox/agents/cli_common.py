@@ -31,6 +31,7 @@ from statebox.attempt import AgentOptions, AttemptContext, GatewaySession, Provi
 from statebox.attempt_folder import EVENTS_FILE, GATEWAY_LOG, STDERR_LOG
 from statebox.capped_log import CappedFile, read_tail
 from statebox.errors import InfrastructureError, UserError
+from statebox.json_text import json_value
 from statebox.recorder import SessionRecorder
 from statebox.sandbox.images import PACKAGE_ROOT
 from statebox.sandbox.provider import Sandbox
@@ -134,7 +135,7 @@ class LiveStream:
         if not raw:
             return
         try:
-            obj = json.loads(raw)
+            obj = json_value(raw)
         except json.JSONDecodeError:
             self.recorder.add(EventKind.message, clip(raw), source=self.source, line=self.line_no, data={"unparsed": True})
             return

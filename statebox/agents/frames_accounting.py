@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from statebox.attempt_folder import GATEWAY_LOG
+from statebox.json_text import json_value
 from statebox.schema import Event, EventKind, FrameAccount, Session
 
 # "frame_t0001.500.jpg", "crop_t0012.250.png", "grid_t0000.000-0059.967.jpg" (first time only)
@@ -204,7 +205,7 @@ def gateway_bodies(log_path: Path) -> list[tuple[str | None, dict[str, Any]]]:
         return bodies
     for raw in Path(log_path).read_text(encoding="utf-8", errors="replace").splitlines():
         try:
-            record = json.loads(raw)
+            record = json_value(raw)
         except json.JSONDecodeError:
             continue
         if isinstance(record, dict) and record.get("api") and isinstance(record.get("request"), dict):
@@ -219,7 +220,7 @@ def decoded_from_text(text: str) -> list[float]:
         line = line.strip()
         if line.startswith('{"tool":"vtools"') or line.startswith('{"tool": "vtools"'):
             try:
-                report = json.loads(line)
+                report = json_value(line)
             except json.JSONDecodeError:
                 continue
             times.extend(float(t) for t in report.get("decoded_times") or [])

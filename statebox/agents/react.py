@@ -37,6 +37,7 @@ from statebox.agents.model_clients import langchain_chat_model
 from statebox.attempt import AgentOptions, AttemptContext, GatewaySession, Provider, open_gateway, provider_for
 from statebox.attempt_folder import EVENTS_FILE, GATEWAY_LOG
 from statebox.errors import InfrastructureError, UserError
+from statebox.json_text import json_value
 from statebox.recorder import SessionRecorder
 from statebox.sandbox.gateway import GatewayLease
 from statebox.sandbox.provider import Sandbox
@@ -400,7 +401,7 @@ class ReactAgent:
         if result.exit_code != 0:
             return _format_exec(result), []
         try:
-            report = json.loads(result.stdout)
+            report = json_value(result.stdout)
         except json.JSONDecodeError:
             return _format_exec(result), []
         parts: list[dict[str, Any]] = []

@@ -35,6 +35,7 @@ from statebox.attempt_folder import (EVENTS_FILE, STDERR_LOG, STDOUT_LOG, TRACKE
                                      TRACKER_RUN_FILE, TRACKER_TRACKS, tracker_out)
 from statebox.capped_log import CAP_REACHED, CappedFile, clamp_tree, read_tail
 from statebox.errors import UserError
+from statebox.json_text import json_value
 from statebox.recorder import SessionRecorder
 from statebox.sandbox.spec import ContainerSpec, Mount
 from statebox.sandbox.cleanup import remove_tree
@@ -367,7 +368,7 @@ class TrackerAgent:
         answer_file = out_dir / TRACKER_ANSWER
         if not answer and answer_file.exists():
             try:
-                answer = json.loads(answer_file.read_text())
+                answer = json_value(answer_file.read_text())
             except json.JSONDecodeError:
                 answer = {}
         status, reason, response = result.status, result.reason, ""

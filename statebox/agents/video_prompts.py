@@ -23,6 +23,7 @@ from typing import Any
 from statebox.attempt import AgentOptions, AttemptContext
 from statebox.agents.vision_client import Image
 from statebox.errors import UserError
+from statebox.json_text import json_value
 from statebox.sandbox import prompt_frame
 from statebox.sandbox.workspace import TRANSCRIPT_FILE, open_regular
 from statebox.sandbox.workspace import answer_format  # one wording for every agent and instruction.txt
@@ -95,16 +96,16 @@ def extract_json(text: str) -> dict[str, Any] | None:
     fenced = re.findall(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.S)
     for candidate in fenced:
         try:
-            value = json.loads(candidate)
+            value = json_value(candidate)
             if isinstance(value, dict):
                 return value
         except json.JSONDecodeError:
             pass
     decoder = json.JSONDecoder()
     for start in [m.start() for m in re.finditer(r"\{", text)]:
-        try:
-            value, _ = decoder.raw_decode(text[start:])
-        except json.JSONDecodeError:
+        try:  # read in place (a slice per brace copied the rest of the reply each time); too deep is no object
+            value, _ = decoder.raw_decode(text, start)
+        except (json.JSONDecodeError, RecursionError):
             continue
         if isinstance(value, dict):
             return value

@@ -40,10 +40,10 @@ from statebox.audits.actions import Access, accesses, normalise_path, output_acc
 from statebox.audits.fastmatch import Literals, NewBytes, Windowed, compile_any, match_bounds, matching_lines
 from statebox.audits.fastmatch import line_runs as line_runs_of
 from statebox.audits.lexicon import usable_secret
-from statebox.datafiles import has_long_digits
 from statebox.errors import DataError, UserError
+from statebox.json_text import has_long_digits, json_value
 from statebox.schema import Event, EventKind
-from statebox.sessions import EventDraft, claude_stream, codex_jsonl, gateway_log, json_value, text_log
+from statebox.sessions import EventDraft, claude_stream, codex_jsonl, gateway_log, text_log
 
 PROMPT_KINDS = {EventKind.model_request}
 AGENT_TEXT_KINDS = {EventKind.model_text, EventKind.model_response, EventKind.final_answer}

@@ -47,8 +47,9 @@ from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, RUN
 from statebox.audits.events import AttemptFacts, AuditLog, derive, new_event, sniff_object
 from statebox.audits.verdict import AuditedAttempt, audit_run, verdict_of
 from statebox.errors import DataError, UserError
+from statebox.json_text import json_value
 from statebox.schema import Event, Finding
-from statebox.sessions import EventDraft, claude_stream, codex_jsonl, json_value
+from statebox.sessions import EventDraft, claude_stream, codex_jsonl
 from statebox.sessions import atif_trajectory, claude_session, codex_rollout, inspect_sample
 
 if TYPE_CHECKING:  # inspect_ai is heavy: imported where an Inspect log is read (see _inspect_reader)

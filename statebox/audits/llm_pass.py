@@ -22,8 +22,8 @@ from typing import Any
 
 from statebox.audits.events import AuditLog
 from statebox.errors import UserError
+from statebox.json_text import json_value
 from statebox.schema import Finding
-from statebox.sessions import json_value
 
 CACHE_FILE = "llm_audit.json"
 DEFAULT_MODEL = "claude-sonnet-4-5"

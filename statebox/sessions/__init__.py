@@ -1,6 +1,6 @@
 """Session normalisers: parsers from agents' native raw logs to normalised session events.
 
-A package of its own below agents and audits (it imports only `statebox.schema` of statebox).
+A package of its own below agents and audits (of statebox it imports only `schema` and `json_text`).
 
 Each module turns one native line format (Claude Code's stream-json, Codex's exec
 JSONL, ...) into `EventDraft`s: the agent uses them live while the CLI runs, and the
@@ -10,13 +10,10 @@ agree on what a line means.
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-import orjson
-
+from statebox.json_text import json_value
 from statebox.schema import EventKind
 
 
@@ -34,35 +31,6 @@ def clip(text: str, limit: int = 20_000) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + f"\n[... {len(text) - limit} more characters in the raw log]"
-
-
-_LONG_DIGITS_TEXT = re.compile(r"[0-9]{19}")
-_LONG_DIGITS_BYTES = re.compile(rb"[0-9]{19}")
-
-
-def json_value(raw: str | bytes) -> Any:
-    """`json.loads(raw)` for a log's text, which the agent shapes: read by orjson where that is the same value,
-    and too deep a nesting refused like any malformed text.
-
-    Why orjson: every line of a session file is read (~5x json's speed on them). It gives json's value for
-    every text it accepts but numbers of 19 digits or more (it may read a wide integer otherwise): those,
-    and whatever it refuses (NaN, a number too large for a float, a lone surrogate, a BOM, nesting past
-    1,024), go to json.
-    Why the refusal: json reads nested arrays by recursion, and a line nested a few thousand deep (a
-    tool output the agent printed, the arguments a model wrote) raised RecursionError, which no parser's
-    `except ValueError` caught: the audit of that session ended in a traceback, an agent's way to leave
-    its own session unjudged. It is now a json.JSONDecodeError (a ValueError), kept as unparsed text."""
-    long_digits = _LONG_DIGITS_BYTES.search(raw) if isinstance(raw, bytes) else _LONG_DIGITS_TEXT.search(raw)
-    if long_digits is None:
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass
-    try:
-        return json.loads(raw)
-    except RecursionError:
-        text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
-        raise json.JSONDecodeError("nested too deeply", text, 0) from None
 
 
 def parse_json_lines(

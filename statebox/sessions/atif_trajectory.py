@@ -23,8 +23,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from statebox.json_text import json_value
 from statebox.schema import EventKind
-from statebox.sessions import EventDraft, clip, json_value
+from statebox.sessions import EventDraft, clip
 from statebox.sessions.tool_calls import output_draft, tool_call_drafts
 
 

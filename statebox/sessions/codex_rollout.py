@@ -25,8 +25,9 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
+from statebox.json_text import json_value
 from statebox.schema import EventKind
-from statebox.sessions import EventDraft, clip, json_value, parse_json_lines
+from statebox.sessions import EventDraft, clip, parse_json_lines
 from statebox.sessions.tool_calls import output_draft, shell_script, tool_call_drafts
 
 ENVELOPES = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}

@@ -38,7 +38,8 @@ from typing import Any, Callable, Iterable, Iterator
 import orjson
 
 from statebox.attempt_folder import GATEWAY_LOG
-from statebox.sessions import EventDraft, clip, json_value, parse_json_line, parse_json_lines
+from statebox.json_text import json_value
+from statebox.sessions import EventDraft, clip, parse_json_line, parse_json_lines
 from statebox.sessions.conversation_splice import Splicer
 from statebox.schema import EventKind
 

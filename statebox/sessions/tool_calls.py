@@ -18,8 +18,9 @@ import re
 import shlex
 from typing import Any
 
+from statebox.json_text import json_value
 from statebox.schema import EventKind
-from statebox.sessions import EventDraft, clip, json_value
+from statebox.sessions import EventDraft, clip
 
 # lower-cased tool names; the argument keys that hold what they act on, in order of preference
 SHELL_TOOLS = {"bash", "shell", "exec_command", "local_shell", "run_shell", "terminal", "execute", "bash_command",

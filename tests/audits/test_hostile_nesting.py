@@ -4,7 +4,7 @@ Found this way: a line nested a few thousand deep raised RecursionError inside j
 `except ValueError` caught it. The agent writes such text itself: the output of a command it runs (a Codex
 rollout reads tool outputs as JSON), the arguments its model sends (the gateway log reads them), any line of a
 session file someone hands the auditor. The audit ended in a traceback, leaving that session unjudged.
-Now such text is malformed text like any other (kept as what it is, unparsed), and `sessions.json_value`, which
+Now such text is malformed text like any other (kept as what it is, unparsed), and `json_text.json_value`, which
 reads every line of a session file, gives json's own value for everything else.
 """
 
@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from statebox.sessions import atif_trajectory, codex_rollout, gateway_log, json_value, parse_json_line
+from statebox.json_text import json_value
+from statebox.sessions import atif_trajectory, codex_rollout, gateway_log, parse_json_line
 from statebox.sessions.tool_calls import parse_arguments
 
 HERE = Path(__file__).parent

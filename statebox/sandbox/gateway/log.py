@@ -17,6 +17,8 @@ import json
 import re
 from typing import Any
 
+from statebox.json_text import json_value
+
 REDACTED = "[redacted]"
 SECRET_HEADERS = {"x-api-key", "authorization", "api-key", "openai-api-key", "proxy-authorization", "cookie"}
 _DATA_URL = re.compile(r"^data:([\w.+-]+/[\w.+-]+)?(;[\w-]+=[^;,]*)*;base64,", re.I)
@@ -143,7 +145,7 @@ class StreamAssembler:
                 self.finished = True
                 continue
             try:
-                payload = json.loads(data)
+                payload = json_value(data)
             except json.JSONDecodeError:
                 continue
             self.events += 1
@@ -221,7 +223,7 @@ class StreamAssembler:
                 block = dict(self.blocks[index])
                 if index in self.partial_json:
                     try:
-                        block["input"] = json.loads(self.partial_json[index] or "{}")
+                        block["input"] = json_value(self.partial_json[index] or "{}")
                     except json.JSONDecodeError:
                         block["input"] = self.partial_json[index]
                 content.append(block)

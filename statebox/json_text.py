@@ -1,0 +1,53 @@
+"""JSON someone else shaped (an agent, a model, a user's file), read as `json.loads` reads it: faster, and
+with no text that can crash the reader.
+
+Why one module at the bottom: the same JSON text reaches statebox through many doors (session files, a
+command's output, the arguments a model writes, the stream a CLI prints, the gateway's log, data files),
+and each reader had its own `json.loads` and its own idea of what can go wrong. json reads nested arrays and
+objects by recursion, so a text nested a few thousand deep raised RecursionError, which readers catching
+`ValueError` let through: an audit, a live session's recorder or the gateway's log writer ended in a
+traceback on text the agent chose. Here such text is refused like any malformed text (a
+`json.JSONDecodeError`, a `ValueError`), and each reader keeps doing what it does with malformed text.
+
+Why orjson first: it reads a session file's lines ~5x faster, and gives json's value for every text it
+accepts but numbers of 19 digits or more (it may read a wide integer otherwise); those, and whatever it
+refuses (NaN and Infinity literals, a number too large for a float, a lone surrogate escape, a BOM,
+nesting past 1,024 levels), go to json, which also words the error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import orjson
+
+TOO_DEEP = "nested too deeply"
+# orjson reads an integer of more than 64 bits as a float, json as an int: text holding a run of
+# this many digits is left to json (any 64-bit integer has at most 19 digits, and most never 19).
+_LONG_DIGITS = b"\x00" * 19
+_DIGITS_TO_ZERO = bytes(0 if chr(b).isdigit() and b < 128 else 1 for b in range(256))
+_LONG_DIGITS_TEXT = re.compile(r"[0-9]{19}")
+
+
+def has_long_digits(data: bytes) -> bool:
+    """Whether `data` holds a run of 19 ASCII digits: where orjson may read a number otherwise than json does
+    (every reader that takes orjson for json asks this)."""
+    return _LONG_DIGITS in data.translate(_DIGITS_TO_ZERO)
+
+
+def json_value(raw: str | bytes) -> Any:
+    """`json.loads(raw)`, read by orjson where that is the same value; too deep a nesting raises
+    `json.JSONDecodeError` (msg TOO_DEEP) instead of RecursionError."""
+    long_digits = has_long_digits(raw) if isinstance(raw, bytes) else _LONG_DIGITS_TEXT.search(raw) is not None
+    if not long_digits:
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+        raise json.JSONDecodeError(TOO_DEEP, text, 0) from None
