@@ -73,11 +73,13 @@ class ProgressDisplay:
     `update`, fill the columns' `{task.fields[...]}`; none: the terminal shows only the command's own
     lines, as a command that prints a line per step did before); `slots` (workers, sandboxes at once)
     bounds the running count when the command cannot report it. `plain` forces a mode (None: the
-    console decides). A quiet console gets nothing.
+    console decides). A quiet console gets nothing. `quiet_if_quick`: for a command that is mostly done in
+    a moment (an audit): off a terminal no final line unless a periodic one came, on one the bar goes when done.
     """
 
     def __init__(self, title: str, console: Console, columns: Sequence[ProgressColumn | str] | None = None, *,
-                 slots: int | None = None, interval: float | None = None, plain: bool | None = None) -> None:
+                 slots: int | None = None, interval: float | None = None, plain: bool | None = None,
+                 quiet_if_quick: bool = False) -> None:
         self.title = title
         self.console = console
         self.slots = slots
@@ -89,7 +91,11 @@ class ProgressDisplay:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._started = time.monotonic()
-        self._rich = None if self.plain or columns is None else Progress(*columns, console=console, transient=False)
+        self._rich = None if self.plain or columns is None else Progress(*columns, console=console, transient=quiet_if_quick)
+        # a command that is mostly quick (an audit of a few sessions): off a terminal its final line comes only
+        # after a periodic one did (the work lasted an interval), and on a terminal the bar goes when done
+        self.quiet_if_quick = quiet_if_quick
+        self._ticked = False
 
     # -- tasks -----------------------------------------------------------------------------------
     def add(self, name: str, total: int | None = None, done: int = 0, **fields: object) -> None:
@@ -165,6 +171,7 @@ class ProgressDisplay:
     def _tick(self) -> None:
         while not self._stop.wait(self.interval):
             self._emit()
+            self._ticked = True
 
     # -- lifetime -------------------------------------------------------------------------------
     def __enter__(self) -> ProgressDisplay:
@@ -187,5 +194,5 @@ class ProgressDisplay:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        if self.plain and exc_type is None:
+        if self.plain and exc_type is None and (self._ticked or not self.quiet_if_quick):
             self._emit()  # the final state

@@ -37,7 +37,9 @@ import json
 import os
 import re
 import stat
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator
 
@@ -535,26 +537,58 @@ def audit_session(session: ExternalSession, policy: Any, items: dict[str, Sessio
     return AuditedAttempt(session.name, facts.agent, facts.item_id, verdict, session.log, notes)
 
 
+Progress = Callable[[int, int, int], None]  # (files done, files found, sessions judged so far)
+
+
 def audit_path(target: Path, policy: Any, *, fmt: str | None = None, items: dict[str, SessionFacts] | None = None,
-               flags: SessionFacts | None = None) -> list[AuditedSession]:
+               flags: SessionFacts | None = None, keep_logs: bool = False, jobs: int = 1,
+               progress: Progress | None = None) -> list[AuditedSession]:
     """Audit every session under TARGET (a file or a folder of any supported format); nothing is written.
-    `flags`: facts from the command line, for a target holding one session only."""
+
+    `flags`: facts from the command line, for a target holding one session only. `keep_logs`: each row keeps
+    its session's events (the HTML report shows the event behind each finding); without it a row holds its
+    verdict only, so a folder of thousands of sessions is audited in the memory of one. `jobs` > 1 reads and
+    judges the files found in that many worker processes (same rows, same order; a statebox run folder among
+    them is audited by `audit_run` with as many). `progress` is told after each file."""
     found = [Found("statebox", target)] if fmt == "statebox" else discover(target, fmt)
     if not found:
         what = f"no {fmt} logs" if fmt else "no Inspect logs, ATIF trajectories, Claude Code or Codex session files or statebox runs"
         raise UserError(f"{target}: {what} found")
-    out: list[AuditedSession] = []
     items = items or {}
-    for entry in found:
-        if entry.fmt == "statebox":
-            for row in audit_run(entry.path, policy, write=False, keep_logs=True):
-                out.append(AuditedSession(row, "statebox", entry.path))
-            continue
-        sessions = list(sessions_of(entry))
-        lone = flags if (len(found) == 1 and len(sessions) == 1) else None
-        for session in sessions:
-            out.append(AuditedSession(audit_session(session, policy, items, lone), session.fmt, session.source, session.task_score))
+    lone = flags if len(found) == 1 else None  # given only where the target is one file (and one session: _audit_file)
+    out: list[AuditedSession] = []
+    others = [entry for entry in found if entry.fmt != "statebox"]
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(others))) if jobs > 1 and len(others) > 1 else None
+    try:
+        judged = iter(pool.map(_audit_file, others, repeat(policy), repeat(items), repeat(lone), repeat(keep_logs),
+                               chunksize=max(1, len(others) // (jobs * 8)))) if pool is not None else None
+        for number, entry in enumerate(found, start=1):
+            if entry.fmt == "statebox":
+                out.extend(AuditedSession(row, "statebox", entry.path)
+                           for row in audit_run(entry.path, policy, write=False, keep_logs=keep_logs, jobs=jobs))
+            else:
+                out.extend(next(judged) if judged is not None else _audit_file(entry, policy, items, lone, keep_logs))
+            if progress is not None:
+                progress(number, len(found), len(out))
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     return out
+
+
+def _audit_file(entry: Found, policy: Any, items: dict[str, SessionFacts], lone: SessionFacts | None,
+                keep_logs: bool) -> list[AuditedSession]:
+    """Every session of one file (or Harbor trial folder) judged: `audit_path`'s unit of work (module level, so
+    a worker process can run it). The command line's facts apply where the file holds one session only."""
+    sessions = list(sessions_of(entry))
+    flags = lone if len(sessions) == 1 else None
+    rows = []
+    for session in sessions:
+        row = audit_session(session, policy, items, flags)
+        if not keep_logs:
+            row.log = None
+        rows.append(AuditedSession(row, session.fmt, session.source, session.task_score))
+    return rows
 
 
 # ---------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, VERDICT_FILE
 from statebox.audits.events import AttemptFacts, AuditLog, Prefilter, load_attempt, load_session_file
@@ -132,23 +132,33 @@ def attempt_dirs(run_dir: Path) -> list[Path]:
 
 
 def audit_run(run_dir: Path, policy: Any = None, *, write: bool = True, keep_logs: bool = False,
-              jobs: int = 1) -> list[AuditedAttempt]:
+              jobs: int = 1, progress: Callable[[int, int], None] | None = None) -> list[AuditedAttempt]:
     """Audit every attempt of a run (or one attempt folder); writes each verdict.json.
 
-    `jobs` > 1 audits the attempt folders in that many worker processes (same rows, same order)."""
+    `jobs` > 1 audits the attempt folders in that many worker processes (same rows, same order).
+    `progress(done, total)` is told after each attempt."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: no such run folder or session file")
     dirs = attempt_dirs(run_dir)
     if not dirs:
         raise UserError(f"{run_dir}: no attempts found (expected RUN_DIR/attempts/<id>/ with events.jsonl or attempt.json)")
+    rows: list[AuditedAttempt] = []
     if jobs > 1 and len(dirs) > 1 and not keep_logs:
         # attempts are independent (each reads and writes only its own folder): a process pool scales
         # the auditor over cores the way `rg` does over files; rows come back in folder order
         with ProcessPoolExecutor(max_workers=min(jobs, len(dirs))) as pool:
-            return list(pool.map(_audit_folder, dirs, repeat(policy), repeat(write), repeat(False),
-                                 chunksize=max(1, len(dirs) // (jobs * 8))))
-    return [_audit_folder(d, policy, write, keep_logs) for d in dirs]
+            for row in pool.map(_audit_folder, dirs, repeat(policy), repeat(write), repeat(False),
+                                chunksize=max(1, len(dirs) // (jobs * 8))):
+                rows.append(row)
+                if progress is not None:
+                    progress(len(rows), len(dirs))
+        return rows
+    for folder in dirs:
+        rows.append(_audit_folder(folder, policy, write, keep_logs))
+        if progress is not None:
+            progress(len(rows), len(dirs))
+    return rows
 
 
 def _audit_folder(attempt_dir: Path, policy: Any, write: bool, keep_log: bool) -> AuditedAttempt:

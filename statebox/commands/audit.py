@@ -22,6 +22,7 @@ from typing import List, Optional
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -35,6 +36,7 @@ from statebox.harness.lock import hold_run_lock
 from statebox.harness.store import RESULTS_FILE, ResultStore
 from statebox.report.visible_text import visible
 from statebox.policies import load_policy
+from statebox.progress import ProgressDisplay
 
 
 def register(app: typer.Typer) -> None:
@@ -52,7 +54,8 @@ def register(app: typer.Typer) -> None:
         honeytoken_value: Optional[List[str]] = typer.Option(None, "--honeytoken-value", help="Session file: a canary value (repeatable)."),
         honeytoken_path: Optional[List[str]] = typer.Option(None, "--honeytoken-path", help="Session file: a decoy path (repeatable)."),
         no_write: bool = typer.Option(False, "--no-write", help="Do not write verdict.json into attempt folders."),
-        jobs: int = typer.Option(1, "--jobs", "-j", min=1, max=256, help="Audit a run's attempt folders in N processes (e.g. the number of cores)."),
+        jobs: int = typer.Option(1, "--jobs", "-j", min=1, max=256, help="Audit in N processes (e.g. the number of cores): a run's "
+                                 "attempt folders, or the files of a folder of other harnesses' logs."),
         items_file: Optional[Path] = typer.Option(None, "--items", help="Other harnesses' logs: JSONL of per-session facts "
                                                   "({session|sample|id, question, original_name, item_id})."),
         html_out: Optional[Path] = typer.Option(None, "--html", help="Also write an HTML audit report to this file."),
@@ -72,16 +75,26 @@ def register(app: typer.Typer) -> None:
             raise UserError("--items and --write-scores are for other harnesses' logs (Inspect, Harbor, Claude Code, Codex)")
         if html_out is not None and (html_out.is_dir() or not html_out.parent.is_dir()):
             raise UserError(f"{html_out}: --html needs a file name in an existing folder")
+        keep_logs = html_out is not None  # the page shows the event behind each finding
         if kind == "other":  # another harness's run (or a folder of them): read-only
-            rows, sessions = _audit_other(target, policy, fmt, items_file, scores_out, flags)
+            with _progress() as display:
+                display.add("files", total=None)
+                rows, sessions = _audit_other(target, policy, fmt, items_file, scores_out, flags, keep_logs, jobs,
+                                              lambda done, total, judged: display.update(
+                                                  "files", done=done, total=total, note=f"{judged} sessions judged"))
         elif target.is_dir() and no_write:
-            rows = audit_run(target, policy, write=False, keep_logs=html_out is not None, jobs=jobs)
+            with _progress() as display:
+                display.add("attempts", total=None)
+                rows = audit_run(target, policy, write=False, keep_logs=keep_logs, jobs=jobs,
+                                 progress=lambda done, total: display.update("attempts", done=done, total=total))
         elif target.is_dir():
             # verdict.json is also the running run's to write: take the run folder's lock, so an
             # audit under another policy cannot overwrite verdicts while the run writes them.
             run_folder = _run_folder_of(target)
-            with hold_run_lock(run_folder, role="audit"):
-                rows = audit_run(target, policy, write=True, keep_logs=html_out is not None, jobs=jobs)
+            with hold_run_lock(run_folder, role="audit"), _progress() as display:
+                display.add("attempts", total=None)
+                rows = audit_run(target, policy, write=True, keep_logs=keep_logs, jobs=jobs,
+                                 progress=lambda done, total: display.update("attempts", done=done, total=total))
                 _record_in_store(run_folder, rows)
         else:
             facts = AttemptFacts(
@@ -122,8 +135,16 @@ def _kind_of(target: Path, fmt: Optional[str]) -> str:
     return "other"
 
 
+def _progress() -> ProgressDisplay:
+    """The audit's progress on stderr: a bar on a terminal (gone when done), else a line every 10 s while it
+    lasts (an audit of a few sessions prints nothing more than its verdicts)."""
+    columns = [TextColumn("[bold]audit[/] {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    return ProgressDisplay("audit", Console(stderr=True), columns, quiet_if_quick=True)
+
+
 def _audit_other(target: Path, policy, fmt: Optional[str], items_file: Optional[Path], scores_out: Optional[Path],
-                 flags: dict) -> tuple[list[AuditedAttempt], list[external.AuditedSession]]:
+                 flags: dict, keep_logs: bool, jobs: int,
+                 progress: external.Progress) -> tuple[list[AuditedAttempt], list[external.AuditedSession]]:
     """Another harness's run: bad flags refused before any work, then every session judged, nothing written
     but the `--write-scores` copy."""
     if scores_out is not None:
@@ -132,7 +153,8 @@ def _audit_other(target: Path, policy, fmt: Optional[str], items_file: Optional[
     given = external.SessionFacts(id="flags", question=flags["question"] or "", original_name=flags["original_name"] or "",
                                   item_id=flags["item_id"] or "", honeytoken_values=list(flags["honeytoken_value"] or []),
                                   honeytoken_paths=list(flags["honeytoken_path"] or [])) if any(flags.values()) else None
-    sessions = external.audit_path(target, policy, fmt=fmt, items=items, flags=given)
+    sessions = external.audit_path(target, policy, fmt=fmt, items=items, flags=given, keep_logs=keep_logs, jobs=jobs,
+                                   progress=progress)
     if scores_out is not None:
         n = external.write_scores(target, sessions, scores_out)
         typer.echo(f"note: {n} samples scored as {external.AUDIT_SCORER} in {scores_out}", err=True)

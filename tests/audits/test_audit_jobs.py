@@ -53,3 +53,46 @@ def test_cli_jobs_writes_each_verdict_and_prints_the_same_json(tmp_path: Path):
 def test_cli_jobs_below_one_is_a_usage_error(tmp_path: Path):
     result = CliRunner().invoke(app, ["audit", str(CORPUS), "--jobs", "0", "--no-write"])
     assert result.exit_code == 2
+
+
+CLI_FILES = Path(__file__).parent / "cli_session_files"
+
+
+def test_a_folder_of_other_harnesses_logs_in_n_processes_gives_the_rows_of_one(tmp_path: Path):
+    """The CLIs' own session files (two Claude Code, two Codex), each file judged in a worker: same rows in
+    the same order, the same JSON from the command, and progress told once per file."""
+    from statebox.audits import external
+
+    items = external.read_items(CLI_FILES / "items.jsonl")
+    told: list[tuple[int, int, int]] = []
+    one = external.audit_path(CLI_FILES, None, items=items)
+    many = external.audit_path(CLI_FILES, None, items=items, jobs=3, progress=lambda *a: told.append(a))
+    assert len(one) == 4 and {r.row.verdict.verdict for r in one} == {"clean", "contaminated"}
+    assert [(s.fmt, str(s.source), s.row.attempt, s.row.verdict.model_dump()) for s in many] == \
+        [(s.fmt, str(s.source), s.row.attempt, s.row.verdict.model_dump()) for s in one]
+    assert told == [(k, 4, k) for k in range(1, 5)]
+    serial = CliRunner().invoke(app, ["audit", str(CLI_FILES), "--json", "--items", str(CLI_FILES / "items.jsonl")])
+    parallel = CliRunner().invoke(app, ["audit", str(CLI_FILES), "--json", "--jobs", "2", "--items", str(CLI_FILES / "items.jsonl")])
+    assert serial.exit_code == 0 and parallel.exit_code == 0, serial.output + parallel.output
+    assert json.loads(parallel.stdout) == json.loads(serial.stdout)
+
+
+def test_rows_keep_their_session_only_when_asked():
+    """Without --html a row holds its verdict only: a folder of thousands of sessions is audited in the memory
+    of one (3,000 CLI session files: 1.6 GB of logs held before, 110 MB now)."""
+    from statebox.audits import external
+
+    assert all(s.row.log is None for s in external.audit_path(CLI_FILES, None))
+    kept = external.audit_path(CLI_FILES, None, keep_logs=True)
+    assert all(s.row.log is not None and s.row.log.events for s in kept)
+    run = audit_run(CORPUS, None, write=False, jobs=2)
+    assert all(r.log is None for r in run)
+
+
+def test_run_audit_progress_is_told_after_each_attempt():
+    told: list[tuple[int, int]] = []
+    rows = audit_run(CORPUS, None, write=False, jobs=2, progress=lambda done, total: told.append((done, total)))
+    assert told == [(k, len(rows)) for k in range(1, len(rows) + 1)]
+    told.clear()
+    audit_run(CORPUS, None, write=False, progress=lambda done, total: told.append((done, total)))
+    assert told == [(k, len(rows)) for k in range(1, len(rows) + 1)]

@@ -185,7 +185,7 @@ def test_real_cli_files_normalise_their_actions():
     from statebox.schema import EventKind
 
     for m in _manifest():
-        [row] = external.audit_path(CLI_FILES / m["file"], load_policy("default"))
+        [row] = external.audit_path(CLI_FILES / m["file"], load_policy("default"), keep_logs=True)
         events = row.row.log.events
         commands = [e.text for e in events if e.kind is EventKind.shell_command]
         assert any("answer.txt" in c for c in commands), (m["file"], commands)

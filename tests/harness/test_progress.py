@@ -120,3 +120,24 @@ def test_a_bad_interval_is_a_user_error(monkeypatch, value):
     monkeypatch.setenv(INTERVAL_ENV, value)
     with pytest.raises(UserError, match=INTERVAL_ENV):
         progress_interval()
+
+
+def test_a_quick_command_off_a_terminal_says_nothing_and_a_long_one_ends_with_its_state():
+    """`quiet_if_quick` (statebox audit): the verdicts of a moment's audit come alone; an audit that lasted an
+    interval said where it was, and says how it ended."""
+    quick = io.StringIO()
+    with ProgressDisplay("audit", Console(file=quick, force_terminal=False), interval=3600, quiet_if_quick=True) as display:
+        display.add("files", total=4)
+        display.update("files", done=4)
+    assert quick.getvalue() == ""
+    slow = io.StringIO()
+    with ProgressDisplay("audit", Console(file=slow, force_terminal=False), interval=0.05, quiet_if_quick=True) as display:
+        display.add("files", total=4)
+        display.update("files", done=1)
+        deadline = time.monotonic() + 10
+        while "[progress]" not in slow.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        display.update("files", done=4, note="9 sessions judged")
+    lines = slow.getvalue().splitlines()
+    assert lines[0].startswith("[progress] audit: 1/4 done")
+    assert lines[-1].startswith("[progress] audit: 4/4 done") and lines[-1].endswith("(9 sessions judged)")
