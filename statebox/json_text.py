@@ -49,3 +49,16 @@ def json_value(raw: str | bytes) -> Any:
     except RecursionError:
         text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
         raise json.JSONDecodeError(TOO_DEEP, text, 0) from None
+
+
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of a JSONL text: cut at "\\n" only (a "\\r" before it is left for the reader's strip).
+
+    Why not `str.splitlines`: it also cuts at U+2028, U+2029 and U+0085, which a JSON string may hold
+    unescaped (JavaScript's JSON.stringify and Rust's serde_json write them as they are). One line of JSON
+    became two halves that parse as nothing, so an agent that put U+2028 in its commands hid them from the
+    audit of Claude Code's own session file (a contaminated session read as suspicious)."""
+    lines = text.split("\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    return lines

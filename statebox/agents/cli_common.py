@@ -31,7 +31,7 @@ from statebox.attempt import AgentOptions, AttemptContext, GatewaySession, Provi
 from statebox.attempt_folder import EVENTS_FILE, GATEWAY_LOG, STDERR_LOG
 from statebox.capped_log import CappedFile, read_tail
 from statebox.errors import InfrastructureError, UserError
-from statebox.json_text import json_value
+from statebox.json_text import json_value, jsonl_lines
 from statebox.recorder import SessionRecorder
 from statebox.sandbox.images import PACKAGE_ROOT
 from statebox.sandbox.provider import Sandbox
@@ -401,7 +401,7 @@ class CliStream:
             cap = ctx.policy.recording.raw_log_bytes
             stream = LiveStream(recorder, launch.normaliser, launch.raw_log)
             raw = CappedFile(attempt_dir / launch.raw_log, cap)
-            for line in result.stdout.splitlines():
+            for line in jsonl_lines(result.stdout):  # the CLI's JSONL: lines end at \n alone (json_text says why)
                 if raw.write((line + "\n").encode()):
                     stream(line)
             raw.close()

@@ -49,7 +49,7 @@ from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, RUN
 from statebox.audits.events import AttemptFacts, AuditLog, derive, new_event, sniff_object
 from statebox.audits.verdict import AuditedAttempt, audit_run, verdict_of
 from statebox.errors import DataError, UserError
-from statebox.json_text import json_value
+from statebox.json_text import json_value, jsonl_lines
 from statebox.schema import Event, Finding
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl
 from statebox.sessions import atif_trajectory, claude_session, codex_rollout, inspect_sample
@@ -146,7 +146,7 @@ def read_items(path: Path) -> dict[str, SessionFacts]:
     """`--items FILE`, read as a hostile file (regular, capped); every error names file:line."""
     data = read_capped(Path(path), MAX_ITEMS_BYTES)
     out: dict[str, SessionFacts] = {}
-    for n, raw in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
+    for n, raw in enumerate(jsonl_lines(data.decode("utf-8", "replace")), start=1):
         if not raw.strip():
             continue
         try:
@@ -323,7 +323,7 @@ def events_of(drafts: Iterable[tuple[int, EventDraft]], source: str) -> list[Eve
 
 
 def _lines(data: bytes) -> list[str]:
-    return data.decode("utf-8", "replace").splitlines()
+    return jsonl_lines(data.decode("utf-8", "replace"))
 
 
 def claude_sessions(path: Path) -> Iterator[ExternalSession]:
