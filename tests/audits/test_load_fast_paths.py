@@ -334,3 +334,34 @@ def test_engine_path_is_taken_only_while_the_bindings_private_call_answers_as_re
     assert matching_lines(matcher, data) == {1, 3} and matcher.calls == 0  # the engine answered
     monkeypatch.setattr(fastmatch, "_ENGINE_CONVENTION", False)  # as if the probe had failed
     assert matching_lines(matcher, data) == {1, 3} and matcher.calls > 0  # search answered
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_shell_call_read_by_its_plain_first_word_is_what_splitting_all_of_it_gives(seed):
+    """`tool_calls.shell_script` answers without shlex when shlex's first word is plain and no shell: exact,
+    because only a shell as the first word unwraps. Checked against the full split on spellings that move the
+    first word (quotes, backslashes, other spaces, unclosed quotes)."""
+    import random
+    import shlex
+
+    from statebox.sessions.tool_calls import _SHELL_PROGRAMS, shell_script
+
+    def split_all(text: str) -> str:
+        try:
+            argv = shlex.split(text)
+        except ValueError:
+            return text
+        return argv[-1] if len(argv) >= 3 and argv[0] in _SHELL_PROGRAMS and argv[-2] in ("-c", "-lc") else text
+
+    rng = random.Random(seed)
+    pieces = list("ab sh-lc'\"\\\t\n\r/#;") + ["bash", "sh", "/bin/bash", "/usr/bin/env", "-lc", "-c", " ", "\u00a0", "\x0b",
+                                               "ls", "env", "'bash'", "b\\ash", "\"-lc\""]
+    texts = ["bash -lc 'ls /'", "  sh -c ls", "b\\ash -lc x", "'bash' -lc x", "ls -la", "bash -lc", "\tbash\t-c\tx"]
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 9))) for _ in range(20000)]
+    texts += [rng.choice(["bash", "sh", "'bash'", "b\\ash", " /bin/bash"]) + rng.choice([" -lc ", " -c ", " \"-lc\" "]) + "".join(
+        rng.choice(pieces) for _ in range(rng.randint(1, 4))) for _ in range(2000)]
+    unwrapped = 0
+    for text in texts:
+        assert shell_script(text) == split_all(text), repr(text)
+        unwrapped += shell_script(text) != text
+    assert unwrapped > 500  # the unwrapping path was taken too
