@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Callable, Iterable
@@ -63,8 +64,13 @@ JS = """
 """
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    """Escaped for HTML, a lone surrogate spelt `<U+D800>`: JSON lets a session's string hold one (`"\\ud800"`),
+    UTF-8 cannot, and writing the page raised on it (an agent could print one to keep its audit unwritten)."""
+    return html.escape(_LONE_SURROGATE.sub(lambda m: f"<U+{ord(m.group()):04X}>", str(value)), quote=True)
 
 
 def _badge(verdict: str) -> str:

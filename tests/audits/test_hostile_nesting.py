@@ -174,3 +174,25 @@ def test_an_attempt_whose_model_wrote_too_deep_tool_arguments_is_judged(tmp_path
     assert done.returncode == 0, done.stderr[-2000:]
     [row] = json.loads(done.stdout)["attempts"]
     assert row["verdict"] == "contaminated", row  # the other call of the same reply is still read
+
+
+def test_a_lone_surrogate_in_the_agents_commands_is_judged_and_shown(tmp_path: Path) -> None:
+    """JSON lets a string hold a lone surrogate (`"\\ud800"`, as JSON.stringify writes one the agent's text holds);
+    UTF-8 cannot. The verdict, its JSON and the HTML page (where it is spelt <U+D800>) are all still written."""
+    original = next((CLI_FILES / "claude-code-cheat").rglob("*.jsonl"))
+    target = tmp_path / "s" / "claude" / "projects" / "-workspace" / original.name
+    target.parent.mkdir(parents=True)
+    lines = []
+    for line in original.read_text().splitlines():
+        obj = json.loads(line)
+        content = (obj.get("message") or {}).get("content")
+        for block in content if isinstance(content, list) else []:
+            if block.get("type") == "tool_use" and isinstance(block.get("input"), dict):
+                block["input"] = {k: f"{v} #\ud800" if isinstance(v, str) else v for k, v in block["input"].items()}
+        lines.append(json.dumps(obj))
+    target.write_text("\n".join(lines) + "\n")
+    page = tmp_path / "audit.html"
+    done = _cli("audit", str(tmp_path / "s"), "--json", "--html", str(page))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert [a["verdict"] for a in json.loads(done.stdout)["attempts"]] == ["contaminated"]
+    assert "&lt;U+D800&gt;" in page.read_text(encoding="utf-8")

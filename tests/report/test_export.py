@@ -442,3 +442,33 @@ def test_turns_from_native_agent_events():
     assert turns[5].text.startswith("[statebox]")
     assert turns[6].final and turns[6].text == "3"
     assert seq_ranges([1, 2, 3, 7, 9, 10]) == [[1, 3], [7, 7], [9, 10]]
+
+
+@pytest.mark.docker
+def test_a_lone_surrogate_the_agent_printed_exports_and_reports(run, tmp_path):
+    """JSON lets a string hold a lone surrogate (`"\\ud800"`), and the CLIs write one where the agent's output
+    has one; Python reads it into a str that UTF-8 cannot encode. Every writer of text the agent shaped must
+    still write: the Inspect log, the ATIF trajectories (their text escaped where it holds one), the report."""
+    import shutil
+
+    from inspect_ai.log import read_eval_log
+
+    from statebox.report.export import export_run
+
+    run_dir, _ = run
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    rows = _stored(copy)
+    chosen = next(k for k, r in rows.items() if r.agent == "react")
+    events = copy / "attempts" / chosen / "events.jsonl"
+    last = json.loads(events.read_text().splitlines()[-1])
+    with open(events, "a") as handle:
+        handle.write(json.dumps({"seq": last["seq"] + 1, "kind": "tool_output", "text": "frame \ud800 done"}) + "\n")
+    export_run(copy, "inspect", tmp_path / "x.eval")
+    assert len(read_eval_log(str(tmp_path / "x.eval")).samples) == len(rows)
+    export_run(copy, "atif", tmp_path / "t")
+    doc = json.loads((tmp_path / "t" / chosen / "agent" / "trajectory.json").read_text())
+    check_atif_v14(doc)
+    assert "frame \ud800 done" in json.dumps(doc, ensure_ascii=False)
+    done = _cli(["report", str(copy), "--out", str(tmp_path / "report.html")])
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -197,6 +197,16 @@ def build_trajectory(record: AttemptRecord, model: str | None) -> AtifTrajectory
     )
 
 
+def _utf8_json(doc: Any) -> bytes:
+    """The trajectory as UTF-8 JSON, readable text where it can be: a string holding a lone surrogate (JSON allows
+    `"\\ud800"`, the agent's output may hold one) cannot be UTF-8, so that document is written with every
+    non-ASCII character escaped, the same JSON, rather than not at all (it raised, ending the export)."""
+    try:
+        return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(doc, indent=2) + "\n").encode("ascii")
+
+
 def write_atif(reader: RunReader, out: Path) -> int:
     """Write `OUT/<attempt_id>/agent/trajectory.json` for every stored attempt; returns how many."""
     out.mkdir(parents=True, exist_ok=True)
@@ -206,7 +216,7 @@ def write_atif(reader: RunReader, out: Path) -> int:
         path = out / record.attempt_dir.name / TRAJECTORY_PATH
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(trajectory.model_dump(mode="json", exclude_none=True), indent=2, ensure_ascii=False) + "\n")
+        tmp.write_bytes(_utf8_json(trajectory.model_dump(mode="json", exclude_none=True)))
         os.replace(tmp, path)
         written += 1
     return written
