@@ -162,6 +162,26 @@ class AuditLog:
         """The instructions the agent was given (never evidence against it)."""
         return [e.text for e in self.events if is_prompt(e)]
 
+    @property
+    def given_prompts(self) -> list[str]:
+        """The prompts each log holds before the agent's first action in it: the task as given, the only text
+        that may excuse an echo of itself (a name the prompt gave, a term it used).
+
+        Why not every prompt: text a harness shows the agent later can hold what the agent wrote. Claude Code
+        renders the agent's own todo list and the CLAUDE.md files it creates as reminders, Codex files a
+        compaction summary (the model's words) as system text, a gateway request carries such reminders as
+        user text. An agent that put the original video's name in its todo list had every finding of that name
+        excused as "the prompt leaked it" (contaminated read as suspicious). Later prompts are still never
+        evidence against the agent; they only excuse nothing."""
+        acted: set[str] = set()
+        given: list[str] = []
+        for event in self.events:
+            if event.kind in ACTION_KINDS and "derived_from" not in (event.data or {}):
+                acted.add(event.source)
+            elif event.source not in acted and is_prompt(event):
+                given.append(event.text)
+        return given
+
 
 def is_out_of_band(event: Event) -> bool:
     """An event read from a gateway request the agent's own client did not send (see `out_of_band_lines`)."""

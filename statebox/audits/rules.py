@@ -304,7 +304,7 @@ def rule_self_recognition(log: AuditLog) -> list[Finding]:
 
 
 def _self_recognition_all(log: AuditLog) -> list[Finding]:
-    prompt = "\n".join(log.prompts).lower()
+    prompt = "\n".join(log.given_prompts).lower()
     out: list[Finding] = []
     for event in log.events:
         acting = is_primary_action(event)
@@ -810,7 +810,7 @@ def _original_filename_all(log: AuditLog) -> list[Finding]:
     if not needles:
         return []
     rx: re.Pattern[str] | None = None  # compiled for the first text that holds a needle (most sessions have none)
-    prompt = "\n".join(log.prompts)
+    prompt = "\n".join(log.given_prompts)
     out: list[Finding] = []
     for event in log.events:
         acting = is_primary_action(event)
