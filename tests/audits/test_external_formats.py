@@ -416,8 +416,10 @@ def test_copies_of_tool_results_never_excuse_what_the_agent_found(tmp_path):
     assert claude_session.parse_line(json.loads(lines[3])) == []  # the copy is dropped, not a prompt
 
 
-def test_a_copy_filed_as_prompt_would_excuse_the_find(tmp_path, monkeypatch):
-    """Why the copies are dropped: the same session with the copy read as a prompt message is only suspicious."""
+def test_a_copy_filed_as_prompt_after_the_agent_acted_still_excuses_nothing(tmp_path, monkeypatch):
+    """Why the copies are dropped, and the second wall behind that: read as a prompt message, the copy made the
+    find only suspicious while every prompt could excuse an echo; now only the prompts before the agent's first
+    action do (`AuditLog.given_prompts`), so even a copy filed as prompt leaves the session contaminated."""
     from statebox.schema import EventKind
     from statebox.sessions import EventDraft, claude_session
 
@@ -429,7 +431,7 @@ def test_a_copy_filed_as_prompt_would_excuse_the_find(tmp_path, monkeypatch):
         return real(obj, line_no)
 
     monkeypatch.setattr(claude_session, "parse_line", as_prompt)
-    _copy_session(tmp_path, expect="suspicious")
+    _copy_session(tmp_path, expect="contaminated")
 
 
 def test_inspect_provider_run_tools_are_network_attempts(tmp_path):
