@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from statebox.errors import DataError
-from statebox.json_text import TOO_DEEP, has_long_digits, json_value
+from statebox.json_text import TOO_DEEP, has_long_digits, json_value, jsonl_lines
 from statebox.userfiles import (
     DATA_MAX_BYTES,
     LINE_MAX_BYTES,
@@ -113,7 +113,7 @@ def read_json_or_jsonl(path: Path) -> list[tuple[int | None, dict[str, Any]]]:
     text = read_user_text(path, what="data file", max_bytes=DATA_MAX_BYTES).removeprefix("\ufeff")
     if path.suffix == ".jsonl" or (text.lstrip()[:1] == "{" and _looks_like_jsonl(text)):
         rows_of_lines: list[tuple[int | None, dict[str, Any]]] = []
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(jsonl_lines(text), start=1):
             if len(line) > LINE_MAX_BYTES:
                 raise DataError(path, number, f"line longer than the {LINE_MAX_BYTES // MiB} MiB limit for a data file")
             if line.strip():

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from statebox.attempt_folder import GATEWAY_LOG
-from statebox.json_text import json_value
+from statebox.json_text import json_value, jsonl_lines
 from statebox.schema import Event, EventKind, FrameAccount, Session
 
 # "frame_t0001.500.jpg", "crop_t0012.250.png", "grid_t0000.000-0059.967.jpg" (first time only)
@@ -203,7 +203,7 @@ def gateway_bodies(log_path: Path) -> list[tuple[str | None, dict[str, Any]]]:
     bodies: list[tuple[str | None, dict[str, Any]]] = []
     if not Path(log_path).exists():
         return bodies
-    for raw in Path(log_path).read_text(encoding="utf-8", errors="replace").splitlines():
+    for raw in jsonl_lines(Path(log_path).read_text(encoding="utf-8", errors="replace")):  # the log holds U+2028 unescaped
         try:
             record = json_value(raw)
         except json.JSONDecodeError:

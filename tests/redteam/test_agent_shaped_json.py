@@ -92,3 +92,16 @@ def test_a_predictions_file_nested_too_deep_is_one_error_naming_it(tmp_path: Pat
         read_json_or_jsonl(path)
     with pytest.raises(DataError, match="nested too deeply"):
         read_json(path)
+
+
+def test_a_line_separator_inside_a_string_keeps_its_jsonl_line_whole(tmp_path: Path) -> None:
+    """The gateway writes its log with non-ASCII unescaped (U+2028 included, which the agent's output may hold),
+    and a user's predictions file may hold it the same way: both are read a line per "\\n", never per
+    `str.splitlines` (which cut such a line in two, so its request or prediction was skipped or refused)."""
+    log = tmp_path / "gateway.jsonl"
+    body = {"model": "m", "messages": [{"role": "user", "content": "frame\u2028at 2 s"}]}
+    log.write_text(json.dumps({"api": "anthropic", "request": body}, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert gateway_bodies(log) == [("anthropic", body)]
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text(json.dumps({"id": "q1", "response": "4\u2028apples"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert read_json_or_jsonl(predictions) == [(1, {"id": "q1", "response": "4\u2028apples"})]
