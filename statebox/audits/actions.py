@@ -150,7 +150,13 @@ def tokenize(text: str) -> list[str]:
         return [t for t in out if t]
 
 
-@lru_cache(maxsize=4096)
+# Distinct texts whose reading is kept: derive, the rules' digest and the rules each ask for a session's texts in
+# their own pass, so a session with more distinct commands than this reads each up to three times (4,096 put that
+# cliff at a 4,800-command session: 1.9 s instead of 0.8 s).
+TEXT_CACHE = 32768
+
+
+@lru_cache(maxsize=TEXT_CACHE)
 def segments(shell_text: str) -> list[list[str]]:
     """Simple commands (argv lists) in shell text, prefixes like `sudo`/`VAR=x`/`timeout 5` removed."""
     out: list[list[str]] = []
@@ -434,7 +440,7 @@ def python_programs(text: str, *, is_shell: bool = True) -> list[str]:
     return programs
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=TEXT_CACHE)
 def resolved_text(text: str, *, is_shell: bool = True) -> str:
     """The action's Python programs with their run-time names folded (`runtime_names.resolve`), only those
     that build any; empty when none does. Rules read it beside the text the agent wrote."""
@@ -446,7 +452,7 @@ def resolved_text(text: str, *, is_shell: bool = True) -> str:
     return "\n".join(out)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=TEXT_CACHE)
 def accesses(text: str, *, is_shell: bool = True) -> list[Access]:
     """Everything an action's text does: shell commands (if shell), plus code-level calls anywhere, plus the
     calls its programs make once the names they build at run time are folded."""

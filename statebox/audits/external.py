@@ -51,6 +51,7 @@ from statebox.audits.verdict import AuditedAttempt, audit_run, verdict_of
 from statebox.errors import DataError, UserError
 from statebox.json_text import json_value, jsonl_lines
 from statebox.schema import Event, Finding
+from statebox.scoring.core import collector_paused
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl
 from statebox.sessions import atif_trajectory, claude_session, codex_rollout, inspect_sample
 
@@ -580,11 +581,13 @@ def _audit_file(entry: Found, policy: Any, items: dict[str, SessionFacts], lone:
                 keep_logs: bool) -> list[AuditedSession]:
     """Every session of one file (or Harbor trial folder) judged: `audit_path`'s unit of work (module level, so
     a worker process can run it). The command line's facts apply where the file holds one session only."""
-    sessions = list(sessions_of(entry))
+    with collector_paused():  # as in verdict._audit_folder: one file's sessions hold no cycles
+        sessions = list(sessions_of(entry))
     flags = lone if len(sessions) == 1 else None
     rows = []
     for session in sessions:
-        row = audit_session(session, policy, items, flags)
+        with collector_paused():
+            row = audit_session(session, policy, items, flags)
         if not keep_logs:
             row.log = None
         rows.append(AuditedSession(row, session.fmt, session.source, session.task_score))

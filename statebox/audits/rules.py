@@ -221,7 +221,7 @@ def _build_digest(log: AuditLog) -> SessionDigest:
             keys.add((str(data.get("op")), event.text))
         elif kind in ACTION_KINDS:  # `is_primary_action`
             primary.append(event)
-            action_texts.append(action_text(event))
+            action_texts.append(_action_text(log, event))  # memoised per log (the rules ask again)
             if kind in _ACCESS_KINDS:  # `all_accesses` of a parser-made file/network event
                 keys.update((acc.op, acc.target) for acc in all_accesses(event))
             continue  # none of the kinds below

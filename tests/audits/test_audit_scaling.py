@@ -176,3 +176,18 @@ def test_the_report_finds_every_findings_event_in_one_pass(tmp_path: Path) -> No
         own = [e for e in same_seq if "derived_from" not in (e.data or {})]
         assert lookup(finding) is (own or same_seq)[0]
     assert "cat /data/annotations/qa_299.json" in page
+
+
+def test_each_command_of_a_long_session_is_read_once_however_many_passes_ask(tmp_path: Path) -> None:
+    """derive, the rules' digest and the rules each ask for every command's reading (its run-time names, its
+    accesses): kept per text, so a session of 5,000 distinct commands reads each once (with 4,096 kept, the
+    passes evicted each other's readings and every command was read three times)."""
+    from statebox.audits import actions
+
+    folder = long_session(tmp_path / "a", ACTIONS["code walk outside"], 5000)
+    for kept in (actions.resolved_text, actions.accesses, actions.segments, rules._with_resolved):
+        kept.cache_clear()  # whatever other tests read of these commands: counted from nothing
+    verdict_of(load_attempt(folder, default_prefilter()))
+    info = actions.resolved_text.cache_info()
+    assert info.misses <= 2 * 5000 + 100, info  # a command is read as shell and, holding `(`, as a program
+    assert info.hits >= 5000, info  # the later passes found each reading kept
