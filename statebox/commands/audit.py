@@ -84,17 +84,17 @@ def register(app: typer.Typer) -> None:
                                                   "files", done=done, total=total, note=f"{judged} sessions judged"))
         elif target.is_dir() and no_write:
             with _progress() as display:
-                display.add("attempts", total=None)
+                display.add("attempt folders", total=None)
                 rows = audit_run(target, policy, write=False, keep_logs=keep_logs, jobs=jobs,
-                                 progress=lambda done, total: display.update("attempts", done=done, total=total))
+                                 progress=lambda done, total: display.update("attempt folders", done=done, total=total))
         elif target.is_dir():
             # verdict.json is also the running run's to write: take the run folder's lock, so an
             # audit under another policy cannot overwrite verdicts while the run writes them.
             run_folder = _run_folder_of(target)
             with hold_run_lock(run_folder, role="audit"), _progress() as display:
-                display.add("attempts", total=None)
+                display.add("attempt folders", total=None)
                 rows = audit_run(target, policy, write=True, keep_logs=keep_logs, jobs=jobs,
-                                 progress=lambda done, total: display.update("attempts", done=done, total=total))
+                                 progress=lambda done, total: display.update("attempt folders", done=done, total=total))
                 _record_in_store(run_folder, rows)
         else:
             facts = AttemptFacts(
