@@ -39,7 +39,7 @@ import re
 import stat
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import chain, islice, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator
 
@@ -581,11 +581,12 @@ def _audit_file(entry: Found, policy: Any, items: dict[str, SessionFacts], lone:
                 keep_logs: bool) -> list[AuditedSession]:
     """Every session of one file (or Harbor trial folder) judged: `audit_path`'s unit of work (module level, so
     a worker process can run it). The command line's facts apply where the file holds one session only."""
-    with collector_paused():  # as in verdict._audit_folder: one file's sessions hold no cycles
-        sessions = list(sessions_of(entry))
-    flags = lone if len(sessions) == 1 else None
+    sessions = sessions_of(entry)
+    with collector_paused():  # as in verdict._audit_folder: sessions hold no cycles
+        ahead = list(islice(sessions, 2))  # whether the file holds one session only; the rest are read as judged
+    flags = lone if len(ahead) == 1 else None
     rows = []
-    for session in sessions:
+    for session in chain(ahead, sessions):  # one session's events held at a time (an Inspect log's thousands)
         with collector_paused():
             row = audit_session(session, policy, items, flags)
         if not keep_logs:
