@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
@@ -145,21 +146,20 @@ def audit_run(run_dir: Path, policy: Any = None, *, write: bool = True, keep_log
     dirs = attempt_dirs(run_dir)
     if not dirs:
         raise UserError(f"{run_dir}: no attempts found (expected RUN_DIR/attempts/<id>/ with events.jsonl or attempt.json)")
-    rows: list[AuditedAttempt] = []
-    if jobs > 1 and len(dirs) > 1 and not keep_logs:
-        # attempts are independent (each reads and writes only its own folder): a process pool scales
-        # the auditor over cores the way `rg` does over files; rows come back in folder order
-        with ProcessPoolExecutor(max_workers=min(jobs, len(dirs))) as pool:
-            for row in pool.map(_audit_folder, dirs, repeat(policy), repeat(write), repeat(False),
-                                chunksize=max(1, len(dirs) // (jobs * 8))):
-                rows.append(row)
-                if progress is not None:
-                    progress(len(rows), len(dirs))
-        return rows
-    for folder in dirs:
-        rows.append(_audit_folder(folder, policy, write, keep_logs))
-        if progress is not None:
-            progress(len(rows), len(dirs))
+    with ExitStack() as stack:
+        if jobs > 1 and len(dirs) > 1 and not keep_logs:
+            # attempts are independent (each reads and writes only its own folder): a process pool scales
+            # the auditor over cores the way `rg` does over files; rows come back in folder order
+            pool = stack.enter_context(ProcessPoolExecutor(max_workers=min(jobs, len(dirs))))
+            judged = pool.map(_audit_folder, dirs, repeat(policy), repeat(write), repeat(False),
+                              chunksize=max(1, len(dirs) // (jobs * 8)))
+        else:
+            judged = map(_audit_folder, dirs, repeat(policy), repeat(write), repeat(keep_logs))
+        rows: list[AuditedAttempt] = []
+        for row in judged:
+            rows.append(row)
+            if progress is not None:
+                progress(len(rows), len(dirs))
     return rows
 
 
