@@ -18,7 +18,7 @@ nesting past 1,024 levels), go to json, which also words the error.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
@@ -44,6 +44,29 @@ def json_value(raw: str | bytes) -> Any:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:
             pass
+    return _json_loads(raw)
+
+
+def _orjson_first(raw: str | bytes) -> Any:
+    """`json_value(raw)` for text known to hold no run of 19 digits (`line_loads` knows it of a whole file)."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return _json_loads(raw)
+
+
+def line_loads(data: bytes) -> Callable[[str | bytes], Any]:
+    """The reader for the lines of `data` (a JSONL file's bytes, the lines cut from it, as they are or decoded
+    with replacement): each line as `json_value` reads it, with the digit check asked once of the whole file.
+
+    Why: asked per line, the check (and the encoding of a decoded line back to bytes for it) cost as much as
+    orjson's reading of the line. The same answer: a run of 19 ASCII digits in a line is one in the file, as
+    bytes or decoded (decoding never joins, splits or makes ASCII digits), and stripping a line makes none."""
+    return json_value if has_long_digits(data) else _orjson_first
+
+
+def _json_loads(raw: str | bytes) -> Any:
+    """json's reading, too deep a nesting refused as malformed text."""
     try:
         return json.loads(raw)
     except RecursionError:

@@ -49,7 +49,7 @@ from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, RUN
 from statebox.audits.events import AttemptFacts, AuditLog, derive, new_event, sniff_object
 from statebox.audits.verdict import AuditedAttempt, audit_run, verdict_of
 from statebox.errors import DataError, UserError
-from statebox.json_text import json_value, jsonl_lines
+from statebox.json_text import json_value, jsonl_lines, line_loads
 from statebox.schema import Event, Finding
 from statebox.scoring.core import collector_paused
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl
@@ -97,8 +97,13 @@ def open_regular(path: Path, cap: int = MAX_LOG_BYTES) -> BinaryIO:
 
 
 def read_capped(path: Path, cap: int = MAX_LOG_BYTES) -> bytes:
+    """The file's bytes (up to EOF, `cap` + 1 at most: `fh.read(cap + 1)`), asked first for the size it has: a
+    read of `cap` + 1 bytes allocates that much before it reads (4x the CPU of reading a 70 KB session file)."""
     with open_regular(path, cap) as fh:
-        data = fh.read(cap + 1)
+        size = os.fstat(fh.fileno()).st_size
+        data = fh.read(min(size, cap) + 1)
+        if len(data) > size:  # grew since: read on to EOF or the cap, as one read of cap + 1 bytes does
+            data += fh.read(cap + 1 - len(data))
     if len(data) > cap:  # grew while being read
         raise UserError(f"{path}: over the {cap} byte cap for one log")
     return data
@@ -227,14 +232,20 @@ def file_format(path: Path) -> str | None:
 
 
 def _first_object(head: bytes) -> dict[str, Any] | None:
-    for raw in head.split(b"\n"):
-        if not raw.strip():
-            continue
-        try:
-            obj = json_value(raw)
-        except ValueError:
-            return None
-        return obj if isinstance(obj, dict) else None
+    """The first non-blank line of `head`, parsed, when it is an object (lines cut one at a time: a file's head
+    holds hundreds of lines, and this runs for every file found)."""
+    start = 0
+    while start <= len(head):
+        end = head.find(b"\n", start)
+        end = len(head) if end < 0 else end
+        raw = head[start:end]
+        if raw.strip():
+            try:
+                obj = json_value(raw)
+            except ValueError:
+                return None
+            return obj if isinstance(obj, dict) else None
+        start = end + 1
     return None
 
 
@@ -332,7 +343,8 @@ def claude_sessions(path: Path) -> Iterator[ExternalSession]:
     lines = _lines(data)
     first = _first_line_object(data)
     session_file = first is not None and claude_session.looks_like_session(first)
-    drafts = claude_session.parse_lines(lines) if session_file else claude_stream.parse_lines(lines)
+    loads = line_loads(data)
+    drafts = claude_session.parse_lines(lines, loads) if session_file else claude_stream.parse_lines(lines, loads)
     facts = AttemptFacts(attempt_id=path.stem, agent="claude-code")
     yield ExternalSession(path.stem, "claude", path, AuditLog(derive(events_of(drafts, path.name)), facts, [path.name]),
                           keys=[path.stem, path.name])
@@ -343,10 +355,10 @@ def codex_sessions(path: Path) -> Iterator[ExternalSession]:
     lines = _lines(data)
     first = _first_line_object(data)
     if first is not None and codex_rollout.looks_like_rollout(first):
-        drafts = codex_rollout.parse_lines(lines)
+        drafts = codex_rollout.parse_lines(lines, line_loads(data))
         sid = codex_rollout.session_id(lines) or path.stem
     else:
-        drafts = codex_jsonl.parse_lines(lines)
+        drafts = codex_jsonl.parse_lines(lines, line_loads(data))
         sid = path.stem
     facts = AttemptFacts(attempt_id=sid, agent="codex")
     yield ExternalSession(sid, "codex", path, AuditLog(derive(events_of(drafts, path.name)), facts, [path.name]),
@@ -580,15 +592,23 @@ def audit_path(target: Path, policy: Any, *, fmt: str | None = None, items: dict
 def _audit_file(entry: Found, policy: Any, items: dict[str, SessionFacts], lone: SessionFacts | None,
                 keep_logs: bool) -> list[AuditedSession]:
     """Every session of one file (or Harbor trial folder) judged: `audit_path`'s unit of work (module level, so
-    a worker process can run it). The command line's facts apply where the file holds one session only."""
+    a worker process can run it). The command line's facts apply where the file holds one session only.
+
+    The cyclic collector is paused for the whole file, as verdict._audit_folder pauses it for an attempt: sessions
+    hold no cycles, and re-enabled between sessions it scanned every object of the session still held (a
+    fifteenth of the CPU of a folder of the CLIs' files); at the end only the rows are left to it."""
+    with collector_paused():
+        return _judged_rows(entry, policy, items, lone, keep_logs)
+
+
+def _judged_rows(entry: Found, policy: Any, items: dict[str, SessionFacts], lone: SessionFacts | None,
+                 keep_logs: bool) -> list[AuditedSession]:
     sessions = sessions_of(entry)
-    with collector_paused():  # as in verdict._audit_folder: sessions hold no cycles
-        ahead = list(islice(sessions, 2))  # whether the file holds one session only; the rest are read as judged
+    ahead = list(islice(sessions, 2))  # whether the file holds one session only; the rest are read as judged
     flags = lone if len(ahead) == 1 else None
     rows = []
     for session in chain(ahead, sessions):  # one session's events held at a time (an Inspect log's thousands)
-        with collector_paused():
-            row = audit_session(session, policy, items, flags)
+        row = audit_session(session, policy, items, flags)
         if not keep_logs:
             row.log = None
         rows.append(AuditedSession(row, session.fmt, session.source, session.task_score))

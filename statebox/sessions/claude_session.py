@@ -20,9 +20,10 @@ not known to be the harness's own is kept as something the agent *saw* (tool out
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from statebox.schema import EventKind
+from statebox.json_text import json_value
 from statebox.sessions import EventDraft, clip, parse_json_lines
 from statebox.sessions import claude_stream
 
@@ -113,10 +114,10 @@ class ClaudeSessionNormaliser:
         return drafts
 
 
-def parse_lines(lines: Iterable[str]) -> list[tuple[int, EventDraft]]:
-    """A whole session file: (1-based line number, draft), the final answer last."""
+def parse_lines(lines: Iterable[str], loads: Callable[[str], Any] = json_value) -> list[tuple[int, EventDraft]]:
+    """A whole session file: (1-based line number, draft), the final answer last (`loads`: json_text.line_loads of the file)."""
     norm = ClaudeSessionNormaliser()
-    out = parse_json_lines(lines, norm.feed)
+    out = parse_json_lines(lines, norm.feed, loads)
     if norm.last_text is not None:
         line_no, text = norm.last_text
         out.append((line_no, EventDraft(EventKind.final_answer, text, {"from": "last assistant text"})))

@@ -13,9 +13,10 @@ actions, not tool names: `Bash` -> shell_command, `Read`/`Glob`/`Grep`/`LS` -> f
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from statebox.attempt_folder import CLAUDE_STREAM_LOG
+from statebox.json_text import json_value
 from statebox.sessions import EventDraft, clip, parse_json_lines
 from statebox.schema import EventKind
 
@@ -63,9 +64,9 @@ class ClaudeNormaliser:
         return drafts
 
 
-def parse_lines(lines: Iterable[str]) -> list[tuple[int, EventDraft]]:
+def parse_lines(lines: Iterable[str], loads: Callable[[str], Any] = json_value) -> list[tuple[int, EventDraft]]:
     """Normalise a whole raw log: (1-based line number, draft); torn or non-JSON lines are kept as messages."""
-    return parse_json_lines(lines, parse_line)
+    return parse_json_lines(lines, parse_line, loads)
 
 
 def _blocks(obj: dict[str, Any]) -> list[dict[str, Any]]:

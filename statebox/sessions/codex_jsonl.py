@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from statebox.attempt_folder import CODEX_LOG
+from statebox.json_text import json_value
 from statebox.sessions import EventDraft, clip, parse_json_lines
 from statebox.schema import EventKind
 
@@ -124,6 +125,6 @@ class CodexNormaliser:
         return drafts
 
 
-def parse_lines(lines: Iterable[str]) -> list[tuple[int, EventDraft]]:
+def parse_lines(lines: Iterable[str], loads: Callable[[str], Any] = json_value) -> list[tuple[int, EventDraft]]:
     """Normalise a whole raw log: (1-based line number, draft); torn or non-JSON lines are kept as messages."""
-    return parse_json_lines(lines, CodexNormaliser().feed)
+    return parse_json_lines(lines, CodexNormaliser().feed, loads)

@@ -23,7 +23,7 @@ messages and the base instructions are prompt text.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from statebox.json_text import json_value
 from statebox.schema import EventKind
@@ -165,9 +165,10 @@ class RolloutNormaliser:
         return drafts
 
 
-def parse_lines(lines: Iterable[str]) -> list[tuple[int, EventDraft]]:
+def parse_lines(lines: Iterable[str], loads: Callable[[str], Any] = json_value) -> list[tuple[int, EventDraft]]:
+    """A whole rollout (`loads`: json_text.line_loads of the file), the final answer last."""
     norm = RolloutNormaliser()
-    out = parse_json_lines(lines, norm.feed)
+    out = parse_json_lines(lines, norm.feed, loads)
     if not norm.answered and norm.last_text is not None:
         line_no, text = norm.last_text
         out.append((line_no, EventDraft(EventKind.final_answer, text, {"from": "last assistant message"})))

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from statebox.json_text import json_value
+from statebox.json_text import json_value, line_loads
 from statebox.sessions import atif_trajectory, codex_rollout, gateway_log, parse_json_line
 from statebox.sessions.tool_calls import parse_arguments
 
@@ -117,6 +117,32 @@ def test_json_value_is_what_json_loads_gives_or_refuses(seed: int) -> None:
             assert got[0] in ("value", "refused"), repr(raw)[:200]
             continue
         assert got[0] == want[0] and _same(got[1], want[1]), repr(raw)[:200]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_files_lines_read_once_checked_are_what_json_loads_gives_each(seed: int) -> None:
+    """line_loads asks the digit check of the whole file once: each line, as bytes or decoded with replacement
+    (as the CLIs' files are read), must still read as json.loads reads it alone; files with and without a wide
+    integer somewhere, and bytes that are not UTF-8 next to digits."""
+    rng = random.Random(1000 + seed)
+    lines = [json.dumps(_random_value(rng), ensure_ascii=rng.random() < 0.5).replace("\n", " ").encode() for _ in range(30)]
+    lines += [b'{"n": 12\xff345678901234567890}', b"[1234567890\xff123456789]", rng.choice(EDGES[:20]).encode("utf-8", "surrogatepass")]
+    rng.shuffle(lines)
+    data = b"\n".join(lines) + b"\n"
+    loads = line_loads(data)
+    for raw in data.split(b"\n"):
+        for line in (raw, raw.decode("utf-8", "replace")):
+            want = _outcome(json.loads, line)
+            if want[0] == "too deep for json":
+                continue
+            got = _outcome(loads, line)
+            assert got[0] == want[0] and _same(got[1], want[1]), repr(line)[:200]
+
+
+def test_a_file_whose_only_wide_integer_is_in_one_line_reads_that_line_as_json_does() -> None:
+    data = b'{"a": 1}\n{"big": 123456789012345678901234567}\n'
+    assert line_loads(data)(data.split(b"\n")[1]) == {"big": 123456789012345678901234567}  # orjson alone: a float
+    assert line_loads(b'{"a": 1}\n') is not json_value  # no wide number: the per-line check is skipped
 
 
 def test_a_nesting_json_cannot_recurse_into_but_orjson_reads_gives_its_value() -> None:
