@@ -26,6 +26,11 @@ class DataError(UserError):
         self.line = line
         self.what = what
 
+    def __reduce__(self) -> tuple[type["DataError"], tuple[object, int | None, str]]:
+        # raised in a worker process (`statebox audit --jobs N`), it must cross back whole: pickled by its
+        # message alone (Exception's way), it could not be rebuilt, and the pool broke with a traceback
+        return (type(self), (self.path, self.line, self.what))
+
 
 class InfrastructureError(Exception):
     """A failure of the machinery (engine hiccup, image missing) rather than of the agent.

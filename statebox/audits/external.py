@@ -27,7 +27,8 @@ findings it cannot re-judge for want of those facts (`honeytoken` and `original_
 and host evidence with no event), each marked `recorded by the run`. Carried findings can only raise a
 verdict, never lower one, and a log that is not a statebox export has none to carry.
 
-Every file is hostile: opened without following links, regular files only, under a size cap.
+Every file is hostile: opened without following links, regular files only, under a size cap; an Inspect log
+is also admitted before inspect_ai reads it (`inspect_admission`: zip bombs, entry counts, references).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, RUN_CONFIG_FILE
 from statebox.audits.events import AttemptFacts, AuditLog, derive, new_event, sniff_object
+from statebox.audits import inspect_admission
 from statebox.audits.verdict import AuditedAttempt, audit_run, verdict_of
 from statebox.errors import DataError, UserError
 from statebox.json_text import json_value, jsonl_lines, line_loads
@@ -418,11 +420,18 @@ def _inspect_reader() -> tuple[Callable[..., Any], Callable[..., Any]]:
 
 
 def read_inspect_log(path: Path) -> "EvalLog":
-    """The whole log through inspect_ai's own reader, from a handle opened as a hostile file."""
+    """The whole log through inspect_ai's own reader, from a handle opened as a hostile file and admitted first
+    (`inspect_admission`: an `.eval`'s zip checked entry by entry, decompressed within its declared sizes; the JSON
+    within its budget; the references inside it within theirs)."""
     read_eval_log, _ = _inspect_reader()
+    eval_zip = path.suffix == ".eval"
     with open_regular(path) as fh:
+        if eval_zip:
+            inspect_admission.admit_eval(fh, path)
+        else:
+            inspect_admission.admit_json(fh, path)
         try:
-            return read_eval_log(fh, resolve_attachments=True, format="eval" if path.suffix == ".eval" else "json")
+            return read_eval_log(fh, resolve_attachments=True, format="eval" if eval_zip else "json")
         except Exception as exc:  # noqa: BLE001 - inspect raises many kinds; the user needs one line
             raise DataError(path, None, f"not a readable Inspect log ({type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''})") from None
 
