@@ -17,9 +17,14 @@ prediction lines (`load_predictions`, the part `statebox score` adds) is timed a
 
 Also timed: the full report again on a fresh list of the same items (`full_cold`: nothing cached by
 the items list's identity from the calls before it, as in one `statebox score` run), and apart: the
-bootstrap's resampling draws alone (`draws`: numpy's seeded multinomial,
-1000 x clusters, the very draws the report's CIs come from; `ratio_full_floor_vs_json` is the most
-the full report could reach while its numbers stay the same, everything else costing nothing).
+bootstrap's resampling draws alone, 1000 x clusters, the very draws the report's CIs come from
+(`draws`: as the report draws them, `stats.MultinomialSampler` into one float64 buffer, compiled by
+numba for a draw this big, numba already loaded by the report; `draws_numpy`: numpy's seeded
+`multinomial` a chunk at a time, as the report drew them before: the same integers, checked here on
+the last chunk and the generator's state after; `ratio_full_floor_vs_json` is the most the full
+report could reach while its numbers stay the same, everything else costing nothing), and what
+loading numba's compiled draws costs a fresh process once (`numba_load`, from numba's cache: its
+import and first call; part of `full`).
 Usage: .venv/bin/python perf/score_throughput.py [N]
 """
 
@@ -29,6 +34,7 @@ import json
 import math
 import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from statebox.schema import Item, Query
+from statebox.scoring.multinomial import MultinomialSampler
 from statebox.scoring.predictions import load_predictions
 from statebox.scoring.report import cluster_of, score_predictions, score_table
 from statebox.scoring.stats import CHUNK
@@ -142,11 +149,24 @@ def main() -> None:
     assert cold.model_dump() == report.model_dump()
 
     n_clusters = len({cluster_of(item) for item in items})
+    probabilities = np.full(n_clusters, 1.0 / n_clusters)
     start = clock()
-    draw_rng, probabilities = np.random.default_rng(0), np.full(n_clusters, 1.0 / n_clusters)
-    for first in range(0, 1000, CHUNK):  # as stats.bootstrap_means draws them
-        draw_rng.multinomial(n_clusters, probabilities, size=min(CHUNK, 1000 - first))
+    draw_rng = np.random.default_rng(0)  # as stats.bootstrap_means draws them
+    sampler = MultinomialSampler(n_clusters, probabilities, 1000 * n_clusters)
+    buffer = np.empty((CHUNK, n_clusters))
+    for first in range(0, 1000, CHUNK):
+        drawn = sampler(draw_rng, min(CHUNK, 1000 - first), buffer[: min(CHUNK, 1000 - first)])
     draws_s = clock() - start
+    start = clock()
+    numpy_rng = np.random.default_rng(0)  # as the report drew them before
+    for first in range(0, 1000, CHUNK):
+        counts = numpy_rng.multinomial(n_clusters, probabilities, size=min(CHUNK, 1000 - first))
+    draws_numpy_s = clock() - start
+    assert np.array_equal(drawn, counts) and draw_rng.bit_generator.state == numpy_rng.bit_generator.state
+    numba_load_s = float(subprocess.run(
+        [sys.executable, "-c", "import time; from statebox.scoring.multinomial import _kernels; "
+         "start = time.process_time(); _kernels(); print(time.process_time() - start)"],
+        capture_output=True, text=True, check=True).stdout)
 
     sample_items, sample_lines = items, raw  # the peer scores the very same million predictions
     start = clock()
@@ -169,13 +189,16 @@ def main() -> None:
     print(f"ratio full report / json   : {full_rate / json_rate:6.2f}x")
     print(f"load_predictions (reading)  : {rate(n, load_s):12,.0f} predictions/s  ({load_s:.2f} s, not in core/full)")
     print(f"bootstrap draws alone       : {draws_s:.2f} s CPU for 1000 x {n_clusters:,} clusters "
-          f"(full report / json at most {json_s / draws_s:.2f}x with the same draws)")
+          f"(compiled: {'yes' if sampler.fast else 'no, numpy: a small draw or no numba'}; numpy's multinomial {draws_numpy_s:.2f} s; "
+          f"full report / json at most {json_s / draws_s:.2f}x with the same draws)")
+    print(f"numba's compiled draws load : {numba_load_s:.2f} s CPU once per process (import and first call, cached)")
     print(f"full report beyond the draws: {full_s - draws_s:.2f} s CPU (core included); "
           f"with nothing cached from core: {full_cold_s:.2f} s, ratio {json_s / full_cold_s:.2f}x")
     print(json.dumps({
         "predictions": n, "cpu_s": {"json": round(json_s, 3), "load": round(load_s, 3), "core": round(core_s, 3),
                                     "full": round(full_s, 3), "naive": round(naive_s, 3),
-                                    "draws": round(draws_s, 3), "full_cold": round(full_cold_s, 3)},
+                                    "draws": round(draws_s, 3), "draws_numpy": round(draws_numpy_s, 3),
+                                    "numba_load": round(numba_load_s, 3), "full_cold": round(full_cold_s, 3)},
         "core_per_s": round(core_rate), "full_per_s": round(full_rate), "json_per_s": round(json_rate),
         "ratio_core_vs_json": round(core_rate / json_rate, 3), "ratio_full_vs_json": round(full_rate / json_rate, 3),
         "ratio_core_vs_naive": round(core_rate / naive_rate, 3),

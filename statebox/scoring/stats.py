@@ -13,6 +13,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import numpy as np
+# numpy 2 imports numpy.random on first use: first used inside a report, its burst of new objects
+# set off a full collection of the cyclic collector over the report's million predictions (~2 s)
+import numpy.random  # noqa: F401
+
+from statebox.scoring.multinomial import MultinomialSampler
 
 CHUNK = 32  # replicates per matrix product: CHUNK x clusters stays in cache between the draw and the product (200: ~20% slower)
 # The resampling weights depend on (clusters, n_boot, seed) only, not on the values: every agent
@@ -49,7 +54,8 @@ def _blas_thread_setter() -> object:
 def _one_blas_thread() -> Iterator[None]:
     """The bootstrap's products are small (CHUNK x clusters by clusters x metrics): OpenBLAS's
     extra threads gain nothing there and, on a busy machine, burn CPU spinning (a third of a 100k
-    report's CPU). One thread computes the same numbers (threads split the output, not the sums)."""
+    report's CPU). One thread also keeps the numbers the same on every machine: for a 32 x 66,667
+    by 66,667 x 3 product OpenBLAS's threads split the sums too (18 of its 96 results differed, by up to 7e-12)."""
     setter = _blas_thread_setter()
     if not setter:
         yield
@@ -112,12 +118,17 @@ def bootstrap_means(values: np.ndarray, codes: np.ndarray, n_boot: int = 1000, s
 def _products(out: np.ndarray, sums: np.ndarray, counts: np.ndarray, rng: np.random.Generator,
               cached: np.ndarray | None, drawn: list[np.ndarray] | None, n_boot: int, n_clusters: int,
               probabilities: np.ndarray) -> None:
+    # rng.multinomial's very counts, drawn compiled when the draw is big (multinomial.py), written as
+    # the float64 the product takes into one buffer reused chunk after chunk unless they are kept
+    sampler = MultinomialSampler(n_clusters, probabilities, n_boot * n_clusters) if cached is None else None
+    buffer = np.empty((min(CHUNK, n_boot), n_clusters)) if sampler is not None and drawn is None else None
     for start in range(0, n_boot, CHUNK):
         size = min(CHUNK, n_boot - start)
-        if cached is not None:
+        if sampler is None:
+            assert cached is not None
             weights = cached[start : start + size]
         else:
-            weights = rng.multinomial(n_clusters, probabilities, size=size).astype(np.float64)
+            weights = sampler(rng, size, buffer[:size] if buffer is not None else np.empty((size, n_clusters)))
             if drawn is not None:
                 drawn.append(weights)
         numerator = weights @ sums
