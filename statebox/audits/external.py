@@ -51,7 +51,7 @@ from statebox.audits.events import AttemptFacts, AuditLog, derive, new_event, sn
 from statebox.audits import inspect_admission
 from statebox.audits.verdict import AuditedAttempt, audit_run, verdict_of
 from statebox.errors import DataError, UserError
-from statebox.json_text import json_value, jsonl_lines, line_loads
+from statebox.json_text import decoded_lines, json_value, jsonl_lines, line_loads
 from statebox.schema import Event, Finding
 from statebox.scoring.core import collector_paused
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl
@@ -336,35 +336,31 @@ def events_of(drafts: Iterable[tuple[int, EventDraft]], source: str) -> list[Eve
     return [new_event(seq, d.kind, source, line, d.text, dict(d.data)) for seq, (line, d) in enumerate(drafts)]
 
 
-def _lines(data: bytes) -> list[str]:
-    return jsonl_lines(data.decode("utf-8", "replace"))
-
-
 def claude_sessions(path: Path) -> Iterator[ExternalSession]:
     data = read_capped(path)
-    lines = _lines(data)
     first = _first_line_object(data)
     session_file = first is not None and claude_session.looks_like_session(first)
-    loads = line_loads(data)
+    loads, lines = line_loads(data), decoded_lines(data)  # lines decoded as they are parsed, never all held
     drafts = claude_session.parse_lines(lines, loads) if session_file else claude_stream.parse_lines(lines, loads)
-    facts = AttemptFacts(attempt_id=path.stem, agent="claude-code")
-    yield ExternalSession(path.stem, "claude", path, AuditLog(derive(events_of(drafts, path.name)), facts, [path.name]),
-                          keys=[path.stem, path.name])
+    del data
+    log = AuditLog(derive(events_of(drafts, path.name)), AttemptFacts(attempt_id=path.stem, agent="claude-code"), [path.name])
+    del drafts  # not held while the session is judged (this generator waits at its yield meanwhile)
+    yield ExternalSession(path.stem, "claude", path, log, keys=[path.stem, path.name])
 
 
 def codex_sessions(path: Path) -> Iterator[ExternalSession]:
     data = read_capped(path)
-    lines = _lines(data)
     first = _first_line_object(data)
     if first is not None and codex_rollout.looks_like_rollout(first):
-        drafts = codex_rollout.parse_lines(lines, line_loads(data))
-        sid = codex_rollout.session_id(lines) or path.stem
+        drafts = codex_rollout.parse_lines(decoded_lines(data), line_loads(data))
+        sid = codex_rollout.session_id(decoded_lines(data)) or path.stem
     else:
-        drafts = codex_jsonl.parse_lines(lines, line_loads(data))
+        drafts = codex_jsonl.parse_lines(decoded_lines(data), line_loads(data))
         sid = path.stem
-    facts = AttemptFacts(attempt_id=sid, agent="codex")
-    yield ExternalSession(sid, "codex", path, AuditLog(derive(events_of(drafts, path.name)), facts, [path.name]),
-                          keys=[sid, path.stem, path.name])
+    del data
+    log = AuditLog(derive(events_of(drafts, path.name)), AttemptFacts(attempt_id=sid, agent="codex"), [path.name])
+    del drafts  # not held while the session is judged (this generator waits at its yield meanwhile)
+    yield ExternalSession(sid, "codex", path, log, keys=[sid, path.stem, path.name])
 
 
 def harbor_sessions(path: Path) -> Iterator[ExternalSession]:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from statebox.json_text import jsonl_lines
+from statebox.json_text import decoded_lines, jsonl_lines
 
 HERE = Path(__file__).parent
 CLI_FILES = HERE / "cli_session_files"
@@ -56,6 +57,18 @@ def test_a_line_separator_inside_a_command_hides_nothing(tmp_path: Path, session
     target.write_text("\n".join(lines) + "\n")
     assert separator in target.read_text()  # written raw, as the CLIs write it
     assert _audit(tmp_path) == _audit(CLI_FILES / session) == ["contaminated"]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_lines_decoded_one_at_a_time_are_the_lines_of_the_decoded_text(seed: int) -> None:
+    """decoded_lines (the CLIs' files, read without holding their whole text) against jsonl_lines of the whole
+    decoded text: ill-formed UTF-8 just before and after a newline, U+2028, CR, blank and missing last lines."""
+    rng = random.Random(seed)
+    pieces = [b"\n", b"\r\n", b"a", b"{}", b"\xe2\x80\xa8", b"\xe2\x80", b"\xe2", b"\xf0\x9f\x98", b"\xf0\x9f\x98\x80",
+              b"\xed\xa0\x80", b"\xc3", b"\xc3\xa9", b"\xff", b"\x80", b" ", b"\x00"]
+    for _ in range(50):
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
+        assert list(decoded_lines(data)) == jsonl_lines(data.decode("utf-8", "replace")), data
 
 
 def test_jsonl_lines_cut_at_newlines_only() -> None:
