@@ -100,7 +100,7 @@ def open_regular(path: Path, cap: int = MAX_LOG_BYTES) -> BinaryIO:
 
 def read_capped(path: Path, cap: int = MAX_LOG_BYTES) -> bytes:
     """The file's bytes (up to EOF, `cap` + 1 at most: `fh.read(cap + 1)`), asked first for the size it has: a
-    read of `cap` + 1 bytes allocates that much before it reads (4x the CPU of reading a 70 KB session file)."""
+    read of `cap` + 1 bytes allocates that much before it reads (3.5x the CPU of reading a 70 KB session file)."""
     with open_regular(path, cap) as fh:
         size = os.fstat(fh.fileno()).st_size
         data = fh.read(min(size, cap) + 1)
