@@ -206,10 +206,18 @@ print(json.dumps({'seconds': time.perf_counter() - t, 'rows': r.n_rows, 'bytes':
 """,
 }
 
+# The child's own peak resident memory, printed last. Not `wait4`'s ru_maxrss: Linux starts a process that execs
+# at the peak of the process it replaces, so a child of this script (which may hold a large generated run)
+# would report at least this script's peak.
+PEAK = """
+from pathlib import Path as _Path
+print(json.dumps({'vm_hwm_kb': int(_Path('/proc/self/status').read_text().split('VmHWM:')[1].split()[0])}))
+"""
+
 
 def measure(kind: str, run_dir: Path) -> dict:
     """Run one measurement in a fresh process; returns its figures plus its peak RSS."""
-    proc = subprocess.Popen([sys.executable, "-c", CHILD[kind], str(run_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-c", CHILD[kind] + PEAK, str(run_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     started = time.perf_counter()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - started
@@ -218,8 +226,9 @@ def measure(kind: str, run_dir: Path) -> dict:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"{kind} failed: {err[-2000:]}")
-    result = json.loads(out.strip().splitlines()[-1])
-    result["peak_mb"] = usage.ru_maxrss / 1024
+    lines = out.strip().splitlines()
+    result = json.loads(lines[-2])
+    result["peak_mb"] = json.loads(lines[-1])["vm_hwm_kb"] / 1024
     result["cpu"] = usage.ru_utime + usage.ru_stime  # steadier than wall time on a shared machine
     result["wall"] = wall
     return result

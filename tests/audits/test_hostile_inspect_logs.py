@@ -47,6 +47,8 @@ from test_external_formats import _cli, inspect_log  # noqa: E402  (the Inspect 
 
 MB = 1024 * 1024
 BOMB = 200 * 1000 * 1000  # bytes of zeros: ~194 KB as deflate, ~6 KB as zstd
+# a hang guard, not a speed figure: what these logs did before ran for minutes (the memory bounds are the check)
+HANG_S = 60
 ZSTD = 93  # the zip method inspect_ai writes (zipfile_zstd's number)
 
 
@@ -114,7 +116,7 @@ def _header() -> bytes:
 
 
 _CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
 from pathlib import Path
 from statebox.audits import external
 try:
@@ -124,15 +126,23 @@ except ImportError:
 for name, value in json.loads(sys.argv[2]).items():
     setattr(inspect_admission or external, name, value)
 external._inspect_reader()
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def peak_kb():
+    # this process's own peak (VmHWM): ru_maxrss starts at the peak of the process that started it (Linux
+    # carries it over exec), so after a worker that held 1 GB every read here would have "grown" by nothing
+    status = Path("/proc/self/status").read_text()
+    return int(status.split("VmHWM:")[1].split()[0])
+
+
+before = peak_kb()
 start = time.perf_counter()
 error = None
 try:
     external.read_inspect_log(Path(sys.argv[1]))
 except Exception as exc:
     error = f"{type(exc).__name__}: {exc}"
-print(json.dumps({"error": error, "grew_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024,
-                  "seconds": time.perf_counter() - start}))
+print(json.dumps({"error": error, "grew_mb": (peak_kb() - before) / 1024, "seconds": time.perf_counter() - start}))
 """
 
 
@@ -185,7 +195,7 @@ def test_a_bomb_of_true_sizes_over_the_budget_is_refused_before_anything_is_deco
                                                     crc=0)])
     got = _read_in_child(bomb, MAX_INSPECT_JSON_BYTES=16 * MB)
     assert got["error"] is not None and str(bomb) in got["error"] and "16777216" in got["error"], got
-    assert got["grew_mb"] < 16 and got["seconds"] < 2, got
+    assert got["grew_mb"] < 16 and got["seconds"] < HANG_S, got
 
 
 def test_the_same_data_listed_twice_is_refused_as_overlapping_entries(tmp_path):
@@ -236,7 +246,7 @@ def test_many_entries_cost_little_before_they_are_refused(tmp_path):
     path = _raw_zip(tmp_path / "crowd.eval", [_entry(f"s{n}", b"") for n in range(400_000)])
     got = _read_in_child(path)
     assert got["error"] is not None and "more than 250000 entries" in got["error"], got
-    assert got["grew_mb"] < 64 and got["seconds"] < 2, got
+    assert got["grew_mb"] < 64 and got["seconds"] < HANG_S, got
 
 
 @pytest.mark.parametrize("name", ["../../outside.json", "/etc/passwd", "samples/../../x.json", "..\\x.json", "C:/x.json"])
@@ -290,7 +300,7 @@ def test_message_pool_references_expanding_past_the_cap_are_refused(tmp_path, su
     path = _pool_bomb(tmp_path / f"pool{suffix}", pool=2_000, refs=1_000, events=200)
     got = _read_in_child(path)
     assert got["error"] is not None and str(path) in got["error"] and "message pool" in got["error"], got
-    assert got["grew_mb"] < 200 and got["seconds"] < 20, got
+    assert got["grew_mb"] < 200 and got["seconds"] < HANG_S, got
 
 
 def test_a_pool_within_the_cap_reads_as_inspect_reads_it(tmp_path):

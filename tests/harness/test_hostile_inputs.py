@@ -5,7 +5,7 @@ grew host memory by ~0.9 GB/s), a FIFO (which once hung `run` forever), a 2 GB s
 garbage / foreign / truncated results.sqlite, and another configuration written into an
 existing run folder. Each must end as one line on stderr with exit code 2, well inside a
 generous timeout, with the child's peak memory bounded (read from `wait4`'s rusage of that one
-child) and the files it was given left as they were.
+child, started by a small launcher: see `LAUNCHER`) and the files it was given left as they were.
 
 Pinned models: `--model X` makes run.json record X (plus the agent's helper models) as the
 gateway allow-list, and a lease opened the way every attempt opens it admits X and refuses
@@ -49,21 +49,53 @@ class Finished:
         self.seconds, self.max_rss_mb = seconds, max_rss_mb
 
 
+# Linux gives a process that execs the peak resident size of the memory it replaces: a child forked from
+# this test's worker starts its `ru_maxrss` at the worker's own peak (a worker that ran a test holding 1 GB
+# measured every CLI after it at 1 GB, whatever the CLI did: a figure that depended on test order). So the
+# CLI is forked by a fresh, small interpreter, and that one reports the CLI's own rusage.
+LAUNCHER = """
+import json, os, sys
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execv(sys.argv[2], sys.argv[2:])
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as fh:
+    json.dump({"exit": os.waitstatus_to_exitcode(status), "max_rss_kb": usage.ru_maxrss}, fh)
+"""
+
+
 def _run(args: list[str], tmp_path: Path, env: dict[str, str] | None = None) -> Finished:
     """The CLI in a child of its own, its peak memory from `wait4` (that child alone), killed at TIMEOUT_S."""
-    out, err = tmp_path / "cli.out", tmp_path / "cli.err"
+    out, err, measured = tmp_path / "cli.out", tmp_path / "cli.err", tmp_path / "cli.rusage.json"
     start = time.monotonic()
     with open(out, "wb") as o, open(err, "wb") as e:
-        proc = subprocess.Popen(STATEBOX + args, stdout=o, stderr=e, stdin=subprocess.DEVNULL,
-                                env={**os.environ, **(env or {})}, start_new_session=True)
+        proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(measured), *STATEBOX, *args], stdout=o, stderr=e,
+                                stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})}, start_new_session=True)
     killer = threading.Timer(TIMEOUT_S, lambda: os.killpg(proc.pid, signal.SIGKILL))
     killer.start()
     try:
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc.wait()
     finally:
         killer.cancel()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return Finished(proc.returncode, out.read_text(), err.read_text(), time.monotonic() - start, usage.ru_maxrss / 1024)
+    seconds = time.monotonic() - start
+    if not measured.exists():  # killed at the timeout before the launcher could tell
+        return Finished(-signal.SIGKILL, out.read_text(), err.read_text(), seconds, 0.0)
+    figures = json.loads(measured.read_text())
+    return Finished(figures["exit"], out.read_text(), err.read_text(), seconds, figures["max_rss_kb"] / 1024)
+
+
+def test_the_memory_bound_measures_the_cli_not_the_worker_that_started_it(tmp_path: Path) -> None:
+    """A worker that held a lot before (another test's) must not lend its peak to the CLI's figure."""
+    held = bytearray(MAX_RSS_MB * 1024 * 1024)
+    for at in range(0, len(held), 4096):  # touched: resident
+        held[at] = 1
+    done = _run(["--help"], tmp_path)
+    del held
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.max_rss_mb < MAX_RSS_MB / 2, f"peak memory {done.max_rss_mb:.0f} MB"
 
 
 def _one_line(done: Finished, *words: str) -> str:
