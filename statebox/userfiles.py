@@ -95,9 +95,25 @@ def open_user_file(path: Path | str, *, what: str = "file", max_bytes: int = DAT
     return handle
 
 
+def read_upto(handle: BinaryIO, limit: int) -> bytes:
+    """`handle.read(limit)`: to EOF, `limit` bytes at most, asked first for the size the file has.
+
+    Why: a read of `limit` bytes allocates that much before it reads; under a 2 GiB cap, reading a 70 KB
+    session file that way cost 3.5x the CPU. The same bytes: a file that grew since its size was asked is
+    read on to EOF or the limit, as the one read would have."""
+    try:
+        size = os.fstat(handle.fileno()).st_size
+    except (OSError, AttributeError):  # not a file of the OS (io.UnsupportedOperation is an OSError)
+        return handle.read(limit)
+    data = handle.read(min(size + 1, limit))
+    if len(data) > size:  # grew since
+        data += handle.read(limit - len(data))
+    return data
+
+
 def read_capped(handle: BinaryIO, path: Path | str, *, what: str, max_bytes: int) -> bytes:
     """All of an opened user file, refusing one that grew past the cap while being read."""
-    data = handle.read(max_bytes + 1)
+    data = read_upto(handle, max_bytes + 1)
     if len(data) > max_bytes:
         raise DataError(Path(path), None, f"over the {_size(max_bytes)} limit for a {what} (it grew while read)")
     return data

@@ -56,6 +56,7 @@ from statebox.schema import Event, Finding
 from statebox.scoring.core import collector_paused
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl
 from statebox.sessions import atif_trajectory, claude_session, codex_rollout, inspect_sample
+from statebox.userfiles import read_upto
 
 if TYPE_CHECKING:  # inspect_ai is heavy: imported where an Inspect log is read (see _inspect_reader)
     from inspect_ai.log import EvalLog
@@ -99,13 +100,8 @@ def open_regular(path: Path, cap: int = MAX_LOG_BYTES) -> BinaryIO:
 
 
 def read_capped(path: Path, cap: int = MAX_LOG_BYTES) -> bytes:
-    """The file's bytes (up to EOF, `cap` + 1 at most: `fh.read(cap + 1)`), asked first for the size it has: a
-    read of `cap` + 1 bytes allocates that much before it reads (3.5x the CPU of reading a 70 KB session file)."""
     with open_regular(path, cap) as fh:
-        size = os.fstat(fh.fileno()).st_size
-        data = fh.read(min(size, cap) + 1)
-        if len(data) > size:  # grew since: read on to EOF or the cap, as one read of cap + 1 bytes does
-            data += fh.read(cap + 1 - len(data))
+        data = read_upto(fh, cap + 1)  # not fh.read(cap + 1), which allocates the 2 GiB cap before reading
     if len(data) > cap:  # grew while being read
         raise UserError(f"{path}: over the {cap} byte cap for one log")
     return data
@@ -234,8 +230,8 @@ def file_format(path: Path) -> str | None:
 
 
 def _first_object(head: bytes) -> dict[str, Any] | None:
-    """The first non-blank line of `head`, parsed, when it is an object (lines cut one at a time: a file's head
-    holds hundreds of lines, and this runs for every file found)."""
+    """The first non-blank line of `head` (a file's head, or a whole file however long its first line), parsed,
+    when it is an object; lines cut one at a time: a head holds hundreds of them, and this runs for every file."""
     start = 0
     while start <= len(head):
         end = head.find(b"\n", start)
@@ -247,18 +243,6 @@ def _first_object(head: bytes) -> dict[str, Any] | None:
             except ValueError:
                 return None
             return obj if isinstance(obj, dict) else None
-        start = end + 1
-    return None
-
-
-def _first_line_object(data: bytes) -> dict[str, Any] | None:
-    """The first non-blank line of a whole file, decoded, however long it is."""
-    start = 0
-    while start < len(data):
-        end = data.find(b"\n", start)
-        end = len(data) if end < 0 else end
-        if data[start:end].strip():
-            return _first_object(data[start:end])
         start = end + 1
     return None
 
@@ -338,7 +322,7 @@ def events_of(drafts: Iterable[tuple[int, EventDraft]], source: str) -> list[Eve
 
 def claude_sessions(path: Path) -> Iterator[ExternalSession]:
     data = read_capped(path)
-    first = _first_line_object(data)
+    first = _first_object(data)
     session_file = first is not None and claude_session.looks_like_session(first)
     loads, lines = line_loads(data), decoded_lines(data)  # lines decoded as they are parsed, never all held
     drafts = claude_session.parse_lines(lines, loads) if session_file else claude_stream.parse_lines(lines, loads)
@@ -350,12 +334,13 @@ def claude_sessions(path: Path) -> Iterator[ExternalSession]:
 
 def codex_sessions(path: Path) -> Iterator[ExternalSession]:
     data = read_capped(path)
-    first = _first_line_object(data)
+    first = _first_object(data)
+    loads = line_loads(data)
     if first is not None and codex_rollout.looks_like_rollout(first):
-        drafts = codex_rollout.parse_lines(decoded_lines(data), line_loads(data))
+        drafts = codex_rollout.parse_lines(decoded_lines(data), loads)
         sid = codex_rollout.session_id(decoded_lines(data)) or path.stem
     else:
-        drafts = codex_jsonl.parse_lines(decoded_lines(data), line_loads(data))
+        drafts = codex_jsonl.parse_lines(decoded_lines(data), loads)
         sid = path.stem
     del data
     log = AuditLog(derive(events_of(drafts, path.name)), AttemptFacts(attempt_id=sid, agent="codex"), [path.name])

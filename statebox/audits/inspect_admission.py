@@ -51,6 +51,7 @@ from typing import IO, Any, BinaryIO, cast
 
 from statebox.errors import DataError
 from statebox.json_text import json_value
+from statebox.userfiles import read_upto
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -86,7 +87,7 @@ def admit_json(fh: BinaryIO, path: Path) -> None:
     if size > MAX_INSPECT_JSON_BYTES:
         raise DataError(path, None, f"{size} bytes of JSON, over the {MAX_INSPECT_JSON_BYTES} bytes statebox reads "
                                     f"from one Inspect log ({_SUMMARY})")
-    data = fh.read(MAX_INSPECT_JSON_BYTES + 1)
+    data = read_upto(fh, MAX_INSPECT_JSON_BYTES + 1)
     if len(data) > MAX_INSPECT_JSON_BYTES:
         raise DataError(path, None, f"grew past the {MAX_INSPECT_JSON_BYTES} bytes statebox reads from one Inspect log")
     try:

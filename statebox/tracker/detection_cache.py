@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from statebox.attempt_folder import ATTEMPTS_DIR
 from statebox.sandbox.workspace import open_regular
+from statebox.userfiles import read_upto
 
 CACHE_DIR = "tracker-cache"
 ROWS_FILE = "detections.jsonl"  # the runtime's file in the input and output folders (runtime/cli.py)
@@ -143,7 +144,7 @@ def _read_rows(path: Path):
     except (OSError, ValueError):
         return
     with handle:
-        data = handle.read(MAX_FILE_BYTES + 1)
+        data = read_upto(handle, MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         return  # over the cap: none of it (a cut row would be a wrong one)
     for line in data.decode("utf-8", errors="replace").splitlines():

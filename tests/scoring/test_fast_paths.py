@@ -8,7 +8,9 @@ bootstrap's resamples a chunk at a time: each is held here against the plain rea
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import random
 from pathlib import Path
 
@@ -23,7 +25,7 @@ from statebox.scoring.predictions import load_predictions, match, match_response
 from statebox.scoring.report import score_predictions
 from statebox.scoring.rules import vcbench
 from statebox.scoring.parsing import vcbench_number
-from statebox.userfiles import iter_line_batches, iter_lines
+from statebox.userfiles import iter_line_batches, iter_lines, read_upto
 
 # Lines where orjson and json disagree or refuse, and lines json refuses: every one must read as
 # json.loads reads it (or fail with json's message).
@@ -55,6 +57,23 @@ def _same(a: object, b: object) -> bool:
     """Equal values of equal types (1 and 1.0 differ; NaN equals NaN)."""
     return json.dumps(a, sort_keys=True, default=repr) == json.dumps(b, sort_keys=True, default=repr) \
         and type(a) is type(b)
+
+
+@pytest.mark.parametrize("size", [0, 1, 999, 1000, 1001, 5000])
+@pytest.mark.parametrize("reported", ["true", "smaller", "zero"])
+def test_a_read_asked_the_files_size_first_is_one_read_of_the_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    size: int, reported: str) -> None:
+    """read_upto against handle.read(limit), also where the size asked is behind the file (it grew since)."""
+    path = tmp_path / "f.bin"
+    path.write_bytes(bytes(range(256)) * (size // 256) + bytes(size % 256))
+    if reported != "true":
+        real_fstat = os.fstat
+        monkeypatch.setattr(os, "fstat", lambda fd: os.stat_result(
+            (*real_fstat(fd)[:6], size // 2 if reported == "smaller" else 0, *real_fstat(fd)[7:])))
+    for limit in (1, 1000, 1001, 1_000_000):
+        with path.open("rb") as a, path.open("rb") as b:
+            assert read_upto(a, limit) == b.read(limit), limit
+    assert read_upto(io.BytesIO(b"abc"), 2) == b"ab"  # no file of the OS: the one read
 
 
 def test_jsonl_rows_are_json_loads_rows(tmp_path: Path) -> None:
