@@ -98,11 +98,15 @@ def test_signals_landing_during_thread_start_locks_and_waits_raise_nothing_until
         try:
             signals.check()
         except signals.Interrupted as exc:
-            print("safe point", exc.exit_code, rounds)
+            print("safe point", exc.exit_code, 128 + signals._received[0], rounds)
     """)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
-    assert result.stdout.startswith("safe point 143 ")
+    # The first signal recorded decides the exit code. Which one that is depends on timing: CPython
+    # runs pending handlers in signal-number order, so a SIGHUP that arrives while the first SIGTERM
+    # is still pending is recorded first (a fresh-clone CI run printed 129).
+    words = result.stdout.split()
+    assert words[:2] == ["safe", "point"] and words[2] == words[3] and words[2] in {"129", "130", "143"}, result.stdout
 
 
 @pytest.mark.parametrize("wait", ["sleep", "event", "futures", "result", "process", "run_stoppable"])
