@@ -262,12 +262,13 @@ def _parser(fmt: str) -> Callable[[Iterable[str]], list[tuple[int, EventDraft]]]
 
 def read_session_file(path: Path, fmt: str | None = None, *, first_seq: int = 0,
                       keep: Callable[[int], bool] | None = None, data: bytes | None = None,
-                      spans: list[tuple[int, int]] | None = None) -> list[Event]:
+                      spans: list[tuple[int, int]] | None = None, reply_only: dict[int, int] | None = None) -> list[Event]:
     """Events of one file, numbered from `first_seq` (events.jsonl keeps its own numbers).
 
     `keep(line_no)` (from the prefilter) skips lines that cannot matter; those lines are
     then never even decoded. `data`/`spans`: the file's bytes and line spans when the
-    caller already read them for the prefilter (each file is read once).
+    caller already read them for the prefilter (each file is read once). `reply_only`: gateway
+    lines of which only the reply half is read (line -> where it starts; `Prefilter.witness_lines`).
     """
     fmt = fmt or detect_format(path)
     source = path.name
@@ -277,7 +278,7 @@ def read_session_file(path: Path, fmt: str | None = None, *, first_seq: int = 0,
         # kept lines go to orjson as bytes, without the conversation items read before (gateway_log.parse_kept_lines)
         data = path.read_bytes() if data is None else data
         spans = line_spans(data) if spans is None else spans
-        drafts = gateway_log.parse_kept_lines(data, spans, keep)
+        drafts = gateway_log.parse_kept_lines(data, spans, keep, reply_only)
     elif keep is not None and fmt == "text":
         # skipped lines become empty ones (never decoded): the parser keeps its numbering and ignores them
         data = path.read_bytes() if data is None else data
@@ -533,9 +534,10 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
         keep = None
         lines: set[int] | None = None
         gateway = name.startswith("gateway")
+        reply_only: dict[int, int] | None = {} if gateway and prefilter is not None else None
         spans = line_spans(data) if gateway else None
         if prefilter is not None:
-            lines = prefilter.witness_lines(data, secret_re, spans)
+            lines = prefilter.witness_lines(data, secret_re, spans, reply_only)
             if lines is None:
                 continue
             keep = lines.__contains__
@@ -543,7 +545,10 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
             oob = _out_of_band(data, spans or line_spans(data))
             if lines is not None and oob:
                 keep = (lines | oob).__contains__
-            read = read_session_file(path, first_seq=_next_seq(events), keep=keep, data=data, spans=spans)
+            if reply_only and oob:  # the agent wrote an out-of-band request itself: all of it is evidence
+                reply_only = {n: cut for n, cut in reply_only.items() if n not in oob}
+            read = read_session_file(path, first_seq=_next_seq(events), keep=keep, data=data, spans=spans,
+                                     reply_only=reply_only)
             for event in read:
                 if event.line in oob:
                     event.data = dict(event.data or {}, out_of_band=True)
@@ -727,7 +732,8 @@ class Prefilter:
         lines = self.witness_lines(data, secret_re, line_spans(data) if gateway else None)
         return None if lines is None else lines.__contains__
 
-    def witness_lines(self, data: bytes, secret_re: Literals | None, gateway_spans: list[tuple[int, int]] | None) -> set[int] | None:
+    def witness_lines(self, data: bytes, secret_re: Literals | None, gateway_spans: list[tuple[int, int]] | None,
+                      reply_only: dict[int, int] | None = None) -> set[int] | None:
         """Candidate lines of a witness log (a gateway log when its line spans are given), or None
         when nothing in it can matter.
 
@@ -738,6 +744,14 @@ class Prefilter:
         is always read. The long request halves are never copied: only replies are sliced.
         The evidence triggers and the secrets read only what each line does not repeat from the line
         before (fastmatch.Windowed and Literals.lines_in say why that is the same answer).
+
+        `reply_only`, when given, is filled with the lines kept for their reply alone (no secret, no
+        evidence, not the first line) -> where the reply half starts. Of those only the reply is parsed
+        (`gateway_log.parse_kept_lines`): the request half is the conversation the agent's client sent, and
+        what it adds (tool results) is what events.jsonl already holds. Parsing it whole cost a sixth of
+        the audit (the tool results between two kept lines) for tool outputs only a trigger in the *next*
+        reply happened to bring in. A line whose new bytes hold a secret or evidence is still read whole,
+        and so are the tool results it re-sends that no line read before.
         """
         if gateway_spans is None:
             lines = self._lines(data, [self.static, secret_re])
@@ -763,7 +777,11 @@ class Prefilter:
             cut = data.rfind(b'"response"', start, end)
             replies.append((cut if cut >= 0 else start, end))
             owners.append(n)
-        keep.update(owners[i] for i in _replies_matching(self.static, data, replies))
+        for i in _replies_matching(self.static, data, replies):
+            n = owners[i]
+            if reply_only is not None and n not in keep and replies[i][0] > gateway_spans[n - 1][0]:
+                reply_only[n] = replies[i][0]
+            keep.add(n)
         return keep
 
 

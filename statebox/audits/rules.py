@@ -371,7 +371,7 @@ WALK_TRIGGERS = [
     _PRE + r"/([ '\")\\,\]*]|$)",
     r"(^|[ '\"=(:,\[/]|\\n|\\t|\\\")\.\.([/ '\")\\,\]]|$)",
     _PRE + r"~([/ '\")\\,\]]|$)",
-    r"[ '\"]boot(\\n|'|\"|$)",  # a listing of / in tool output, whatever listed it
+    r"(^|[ '\"]|\\[nt])boot(\\[nt]|'|\"|$)",  # a listing of / in tool output, whatever listed it (one name a line too)
     r"\$home", r"\$\{home\}", r"expanduser", r"path\.home", r"os\.(walk|listdir|scandir)", r"glob\.i?glob", r"\.(rglob|iterdir)\(",
 ]
 

@@ -257,13 +257,17 @@ class GatewayNormaliser:
 
     def feed(self, obj: dict[str, Any], line_no: int = 0) -> list[EventDraft]:
         request = _body(obj.get("request"))
-        response = _body(obj.get("response"))
         drafts: list[EventDraft] = []
         if isinstance(obj.get("refused"), str):
             drafts.append(refusal_draft(obj))
         drafts.extend(self._request(request))
         drafts.extend(self._provider_request(request))
-        drafts.extend(self._response(response))
+        return drafts + self.feed_reply(obj)
+
+    def feed_reply(self, obj: dict[str, Any]) -> list[EventDraft]:
+        """What a line's reply half says (`feed` without the request: the conversation read so far is left as it
+        was, so the next request read adds everything after it)."""
+        drafts = self._response(_body(obj.get("response")))
         error = obj.get("error")
         if error:
             drafts.append(EventDraft(EventKind.error, clip(str(error)), {"status": obj.get("status")}))
@@ -495,12 +499,36 @@ def parse_raw_lines(lines: Iterable[bytes | memoryview]) -> list[tuple[int, Even
     return parse_kept_lines(data, spans, lambda n: True)
 
 
+_BEFORE_KEY = frozenset(b" ,{")  # what may stand right before the `"response"` key `reply_half` reads: never a backslash
+
+
+def reply_half(data: bytes, view: memoryview, cut: int, end: int) -> dict[str, Any] | None:
+    """The line's top-level `response` and the keys after it, as one object, read from `cut` (where the
+    line's last `"response"` stands) to its end; None where that is not certain (the caller reads the
+    whole line).
+
+    Certain because: the quote at `cut` follows a space, comma or brace, so it is not an escaped quote
+    inside a string; in valid JSON an unescaped quote followed by `response"` opens that string, a key
+    when a colon follows. `{` + the bytes from a key at nesting depth D to the line's end closes D
+    containers after opening one, so it parses as one object exactly when D is 1: a top-level key. The
+    last top-level `response` is the one a parser keeps (the last of repeated keys wins). A `"response"`
+    nested deeper (a tool's input naming one) or a value fails to parse, and the line is read whole."""
+    if cut <= 0 or data[cut - 1] not in _BEFORE_KEY:
+        return None
+    try:
+        obj = _loads(b"".join((b"{", view[cut:end])))
+    except orjson.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) and "response" in obj else None
+
+
 def _messages_of(obj: Any) -> Any:
     """The request's `messages` list as `GatewayNormaliser.feed` finds it (or whatever stands there)."""
     return _body(obj.get("request")).get("messages") if isinstance(obj, dict) else None
 
 
-def parse_kept_lines(data: bytes, spans: list[tuple[int, int]], keep: Callable[[int], bool]) -> list[tuple[int, EventDraft]]:
+def parse_kept_lines(data: bytes, spans: list[tuple[int, int]], keep: Callable[[int], bool],
+                     reply_only: dict[int, int] | None = None) -> list[tuple[int, EventDraft]]:
     """`parse_lines` over the lines of `data` that `keep` (1-based numbers; the others are never read), from
     their bytes (the auditor's kept gateway lines).
 
@@ -509,7 +537,11 @@ def parse_kept_lines(data: bytes, spans: list[tuple[int, int]], keep: Callable[[
     have removed (the value starts and ends with a character that is not whitespace). Any line orjson refuses
     as bytes takes `parse_lines`' own steps: decoded with replacement, stripped, parsed or kept unparsed.
     A line that repeats the conversation items of a line read before is parsed without them
-    (conversation_splice.py: the same value, or the whole line is parsed)."""
+    (conversation_splice.py: the same value, or the whole line is parsed).
+
+    `reply_only` (line -> where its `"response"` key starts): of these lines only the reply and the keys after
+    it are read (`reply_half`), so their request adds no prompt or tool result; those the request re-sends are
+    read from the next line parsed whole (the normaliser reads what followed the last request it read)."""
     normaliser = GatewayNormaliser()
     splicer = Splicer(_messages_of)
     view = memoryview(data)
@@ -517,6 +549,11 @@ def parse_kept_lines(data: bytes, spans: list[tuple[int, int]], keep: Callable[[
     for n, (start, end) in enumerate(spans, start=1):
         if end == start or not keep(n):
             continue
+        if reply_only is not None and n in reply_only:
+            reply = reply_half(data, view, reply_only[n], end)
+            if reply is not None:
+                out.extend((n, d) for d in normaliser.feed_reply(reply))
+                continue
         obj = splicer.read(data, view, start, end)
         if obj is None:
             try:
