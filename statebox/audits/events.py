@@ -122,7 +122,7 @@ def _attempt_json(path: Path) -> Any:
     `str` of it another string); a run of 19 digits anywhere takes json. Whatever orjson refuses (NaN,
     a lone surrogate, a BOM, bad UTF-8, a syntax error) takes json too, so its answer and its error are
     exactly the old ones."""
-    data = path.read_bytes()
+    data = read_all(str(path))
     if not has_long_digits(data):
         try:
             return orjson.loads(data)
@@ -618,9 +618,7 @@ class _Listing:
             return path.read_bytes() if path.exists() and path.stat().st_size > 0 else None
         if not plain:
             return None
-        with open(os.path.join(self.folder, name), "rb") as fh:
-            data = fh.read()
-        return data or None
+        return read_all(os.path.join(self.folder, name)) or None
 
     def response_text(self) -> str:
         """response.txt as `read_text(encoding="utf-8", errors="replace").strip()`, "" where it is missing."""
@@ -630,11 +628,32 @@ class _Listing:
             return path.read_text(encoding="utf-8", errors="replace").strip() if path.exists() else ""
         if not plain:
             return ""
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_all(os.path.join(self.folder, RESPONSE_FILE))
         if b"\r" in data:  # read_text turns \r\n and \r into \n: let it
             return path.read_text(encoding="utf-8", errors="replace").strip()
         return data.decode("utf-8", "replace").strip()
+
+
+def read_all(path: str) -> bytes:
+    """`open(path, "rb").read()`: every byte to end of file, by the same system calls (its size asked, one read
+    of that much and one more, reads on until one gives nothing), without building the io objects around them.
+
+    Why: an attempt folder's five small files cost more to open through `open()` than to read (~3 us each of
+    ~25 us per attempt)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        first = os.read(fd, max(os.fstat(fd).st_size, 0) + 1)
+        if not first:
+            return first
+        chunks = [first]
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return first if len(chunks) == 1 else b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 _USER_AGENT = re.compile(rb'"user-agent":\s*"((?:[^"\\]|\\.)*)"', re.I)
