@@ -48,7 +48,19 @@ RAW_LOG = GATEWAY_LOG
 # request lines hold the whole conversation: orjson (a declared dependency) reads them several times faster
 _loads = orjson.loads
 # `json.dumps(obj, ensure_ascii=False)` is this encoder's `encode` (json.dumps builds one like it per call)
-_json_text = json.JSONEncoder(ensure_ascii=False).encode
+_encode = json.JSONEncoder(ensure_ascii=False).encode
+_quoted = json.encoder.encode_basestring  # the encoder's own string writer when ensure_ascii is off
+
+
+def _json_text(obj: Any) -> str:
+    """`json.dumps(obj, ensure_ascii=False)`. A tool input of one string under one string key (`{"command": ...}`,
+    most of them) is written as the encoder writes it, `{` key `: ` value `}` with its own string writer,
+    without setting the encoder up per call."""
+    if type(obj) is dict and len(obj) == 1:
+        (key, value), = obj.items()
+        if type(key) is str and type(value) is str:
+            return "{" + _quoted(key) + ": " + _quoted(value) + "}"
+    return _encode(obj)
 
 
 def _key(obj: Any) -> bytes:

@@ -153,3 +153,16 @@ def test_a_line_kept_for_a_secret_or_evidence_is_still_read_whole(tmp_path):
     assert kept is not None and {1, 3} <= kept
     assert 1 not in reply_only and 3 not in reply_only  # the first line, and the line whose new bytes hold the secret
     assert 2 in reply_only  # `ls /data/d1` in its reply, nothing else new
+
+
+def test_a_one_string_tool_input_is_written_as_json_dumps_writes_it():
+    """`gateway_log._json_text` writes `{"command": ...}` itself (the common tool input): the same text as
+    `json.dumps(..., ensure_ascii=False)` for every key and value, escapes and lone surrogates included."""
+    rng = random.Random(7)
+    alphabet = ["a", '"', "\\", "\n", "\t", "\x00", "\x1f", "\x7f", "\u2028", "\ud800", "\U0001f600", "é", "/", " "]
+    for _ in range(5000):
+        key = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6)))
+        value = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 20)))
+        assert gateway_log._json_text({key: value}) == json.dumps({key: value}, ensure_ascii=False)
+    for other in ({"command": 1}, {"a": "x", "b": "y"}, {}, {"command": ["ls"]}, {1: "x"}):
+        assert gateway_log._json_text(other) == json.dumps(other, ensure_ascii=False)
