@@ -37,7 +37,8 @@ import orjson
 from statebox.attempt_folder import (ATTEMPT_FILE, CLAUDE_STREAM_LOG, CODEX_LOG, EVENTS_FILE, GATEWAY_LOG, RESPONSE_FILE,
                                      STDERR_LOG, STDOUT_LOG)
 from statebox.audits.actions import Access, accesses, normalise_path, output_accesses
-from statebox.audits.fastmatch import Literals, NewBytes, Windowed, compile_any, match_bounds, matching_lines
+from statebox.audits.fastmatch import (Literals, NewBytes, Windowed, compile_any, lines_matching_within, match_bounds,
+                                       matching_lines)
 from statebox.audits.fastmatch import line_runs as line_runs_of
 from statebox.audits.lexicon import usable_secret
 from statebox.errors import DataError, UserError
@@ -716,9 +717,9 @@ class Prefilter:
     def __init__(self, patterns: list[str], always: list[str] | None = None) -> None:
         self.static = compile_any(patterns)
         self.always = compile_any(always or []) if always else None
-        # both in one pattern, for events.jsonl (one pass, not two): a line holds a match of either exactly when
-        # it holds one of their alternation, and `matching_lines` asks no more than that of a line
-        self.static_or_always = compile_any(patterns + always) if always else self.static
+        # both in one pattern, for events.jsonl: one pass, not two, while no match it finds reaches across a
+        # newline (then it finds every line each pattern's own scan finds: `lines_matching_within`)
+        self.static_or_always = compile_any(patterns + always) if always else None
 
     def secret_pattern(self, facts: AttemptFacts) -> Literals | None:
         literals = secret_literals(facts)
@@ -735,7 +736,12 @@ class Prefilter:
 
     def keep_lines(self, data: bytes, secret_re: Literals | None, extra: bool = False) -> set[int]:
         """Candidate lines of an events.jsonl already read (`extra`: also the always-parsed kinds)."""
-        lines = matching_lines(self.static_or_always if extra else self.static, data)
+        lines = lines_matching_within(self.static_or_always, data) \
+            if extra and self.static_or_always is not None else None
+        if lines is None:
+            lines = matching_lines(self.static, data)
+            if extra and self.always is not None:
+                lines |= matching_lines(self.always, data)
         if secret_re is not None:
             lines |= secret_re.lines(data)
         return lines

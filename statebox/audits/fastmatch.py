@@ -88,6 +88,22 @@ def match_bounds(matcher: Any) -> Callable[[bytes, int, int], tuple[int, int]]:
 
 def matching_lines(matcher: Any, data: bytes) -> set[int]:
     """1-based numbers of the lines of `data` in which `matcher` finds something (one search per hit line)."""
+    lines = _scan_lines(matcher, data, within_lines=False)
+    assert lines is not None  # only a scan asked to stay within lines gives up
+    return lines
+
+
+def lines_matching_within(matcher: Any, data: bytes) -> set[int] | None:
+    """`matching_lines`, or None where a match it finds holds a newline.
+
+    Why: with no such match, the lines found are exactly those in which a match starts (the scan visits every
+    line's start), so the scan of an alternation `A|B` finds every line `matching_lines` finds for A or for B
+    (it may find more: a match of A reaching into the next line makes A's own scan skip that line). A match
+    across a newline makes the caller scan each pattern alone."""
+    return _scan_lines(matcher, data, within_lines=True)
+
+
+def _scan_lines(matcher: Any, data: bytes, within_lines: bool) -> set[int] | None:
     search = match_bounds(matcher)
     lines: set[int] = set()
     count_nl = data.count
@@ -105,7 +121,10 @@ def matching_lines(matcher: Any, data: bytes) -> set[int]:
         nl = find(b"\n", end if end > start else start)
         if nl < 0:
             break
-        line_no += count_nl(b"\n", start, nl + 1)
+        crossed = count_nl(b"\n", start, nl + 1)
+        if within_lines and crossed > 1:
+            return None
+        line_no += crossed
         counted_to = pos = nl + 1
     return lines
 

@@ -543,3 +543,25 @@ def test_rare_byte_is_the_first_place_of_the_rarest_rare_letter_a_value_holds():
     for _ in range(20000):
         needle = bytes(rng.choice(b"abqjzxvk01_-./QJK") for _ in range(rng.randint(0, 12)))
         assert rare_byte(needle) == ranked(needle), needle
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_one_scan_of_an_alternation_finds_every_line_each_patterns_scan_finds(seed):
+    """events.jsonl's static triggers and always-parsed kinds are scanned as one alternation
+    (`fastmatch.lines_matching_within`): where no match it finds holds a newline, its lines are those in which
+    a match starts, a superset of each pattern's own scan; where one does, it answers None and the caller
+    scans each alone (what it did before)."""
+    from statebox.audits.fastmatch import lines_matching_within
+
+    rng = random.Random(seed)
+    a, b = [r"[^a-z0-9_.-]env", r"/etc\b", r"x\s+y"], [r"\"kind\": *\"message\""]
+    words = ["env", "x", "y", "/etc", '"kind": "message"', '{"seq": 1}', "ls", " ", "\n", "abc", "\t"]
+    data = "".join(rng.choice(words) for _ in range(rng.randint(0, 60))).encode()
+    both = lines_matching_within(compile_any(a + b), data)
+    separate = matching_lines(compile_any(a), data) | matching_lines(compile_any(b), data)
+    if both is None:
+        return
+    assert both >= separate
+    compiled = [re.compile(p.encode(), re.I | re.M) for p in a + b]
+    starts = {data.count(b"\n", 0, i) + 1 for i in range(len(data) + 1) if any(c.match(data, i) for c in compiled)}
+    assert both == starts
