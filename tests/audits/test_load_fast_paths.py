@@ -365,3 +365,25 @@ def test_a_shell_call_read_by_its_plain_first_word_is_what_splitting_all_of_it_g
         assert shell_script(text) == split_all(text), repr(text)
         unwrapped += shell_script(text) != text
     assert unwrapped > 500  # the unwrapping path was taken too
+
+
+def test_a_runs_attempt_folders_are_those_the_path_calls_found(tmp_path):
+    """`attempt_dirs` lists the run folder once and stats joined names: the same folders, in the same order,
+    as `Path.iterdir`, `is_dir` and `exists`, through links, broken links, a link loop and plain files."""
+    from statebox.audits.verdict import attempt_dirs
+
+    base = tmp_path / "run" / "attempts"
+    for name, session in (("b2", ATTEMPT_FILE), ("a1", EVENTS_FILE), ("c3", None), ("Z0", ATTEMPT_FILE)):
+        (base / name).mkdir(parents=True)
+        if session:
+            (base / name / session).write_text("{}")
+    (base / "a1" / ATTEMPT_FILE).mkdir()  # a folder named attempt.json: `exists()` says yes
+    (base / "file").write_text("x")
+    os.symlink(base / "b2", base / "link-to-b2")
+    os.symlink(tmp_path / "missing", base / "broken")
+    os.symlink("loop-b", base / "loop-a")
+    os.symlink("loop-a", base / "loop-b")
+    (base / "c3" / EVENTS_FILE).symlink_to(tmp_path / "nowhere")  # a broken link does not exist
+    expected = sorted(p for p in base.iterdir()
+                      if p.is_dir() and ((p / ATTEMPT_FILE).exists() or (p / EVENTS_FILE).exists()))
+    assert attempt_dirs(tmp_path / "run") == expected == [base / "Z0", base / "a1", base / "b2", base / "link-to-b2"]
