@@ -18,7 +18,8 @@ Speed: an auditor that reads every byte of 200 MB of sessions through pydantic
 would be slower than grep by two orders of magnitude. A prefilter (one combined
 pattern, RE2 when installed) finds the lines that could matter; only those
 lines are parsed from `events.jsonl`, and a witness log with no candidate line
-at all is not parsed.
+at all is not parsed. A gateway line kept only for what its reply says is read
+from its reply half (`Prefilter.witness_lines` says why).
 """
 
 from __future__ import annotations
