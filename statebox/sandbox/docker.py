@@ -422,13 +422,19 @@ class SandboxEngine:
             raise _infra("starting the sandbox container", exc) from exc
         return RunningSandbox(self, cid, spec)
 
-    def cli_args(self, spec: ContainerSpec) -> list[str]:
-        """The equivalent `docker run` arguments (`--print-cli`, a terminal session, the perf peer)."""
+    def cli_args(self, spec: ContainerSpec, *, by_hand: bool = False) -> list[str]:
+        """The equivalent `docker run` arguments (`--print-cli`, a terminal session, the perf peer).
+
+        `by_hand`: a command printed for a person to run later is owned by no statebox process, so it carries
+        no `statebox.pid` label. With this process's pid (gone once it has printed), the next statebox start on
+        the host took the running container for one a killed run left behind and removed it (`gc_stale`)."""
         gpu = self._gpu_request(spec)
         hardening.check_writable(spec)
         args = ["docker", "run", "--rm", *hardening.cli_flags(spec, gpu=self._gpu_flag(gpu)),
                 "--user", INIT_USER, "--workdir", WORKDIR, "--hostname", "sandbox"]
         for key, value in self.labels(spec).items():
+            if by_hand and key == f"{LABEL}.pid":
+                continue
             args += ["--label", f"{key}={value}"]
         for key, value in self.environment(spec).items():
             args += ["--env", f"{key}={value}"]

@@ -51,7 +51,7 @@ def run_command(*, video: Path, question: str, query_time: float | None, policy_
                          run_id="manual", attempt_id=item.id)
     try:
         if print_cli:
-            print(shlex.join(engine.cli_args(spec)), flush=True)
+            print(shlex.join(engine.cli_args(spec, by_hand=True)), flush=True)
             keep = True  # the printed command mounts it (a refused spec, e.g. gpu: require without one, keeps nothing)
             return 0
         if tty:
