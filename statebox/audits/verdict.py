@@ -8,9 +8,7 @@ voided attempt's answer is scored as if it answered nothing.
 
 from __future__ import annotations
 
-import errno
 import json
-import os
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
@@ -133,43 +131,7 @@ def attempt_dirs(run_dir: Path) -> list[Path]:
     if (run_dir / ATTEMPT_FILE).exists() or (run_dir / EVENTS_FILE).exists():
         return [run_dir]
     base = run_dir / ATTEMPTS_DIR if (run_dir / ATTEMPTS_DIR).is_dir() else run_dir
-    # `sorted(p for p in base.iterdir() if p.is_dir() and ((p / ATTEMPT_FILE).exists() or (p / EVENTS_FILE).exists()))`
-    # asked of one listing and os.stat on joined strings (`_is_dir` and `_mode` answer as those Path calls do):
-    # building Path objects and a stat per folder cost a third of listing a run of small attempts
-    names = []
-    with os.scandir(base) as entries:
-        for entry in entries:
-            path = entry.path
-            if _is_dir(entry) and (_mode(os.path.join(path, ATTEMPT_FILE)) is not None
-                                   or _mode(os.path.join(path, EVENTS_FILE)) is not None):
-                names.append(entry.name)
-    return [base / name for name in sorted(names)]
-
-
-def _is_dir(entry: os.DirEntry[str]) -> bool:
-    """`Path(entry.path).is_dir()`: from the listing's file type where it has one (a link is followed by a stat)."""
-    try:
-        return entry.is_dir()
-    except OSError as exc:
-        if exc.errno not in _NOT_THERE:
-            raise
-        return False
-
-
-# the errors `Path.exists()` / `Path.is_dir()` read as "not there" (pathlib's own list); any other is raised as they do
-_NOT_THERE = frozenset((errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP))
-
-
-def _mode(path: str) -> int | None:
-    """`os.stat(path).st_mode`, or None where `Path(path).exists()` answers False."""
-    try:
-        return os.stat(path).st_mode
-    except OSError as exc:
-        if exc.errno not in _NOT_THERE:
-            raise
-        return None
-    except ValueError:  # a name the OS cannot take (a NUL in it)
-        return None
+    return sorted(p for p in base.iterdir() if p.is_dir() and ((p / ATTEMPT_FILE).exists() or (p / EVENTS_FILE).exists()))
 
 
 def audit_run(run_dir: Path, policy: Any = None, *, write: bool = True, keep_logs: bool = False,

@@ -368,8 +368,8 @@ def test_a_shell_call_read_by_its_plain_first_word_is_what_splitting_all_of_it_g
 
 
 def test_a_runs_attempt_folders_are_those_the_path_calls_found(tmp_path):
-    """`attempt_dirs` lists the run folder once and stats joined names: the same folders, in the same order,
-    as `Path.iterdir`, `is_dir` and `exists`, through links, broken links, a link loop and plain files."""
+    """`attempt_dirs` finds the attempt folders of a run through links, broken links, a link loop and plain
+    files: those a folder (or a link to one) holding attempt.json or events.jsonl, in name order."""
     from statebox.audits.verdict import attempt_dirs
 
     base = tmp_path / "run" / "attempts"
