@@ -257,14 +257,18 @@ class SandboxEngine:
     def environment(self, spec: ContainerSpec) -> dict[str, str]:
         return {**spec.policy.env_allow, **spec.env}
 
-    def labels(self, spec: ContainerSpec) -> dict[str, str]:
-        return {
+    def labels(self, spec: ContainerSpec, *, owned: bool = True) -> dict[str, str]:
+        """`owned`: this process runs the container, and its pid marks it (`gc_stale` removes a container whose
+        pid is gone); a container no statebox process owns carries none."""
+        labels = {
             LABEL: "1",
             f"{LABEL}.run": spec.run_id,
             f"{LABEL}.attempt": spec.attempt_id,
             f"{LABEL}.host": socket.gethostname(),
-            f"{LABEL}.pid": str(os.getpid()),
         }
+        if owned:
+            labels[f"{LABEL}.pid"] = str(os.getpid())
+        return labels
 
     def host_config(self, spec: ContainerSpec, gpu: bool) -> dict[str, Any]:
         """The SDK host config: `hardening.settings`, after the fail-closed check on writable storage."""
@@ -432,9 +436,7 @@ class SandboxEngine:
         hardening.check_writable(spec)
         args = ["docker", "run", "--rm", *hardening.cli_flags(spec, gpu=self._gpu_flag(gpu)),
                 "--user", INIT_USER, "--workdir", WORKDIR, "--hostname", "sandbox"]
-        for key, value in self.labels(spec).items():
-            if by_hand and key == f"{LABEL}.pid":
-                continue
+        for key, value in self.labels(spec, owned=not by_hand).items():
             args += ["--label", f"{key}={value}"]
         for key, value in self.environment(spec).items():
             args += ["--env", f"{key}={value}"]
