@@ -264,13 +264,14 @@ def _parser(fmt: str) -> Callable[[Iterable[str]], list[tuple[int, EventDraft]]]
 
 def read_session_file(path: Path, fmt: str | None = None, *, first_seq: int = 0,
                       keep: Callable[[int], bool] | None = None, data: bytes | None = None,
-                      spans: list[tuple[int, int]] | None = None, reply_only: dict[int, int] | None = None) -> list[Event]:
+                      spans: list[tuple[int, int]] | None = None,
+                      reply_only: dict[int, dict[str, Any]] | None = None) -> list[Event]:
     """Events of one file, numbered from `first_seq` (events.jsonl keeps its own numbers).
 
     `keep(line_no)` (from the prefilter) skips lines that cannot matter; those lines are
     then never even decoded. `data`/`spans`: the file's bytes and line spans when the
     caller already read them for the prefilter (each file is read once). `reply_only`: gateway
-    lines of which only the reply half is read (line -> where it starts; `Prefilter.witness_lines`).
+    lines of which only the reply half is read (line -> that half, read by `Prefilter.witness_lines`).
     """
     fmt = fmt or detect_format(path)
     source = path.name
@@ -536,7 +537,7 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
         keep = None
         lines: set[int] | None = None
         gateway = name.startswith("gateway")
-        reply_only: dict[int, int] | None = {} if gateway and prefilter is not None else None
+        reply_only: dict[int, dict[str, Any]] | None = {} if gateway and prefilter is not None else None
         spans = line_spans(data) if gateway else None
         if prefilter is not None:
             lines = prefilter.witness_lines(data, secret_re, spans, reply_only)
@@ -548,7 +549,7 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
             if lines is not None and oob:
                 keep = (lines | oob).__contains__
             if reply_only and oob:  # the agent wrote an out-of-band request itself: all of it is evidence
-                reply_only = {n: cut for n, cut in reply_only.items() if n not in oob}
+                reply_only = {n: reply for n, reply in reply_only.items() if n not in oob}
             read = read_session_file(path, first_seq=_next_seq(events), keep=keep, data=data, spans=spans,
                                      reply_only=reply_only)
             for event in read:
@@ -760,7 +761,7 @@ class Prefilter:
         return None if lines is None else lines.__contains__
 
     def witness_lines(self, data: bytes, secret_re: Literals | None, gateway_spans: list[tuple[int, int]] | None,
-                      reply_only: dict[int, int] | None = None) -> set[int] | None:
+                      reply_only: dict[int, dict[str, Any]] | None = None) -> set[int] | None:
         """Candidate lines of a witness log (a gateway log when its line spans are given), or None
         when nothing in it can matter.
 
@@ -773,7 +774,9 @@ class Prefilter:
         before (fastmatch.Windowed and Literals.lines_in say why that is the same answer).
 
         `reply_only`, when given, is filled with the lines kept for their reply alone (no secret, no
-        evidence, not the first line) -> where the reply half starts. Of those only the reply is parsed
+        evidence, not the first line) -> that reply half (`gateway_log.top_level_reply`, which also says where
+        each line's reply starts: not at its last `"response"`, which the model can nest in a tool input).
+        Of those only the reply is parsed
         (`gateway_log.parse_kept_lines`): the request half is the conversation the agent's client sent, and
         what it adds (tool results) is what events.jsonl already holds. Parsing it whole cost a sixth of
         the audit (the tool results between two kept lines) for tool outputs only a trigger in the *next*
@@ -792,7 +795,9 @@ class Prefilter:
         if secret_re is not None:
             keep |= secret_re.lines_in(data, gateway_spans, runs, read)
         replies: list[tuple[int, int]] = []  # (start, end) of the reply half of every line but the first
+        halves: list[dict[str, Any] | None] = []  # each one read (None: the whole line is searched as its reply)
         owners: list[int] = []
+        view = memoryview(data)
         first = True
         for n, (start, end) in enumerate(gateway_spans, start=1):
             if end == start or (data[start:start + 1].isspace() and not data[start:end].strip()):
@@ -801,13 +806,15 @@ class Prefilter:
                 keep.add(n)
                 first = False
                 continue
-            cut = data.rfind(b'"response"', start, end)
-            replies.append((cut if cut >= 0 else start, end))
+            cut, reply = gateway_log.top_level_reply(data, view, start, end)
+            replies.append((cut, end))
+            halves.append(reply)
             owners.append(n)
         for i in _replies_matching(self.static, data, replies):
             n = owners[i]
-            if reply_only is not None and n not in keep and replies[i][0] > gateway_spans[n - 1][0]:
-                reply_only[n] = replies[i][0]
+            reply = halves[i]
+            if reply_only is not None and n not in keep and reply is not None:
+                reply_only[n] = reply
             keep.add(n)
         return keep
 

@@ -534,13 +534,39 @@ def reply_half(data: bytes, view: memoryview, cut: int, end: int) -> dict[str, A
     return obj if isinstance(obj, dict) and "response" in obj else None
 
 
+# how many of a line's last `"response"`s are tried as its top-level key (`top_level_reply`): each try parses from
+# there to the line's end, and a reply can hold any number of nested ones
+REPLY_TRIES = 4
+
+
+def top_level_reply(data: bytes, view: memoryview, start: int, end: int) -> tuple[int, dict[str, Any] | None]:
+    """Where the line [start, end) has its top-level `response` key, and its reply half (`reply_half`) read from
+    there; (start, None) where none of its last REPLY_TRIES `"response"`s is certain to be that key.
+
+    Why not the last `"response"` alone: the model writes its tool inputs, and an input holding a `response` key
+    put the last one inside the reply, so the bytes before it (the call itself) were not searched for triggers.
+    Only a top-level key reads as `reply_half`'s object (a key nested in the request or the reply does not parse
+    from there), so the first that does, from the end, is the line's own; past REPLY_TRIES the whole line is the
+    reply searched (more than is needed, never less)."""
+    hi = end
+    for _ in range(REPLY_TRIES):
+        at = data.rfind(b'"response"', start, hi)
+        if at < 0:
+            break
+        reply = reply_half(data, view, at, end)
+        if reply is not None:
+            return at, reply
+        hi = at
+    return start, None
+
+
 def _messages_of(obj: Any) -> Any:
     """The request's `messages` list as `GatewayNormaliser.feed` finds it (or whatever stands there)."""
     return _body(obj.get("request")).get("messages") if isinstance(obj, dict) else None
 
 
 def parse_kept_lines(data: bytes, spans: list[tuple[int, int]], keep: Callable[[int], bool],
-                     reply_only: dict[int, int] | None = None) -> list[tuple[int, EventDraft]]:
+                     reply_only: dict[int, dict[str, Any]] | None = None) -> list[tuple[int, EventDraft]]:
     """`parse_lines` over the lines of `data` that `keep` (1-based numbers; the others are never read), from
     their bytes (the auditor's kept gateway lines).
 
@@ -551,9 +577,9 @@ def parse_kept_lines(data: bytes, spans: list[tuple[int, int]], keep: Callable[[
     A line that repeats the conversation items of a line read before is parsed without them
     (conversation_splice.py: the same value, or the whole line is parsed).
 
-    `reply_only` (line -> where its `"response"` key starts): of these lines only the reply and the keys after
-    it are read (`reply_half`), so their request adds no prompt or tool result; those the request re-sends are
-    read from the next line parsed whole (the normaliser reads what followed the last request it read)."""
+    `reply_only` (line -> its reply half, `top_level_reply`): of these lines only the reply and the keys after it
+    are read, so their request adds no prompt or tool result; those the request re-sends are read from the next
+    line parsed whole (the normaliser reads what followed the last request it read)."""
     normaliser = GatewayNormaliser()
     splicer = Splicer(_messages_of)
     view = memoryview(data)
@@ -561,11 +587,10 @@ def parse_kept_lines(data: bytes, spans: list[tuple[int, int]], keep: Callable[[
     for n, (start, end) in enumerate(spans, start=1):
         if end == start or not keep(n):
             continue
-        if reply_only is not None and n in reply_only:
-            reply = reply_half(data, view, reply_only[n], end)
-            if reply is not None:
-                out.extend((n, d) for d in normaliser.feed_reply(reply))
-                continue
+        reply = reply_only.get(n) if reply_only is not None else None
+        if reply is not None:
+            out.extend((n, d) for d in normaliser.feed_reply(reply))
+            continue
         obj = splicer.read(data, view, start, end)
         if obj is None:
             try:
