@@ -626,14 +626,14 @@ class _Listing:
     def response_text(self) -> str:
         """response.txt as `read_text(encoding="utf-8", errors="replace").strip()`, "" where it is missing."""
         plain = self._plain(RESPONSE_FILE)
-        path = self.folder / RESPONSE_FILE
         if plain is None:
+            path = self.folder / RESPONSE_FILE
             return path.read_text(encoding="utf-8", errors="replace").strip() if path.exists() else ""
         if not plain:
             return ""
         data = read_all(os.path.join(self.folder, RESPONSE_FILE))
         if b"\r" in data:  # read_text turns \r\n and \r into \n: let it
-            return path.read_text(encoding="utf-8", errors="replace").strip()
+            return (self.folder / RESPONSE_FILE).read_text(encoding="utf-8", errors="replace").strip()
         return data.decode("utf-8", "replace").strip()
 
 
