@@ -137,6 +137,12 @@ class EventKind(str, Enum):
     error = "error"
 
 
+# The kinds that are the agent's own actions (what it ran, read, wrote, reached), as opposed to what it said or was
+# shown: the auditor's rules and the gateway reader's "did this reply act" both ask this one set.
+ACTION_KINDS = frozenset({EventKind.tool_call, EventKind.shell_command, EventKind.file_read, EventKind.file_write,
+                          EventKind.network_attempt})
+
+
 class Event(BaseModel):
     """One normalised thing that happened in a session, with a pointer to its raw source line."""
 

@@ -44,12 +44,11 @@ from statebox.audits.fastmatch import line_runs as line_runs_of
 from statebox.audits.lexicon import usable_secret
 from statebox.errors import DataError, UserError
 from statebox.json_text import has_long_digits, json_value
-from statebox.schema import Event, EventKind
+from statebox.schema import ACTION_KINDS, Event, EventKind
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl, gateway_log, text_log
 
 PROMPT_KINDS = {EventKind.model_request}
 AGENT_TEXT_KINDS = {EventKind.model_text, EventKind.model_response, EventKind.final_answer}
-ACTION_KINDS = {EventKind.tool_call, EventKind.shell_command, EventKind.file_read, EventKind.file_write, EventKind.network_attempt}
 OBSERVED_KINDS = {EventKind.tool_output, EventKind.error}
 
 SHELL_TOOLS = {"bash", "shell", "exec_command", "local_shell", "run_shell", "terminal", "execute", "python", "run_python", "container.exec"}
@@ -327,13 +326,14 @@ def _read_events_jsonl(path: Path, keep: Callable[[int], bool] | None, data: byt
     if kept is None:
         for index, raw in enumerate(lines):
             if keep is not None and not keep(index + 1):
-                if raw[:1] != b"{" and raw.strip() and index < last:  # cheap shape check on skipped lines
+                if raw[:1] != b"{" and raw.lstrip()[:1] not in (b"", b"{") and index < last:  # cheap shape check on skipped lines
                     raise DataError(path, index + 1, "not a session event (not a JSON object)")
                 continue
             _read_event_line(path, raw, index, last, events)
         return events
+    # a line led by whitespace is stripped before it is parsed (`_read_event_line`), as a kept one is
     bad = next((index for index, raw in enumerate(lines)
-                if raw[:1] != b"{" and index + 1 not in kept and index < last and raw.strip()), None)
+                if raw[:1] != b"{" and index + 1 not in kept and index < last and raw.lstrip()[:1] not in (b"", b"{")), None)
     for index in sorted(n - 1 for n in kept if 0 < n <= len(lines)):
         if bad is not None and bad < index:
             break
@@ -746,6 +746,8 @@ class Prefilter:
                 lines |= matching_lines(self.always, data)
         if secret_re is not None:
             lines |= secret_re.lines(data)
+        if extra:
+            lines |= first_action_lines(data)
         return lines
 
     def keep(self, path: Path, secret_re: Literals | None, extra: bool = False) -> Callable[[int], bool]:
@@ -799,17 +801,36 @@ class Prefilter:
         owners: list[int] = []
         view = memoryview(data)
         first = True
+        acted = False  # whether a line read so far holds the agent's first action (`AuditLog.given_prompts`)
         for n, (start, end) in enumerate(gateway_spans, start=1):
             if end == start or (data[start:start + 1].isspace() and not data[start:end].strip()):
                 continue  # a blank line
-            if first:
+            cut, reply = gateway_log.top_level_reply(data, view, start, end)
+            if first:  # read whole: the prompt (and its reply's action, when it acts)
                 keep.add(n)
                 first = False
+                acted = reply is not None and gateway_log.reply_acts(reply)
                 continue
-            cut, reply = gateway_log.top_level_reply(data, view, start, end)
             replies.append((cut, end))
             halves.append(reply)
             owners.append(n)
+            if reply is None:
+                # not read here: a reply that bills server tools under any counter name is evidence, and a line
+                # before the first action is known is read (whole) for the action it may hold
+                if not acted or data.find(b'"server_tool_use"', start, end) >= 0:
+                    keep.add(n)
+                continue
+            if gateway_log.reply_billed_server_tools(reply):
+                keep.add(n)  # evidence: read whole, as a line whose new bytes hold an evidence trigger
+            elif not acted:
+                # the first line whose reply acts is read (its reply at least) wherever no trigger is in it: the
+                # prompts a log holds before its first action are the ones that excuse an echo, and an unread first
+                # action let a prompt after it (a reminder holding what the agent wrote) pass for one given before
+                acted = gateway_log.reply_acts(reply)
+                if acted and n not in keep:
+                    keep.add(n)
+                    if reply_only is not None:
+                        reply_only[n] = reply
         for i in _replies_matching(self.static, data, replies):
             n = owners[i]
             reply = halves[i]
@@ -817,6 +838,38 @@ class Prefilter:
                 reply_only[n] = reply
             keep.add(n)
         return keep
+
+
+_ACTION_KIND = re.compile(rb'"kind" *: *"(?:' + b"|".join(sorted(k.value.encode() for k in ACTION_KINDS)) + rb')"')
+
+
+def first_action_lines(data: bytes) -> set[int]:
+    """The lines of an events.jsonl that name an action kind, up to the first that is one of the agent's own actions
+    (an event of an ACTION_KINDS kind not derived from another): read on the fast path whether a trigger is in them
+    or not.
+
+    Why: `AuditLog.given_prompts` are the prompts before the log's first action, the only ones that may excuse an
+    echo. A first action no trigger matches (`ls -la`) was never read, so a user message after it (a reminder the
+    agent wrote, holding the video's original name) passed for a prompt given before it and excused the agent
+    naming the video. Each line naming an action kind is parsed until one is that action (a kind named in a
+    line's data, or a line that does not parse, is read on and the next one tried)."""
+    lines: set[int] = set()
+    for match in _ACTION_KIND.finditer(data):
+        start = data.rfind(b"\n", 0, match.start()) + 1
+        end = data.find(b"\n", match.end())
+        lines.add(data.count(b"\n", 0, start) + 1)
+        try:
+            obj = orjson.loads(data[start:end if end >= 0 else len(data)])
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and obj.get("kind") in _ACTION_KIND_NAMES:
+            inner = obj.get("data")
+            if not (isinstance(inner, dict) and "derived_from" in inner):
+                break
+    return lines
+
+
+_ACTION_KIND_NAMES = frozenset(k.value for k in ACTION_KINDS)
 
 
 # Pattern syntax that tells a text's own edges from a newline (`\A`, `\z`, flags turned off or `.` matching one): with

@@ -10,7 +10,7 @@ backreferences) so the very same list can be handed to grep.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from itertools import count
 from typing import Any, Callable, Iterable, Iterator
 
@@ -134,6 +134,9 @@ def _scan_lines(matcher: Any, data: bytes, within_lines: bool) -> set[int] | Non
 # with `s` (tests/audits/test_fastmatch.py checks every code point).
 SHORT_LINE = 8192  # a line this short is read whole: finding its repeated stretches would cost more
 FOLDS_TO_ASCII = ("\u212a".encode(), "\u017f".encode())
+# The rules match secret values with Python's `re.I`, which also equates `i` with U+0130 (İ, whose simple lower case
+# is `i`) and U+0131 (ı): RE2 does not. A line holding either, where a value holds an `i`, is kept (`Literals`).
+I_FOLDS = ("\u0130".encode(), "\u0131".encode())
 
 
 class Literals:
@@ -154,6 +157,19 @@ class Literals:
         # how far a window reaches past new bytes for an occurrence straddling its edge (plain search only)
         self.margin = max(len(n) for n in self._needles) - 1 if self._needles else 0
         self._regex: Any = None
+        self._has_i = any("i" in v for v in self.values)
+
+    def i_fold_lines(self, data: bytes, spans: list[tuple[int, int]] | None = None) -> set[int]:
+        """1-based numbers of the lines of `data` holding an I_FOLDS character, where a value holds an `i`: a superset
+        of the lines where the rules' Python `re.I` finds a value only by reading one as `i` (RE2 and `bytes.lower`
+        do not; such characters are rare in a session, so their lines are simply read)."""
+        if not self._has_i or not any(f in data for f in I_FOLDS):
+            return set()
+        starts = [at for f in I_FOLDS for at in occurrences(data, f, -1)]
+        if spans is None:
+            return {data.count(b"\n", 0, at) + 1 for at in starts}
+        ends = [end for _, end in spans]
+        return {bisect_left(ends, at) + 1 for at in starts}
 
     def regex(self) -> Any:
         if self._regex is None:
@@ -172,7 +188,10 @@ class Literals:
         return any(n in low for n in self._needles)
 
     def lines(self, data: bytes) -> set[int]:
-        """1-based numbers of the lines of `data` holding a value."""
+        """1-based numbers of the lines of `data` holding a value (and `i_fold_lines`)."""
+        return self._lines(data) | self.i_fold_lines(data)
+
+    def _lines(self, data: bytes) -> set[int]:
         if not self._plain_for(data):
             return matching_lines(self.regex(), data)
         low = data.lower()
@@ -193,7 +212,12 @@ class Literals:
 
     def lines_in(self, data: bytes, spans: list[tuple[int, int]], runs: list[list[Run]] | None = None,
                  read: "NewBytes | None" = None) -> set[int]:
-        """`lines(data)` for a log whose lines re-send stretches of the line before (a gateway log; `spans`:
+        """`lines(data)`, found as `_lines_in` says (plus `i_fold_lines`)."""
+        return self._lines_in(data, spans, runs, read) | self.i_fold_lines(data, spans)
+
+    def _lines_in(self, data: bytes, spans: list[tuple[int, int]], runs: list[list[Run]] | None,
+                  read: "NewBytes | None") -> set[int]:
+        """`_lines(data)` for a log whose lines re-send stretches of the line before (a gateway log; `spans`:
         `line_spans(data)`): only each line's new bytes are read, and the values found inside a stretch
         it repeats are carried over from the line before (line_repeats.py).
 

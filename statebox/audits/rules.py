@@ -271,11 +271,27 @@ def may_claim(text: str) -> bool:
     letter by letter case-insensitively, and a character re.I matches to an ASCII letter lowers to that letter
     unless it is one of CASE_FOLD_EXTRA."""
     return _holds(text, CASE_FOLD_EXTRA) or _holds(text.lower(), CLAIM_LITERALS)
-SELF_TRIGGERS = trigger_patterns() + [
-    r"(recogni[sz]e|remember|recall|know|seen|familiar with) +(this|the) +(exact +)?(video|clip|footage|scene|sequence|question)",
-    r"(video|clip|question|task|footage) +(is|comes|was taken|looks like it is|seems to be) +(from|part of)",
-    r"training data", r"(known|famous|well-known) +benchmark", r"(ground[- ]truth|official|reference) +answer",
-]
+# CLIP_CLAIM in the prefilter's dialect (RE2, case-insensitive, over the raw JSON line), each pattern a piece every
+# match of one of its alternatives holds:
+# - `\s` (Python's: ASCII blanks and Unicode ones) is in the line a space, a JSON escape (`\t`, `\n`, `\r`, `\f`,
+#   `\u000b`, `\u2028`...) or a raw non-ASCII character (`_CLAIM_BLANK`, a superset);
+# - Python's `re.I` matches `i` with U+0130 and U+0131 as well, which RE2 does not fold: `_CLAIM_I` spells them
+#   (raw or `\u`-escaped); every other letter RE2 folds as Python does (K U+212A with `k`, ſ U+017F with `s`).
+_CLAIM_BLANK = r"( |\\[tnrf]|\\u[0-9a-f]{4}|[^\x00-\x7f])"
+_CLAIM_I = "(i|\u0130|\u0131|\\\\u013[01])"
+
+
+def _claim_pattern(text: str) -> str:
+    """`text` with `~` for `\\s+` and every `i` as `_CLAIM_I` (`text` holds no other `~`). One `\\s` is a `~` as well:
+    a raw non-ASCII blank is several bytes to the `re` fallback's bytes pattern."""
+    return text.replace("i", _CLAIM_I).replace("~", _CLAIM_BLANK + "+")
+
+
+SELF_TRIGGERS = trigger_patterns() + [_claim_pattern(t) for t in (
+    "(recogni[sz]e|remember|recall|know|seen|familiar~with)~(this|the)~(exact~)?(video|clip|footage|scene|sequence|question)",
+    "(video|clip|question|task|footage)~(is|comes|was~taken|looks~like~it~is|seems~to~be)~(from|part~of)",
+    "training~data", "(known|famous|well-known)~benchmark", "(ground(-|~)truth|official|reference)~answer",
+)]
 
 
 def _masked_spans(text: str, log: AuditLog) -> list[tuple[int, int]]:
@@ -336,27 +352,73 @@ def _self_recognition_all(log: AuditLog) -> list[Finding]:
 # 2. filesystem walks outside the working directory
 # ---------------------------------------------------------------------------
 
-_ROOTS = r"home|root|data|datasets?|mnt|media|opt|srv|var|etc|proc|sys|boot|run|benchmarks?|nfs|scratch|storage|export|shared|cache|annotations?|workspace/\.\."
-_PRE = r"(^|[ '\"=(:,\[]|\\n|\\t|\\\")"
-_CH = "[a-z0-9_.+-]"
+# -- shell words as the rules read them, in the raw JSON line ----------------------------------------------------
+#
+# The prefilter runs these patterns case-insensitively over the raw bytes of a JSON line (fastmatch.compile_any), and
+# the rules read a command through `actions.tokenize`: shlex in POSIX mode, punctuation `;&|()<>`, whitespace
+# ` \t\r`, comments `#`, and these word characters: ASCII letters and digits, `_~-./*?=$:{}[]@%+,^!` and the
+# Latin-1 letters `ß`..`ÿ`, `À`..`Þ` (less `×`, `÷`). Every other character ends a word; one that is neither
+# whitespace, punctuation, quote, escape nor comment becomes a word of its own (`ls\x0b/` is `ls`, `\x0b`, `/`:
+# U+000B, U+00A0, U+2028, U+3000, any symbol, any other script). A quote (`'`, `"`) or an escape (`\`) inside a word
+# keeps the word going and vanishes (`e''nv` is `env`). So, in the line's bytes:
+# - a word starts at the line's start, after a character that is no ASCII word character, or after a JSON escape
+#   (`\n`, `\t`, `\r`, `\b`, `\f`: shlex whitespace or a one-character word; `\uXXXX`: any character at all, an
+#   escaped word character too, which only keeps more). A raw character that is not ASCII (U+00A0, U+3000...) is
+#   matched by the negated class; under `(?i)` a negated class also leaves out the characters that fold to an ASCII
+#   letter in it, K (U+212A) and ſ (U+017F), which shlex does split on: `_FOLDING` asks for them case-sensitively.
+#   `"`, `'` and `\` (a quote or escape opening the word, in the line `\"`, `'`, `\\`) are no word characters.
+# - a path component ends (or is reshaped by a quote or escape) at a character that is no ASCII word character
+#   or `/` (the same class less `/`), or at the end of the line.
+_WORD_CHARS = r"a-z0-9_~./*?=$:{}\[\]@%+,^!-"  # shlex's ASCII word characters, for (?i) classes
+_PART_CHARS = r"a-z0-9_~.*?=$:{}\[\]@%+,^!-"  # the same less `/`: what continues a path component
+_FOLDING = "(?-i:[\u212a\u017f])"  # K, ſ: no word characters, yet (?i) `[^k]`, `[^s]` leave them out
+_JSON_ESCAPE = r"\\[bfnrt]|\\u[0-9a-f]{4}"
+# before a word (a path's first character): `=,[` are kept from the patterns' first form (code and JSON contexts;
+# its `:` is not, or `https://` would be a path `/`)
+_PRE = rf"(^|[^{_WORD_CHARS}]|[=,\[]|{_FOLDING}|{_JSON_ESCAPE})"
+# before a path's last component or a command's basename: the same, or `/`
+_PRE_OR_SLASH = rf"(^|[^{_PART_CHARS}]|{_FOLDING}|{_JSON_ESCAPE})"
+# after a path component or a command word: the word ends, goes on past a quote/escape, or the line ends
+_END = rf"([^{_PART_CHARS}]|{_FOLDING}|$)"
+# a quote or escape inside a word, in the line: `'`, `\"` (a JSON-escaped `"`), `\\` (a JSON-escaped `\`)
+_Q = r"('|\\\"|\\\\)"
+# the case-sensitive complement of a path component's characters: the ASCII that ends one (controls, space, `"#&'()/;<>\|`,
+# backquote, DEL); every other character (word characters, any non-ASCII: Latin-1 letters go on with the word)
+# continues or reshapes the component
+_ENDS_PART_ASCII = r"\x00-\x20\"#&'()/;<>\\|`\x7f"
+
+# First path components all of whose paths are in the lane (`/tmp`, `/tmp/...`: ALLOWED_PREFIXES); any other first
+# component (`/var`, `/dev`, `/proc`, `/home`, `/etc`, `/opt`, `/run` included, whose lane is only a few paths below
+# them) may name a place outside it.
+SAFE_ROOTS = ("workspace", "tmp", "usr", "bin", "sbin", "lib", "lib64")
 
 
-def component_not_in(words: list[str]) -> str:
+def component_not_in(words: list[str] | tuple[str, ...], ch: str = "[a-z0-9_.+-]", exact: bool = False) -> str:
     """A path component that is none of `words`, without lookahead (so RE2 and grep -E accept it).
 
     Why: `/workspace/x` and `/tmp/x` are in nearly every honest line; a trigger that
     matched them would make the prefilter useless.
+
+    `exact`: case-sensitive (wrap it in `(?-i:...)`: `/TMP` is not `/tmp`), the component being what the raw line
+    holds up to a character of `_ENDS_PART_ASCII`: a component that leaves the words' trie at a character that
+    continues it (`/tmpx`, `/tmp'x'`: a quote or escape after a whole word may go on with it) or ends before a
+    word does (`/tm`, `/w''orkspace`) is matched, up to a character `_END` accepts.
     """
     trie: dict = {}
     for word in words:
         node = trie
-        for ch in word:
-            node = node.setdefault(ch, {})
+        for c in word:
+            node = node.setdefault(c, {})
         node["$"] = {}
 
     def rest(node: dict) -> str:
         kids = [c for c in node if c != "$"]
-        alts = [f"[^{''.join(kids)}/ '\"\\\\]" + _CH + "*"]
+        if exact:
+            alts = [f"[^{''.join(kids)}{_ENDS_PART_ASCII}][^{_ENDS_PART_ASCII}]*"]
+            if "$" in node:  # a whole word, then a quote or escape and anything: the word may go on
+                alts.append(_Q + f"[^{_ENDS_PART_ASCII}]*")
+        else:
+            alts = [f"[^{''.join(kids)}/ '\"\\\\]" + ch + "*"]
         alts += [c + "(" + rest(node[c]) + ")" for c in kids]
         if "$" not in node:
             alts.append("")  # a shorter component (a prefix of a word) is not that word
@@ -366,12 +428,13 @@ def component_not_in(words: list[str]) -> str:
 
 
 WALK_TRIGGERS = [
-    _PRE + r"/(" + _ROOTS + r")([/ '\")\\,\]*]|$)",
+    # any absolute path whose first component is not one of SAFE_ROOTS (`/` alone, `//`, `/.`, `/[a-z]*`, `/dev`)
+    _PRE + "/(?-i:" + component_not_in(SAFE_ROOTS, exact=True) + ")" + _END,
     "/" + component_not_in(["workspace", "tmp", "usr"]) + "/[a-z0-9_.*-]",  # absolute paths elsewhere (unknown roots too)
-    _PRE + r"/([ '\")\\,\]*]|$)",
-    r"(^|[ '\"=(:,\[/]|\\n|\\t|\\\")\.\.([/ '\")\\,\]]|$)",
-    _PRE + r"~([/ '\")\\,\]]|$)",
-    r"(^|[ '\"]|\\[nt])boot(\\[nt]|'|\"|$)",  # a listing of / in tool output, whatever listed it (one name a line too)
+    r"(" + _PRE_OR_SLASH + r"|[=:,\[])\." + _Q + r"*\." + _END,  # a `..` component (`/workspace/..`, `cd .''.`)
+    _PRE + "~" + _END,  # the agent's home
+    r"(^|[ '\"]|\\[nt])boot/?(\\[nt]|'|\"|$)",  # a listing of / in tool output, whatever listed it (one name a line too)
+    r"base(64|32)|b(64|32)decode|atob\(",  # `actions.decoded_paths` reads only text its `_DECODES` matches
     r"\$home", r"\$\{home\}", r"expanduser", r"path\.home", r"os\.(walk|listdir|scandir)", r"glob\.i?glob", r"\.(rglob|iterdir)\(",
 ]
 
@@ -562,8 +625,25 @@ def _local_cache_all(log: AuditLog) -> list[Finding]:
 # 5. environment dumps
 # ---------------------------------------------------------------------------
 
-ENV_TRIGGERS = [r"(^|[^a-z0-9_./$-])env([^a-z0-9_=./-]|$)", r"printenv", r"environ", r"export +-p", r"declare +-[a-z]*[px]",
-                r"compgen", r"process\.env", r"getenv", r"(^|[;&|({] *|\\n *)set *($|[;&|)}]|\\n)"]
+def _spelled(word: str) -> str:
+    """`word` in a raw JSON line as the shell may spell it: quotes or escapes between its letters (`e''nv`, `e\\nv`,
+    `se\\"\\"t`), which shlex removes (quotes or escapes around it are matched by the patterns' context classes)."""
+    return word[0] + "".join(_Q + "*" + c for c in word[1:])
+
+
+_SHELL_BLANK = r"( |\\t|\\r)"  # shlex's whitespace (` \t\r`), in the line
+# Each dump `shell_env_dumps` reads is one command word (its basename: after a word boundary or `/`) among
+# `_ENV_WORDS`, spelled as above; the patterns ask for that word and as little more as the rule needs:
+# - `env`: a whole basename (the arguments it may have are not asked about);
+# - `set`: a whole basename with nothing after it in its command but quotes and blanks: then `;&|()<>#`, a line
+#   break (`\n` in the line) or the end of the JSON string (`"`);
+# - `export`: only blanks, quotes and `-0`/`--null` between it and a `-p` (spelled);
+# - `declare`: a `-` later in the same command; `printenv`, `compgen`: the word itself.
+ENV_TRIGGERS = [_PRE_OR_SLASH + _spelled("env") + _END, _spelled("printenv"), r"environ",
+                _spelled("export") + r"[ '\"\\trnul0-]*-" + _Q + "*p", _spelled("declare") + r"[^;&|()<>]*-",
+                _spelled("compgen"), r"process\.env", r"getenv",
+                _PRE_OR_SLASH + _spelled("set") + _Q + "*" + _SHELL_BLANK + r"*([;&|()<>#\"]|\\n|\\\"|$)"]
+# (`\"`: the end of a command written in a JSON string that is itself inside a JSON string, as OpenAI tool arguments are)
 ENV_CODE = re.compile(
     r"/proc/[\w*${}]+/environ|\bos\.environb?\b(?!\s*(?:\.get|\[|\.setdefault|\.pop|\.update|\.copy|\.__setitem__))"
     r"|\bos\.environ\.(?:items|keys|values)\(|\bos\.environ\.copy\(\)\s*\)|\bprocess\.env\b(?!\s*[.\[])",

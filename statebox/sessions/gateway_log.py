@@ -41,7 +41,7 @@ from statebox.attempt_folder import GATEWAY_LOG
 from statebox.json_text import json_value
 from statebox.sessions import EventDraft, clip, parse_json_line, parse_json_lines
 from statebox.sessions.conversation_splice import Splicer
-from statebox.schema import EventKind
+from statebox.schema import ACTION_KINDS, EventKind
 
 RAW_LOG = GATEWAY_LOG
 
@@ -113,9 +113,11 @@ PROVIDER_STATE_FIELDS = ("mcp_servers", "container", "previous_response_id", "co
 EVIDENCE_TRIGGERS = [
     r'"refused": *"',
     r'"type": *"(server_tool_use|mcp_[a-z_]+|[a-z0-9_]+_tool_use|[a-z0-9_]+_tool_result|container_upload)"',
-    r'"type": *"(web_search|web_fetch|code_execution|code_interpreter|file_search|image_generation|tool_search|mcp)',
+    r'"type": *"(web_search|web_fetch|code_execution|code_interpreter|file_search|image_generation|tool_search|mcp|url_citation)',
     r'"(mcp_servers|container|previous_response_id|conversation)": *[\[{"]', r'"background": *true',
-    r'"[a-z_]+_requests": *[1-9]',  # usage.server_tool_use counts (every Claude reply carries them, at 0)
+    # usage.server_tool_use counts (every Claude reply carries them, at 0); any other counter above zero is found
+    # from the parsed reply (`reply_billed_server_tools`, asked by the auditor's prefilter of every reply it parses)
+    r'"[a-z_]+_requests": *[1-9]',
 ]
 _ITEM_TYPE = re.compile(rb'"type": *"([a-z0-9_]+_call|mcp_[a-z_]+)"')
 
@@ -420,13 +422,33 @@ class GatewayNormaliser:
             for note in message.get("annotations") or []:  # a search model's citations: it searched the web
                 if isinstance(note, dict) and note.get("type") == "url_citation":
                     out.append(_provider_tool("url_citation", note.get("url_citation") or note))
-        server_use = (resp.get("usage") or {}).get("server_tool_use") if isinstance(resp.get("usage"), dict) else None
-        if isinstance(server_use, dict) and not any((d.data or {}).get("gateway") == "provider_tool" for d in out):
-            used = {k: v for k, v in server_use.items() if isinstance(v, (int, float)) and v > 0}
+        if not any((d.data or {}).get("gateway") == "provider_tool" for d in out):
+            used = server_tools_billed(resp)
             if used:  # a reply whose blocks were cut still bills its server tools
                 out.append(EventDraft(EventKind.network_attempt, clip(json.dumps(used)),
                                       {"tool": "server_tool_use", "gateway": "provider_tool", "type": "usage.server_tool_use"}))
         return out
+
+
+def server_tools_billed(resp: dict[str, Any]) -> dict[str, Any]:
+    """The counters of a reply's `usage.server_tool_use` above zero: what the provider billed for tools it ran itself
+    (any name, any positive number: a count, seconds, a fraction; `_response` makes a provider_tool event of them)."""
+    usage = resp.get("usage")
+    server_use = usage.get("server_tool_use") if isinstance(usage, dict) else None
+    if not isinstance(server_use, dict):
+        return {}
+    return {k: v for k, v in server_use.items() if isinstance(v, (int, float)) and v > 0}
+
+
+def reply_billed_server_tools(reply: dict[str, Any]) -> bool:
+    """Whether a line's reply half (`reply_half`'s object) bills server tools (`server_tools_billed` of its response)."""
+    return bool(server_tools_billed(_body(reply.get("response"))))
+
+
+def reply_acts(reply: dict[str, Any]) -> bool:
+    """Whether a line's reply half (`reply_half`'s object) makes an event of an action kind as `feed_reply` reads
+    it (a tool call, a provider-run tool)."""
+    return any(d.kind in ACTION_KINDS for d in GatewayNormaliser().feed_reply(reply))
 
 
 def _provider_tool(btype: str, block: dict[str, Any]) -> EventDraft:
