@@ -872,9 +872,10 @@ def first_action_lines(data: bytes) -> set[int]:
 _ACTION_KIND_NAMES = frozenset(k.value for k in ACTION_KINDS)
 
 
-# Pattern syntax that tells a text's own edges from a newline (`\A`, `\z`, flags turned off or `.` matching one): with
-# it, a reply's match may not stand where the replies are joined by newlines, and every reply is searched alone.
-_EDGE_SENSITIVE = re.compile(rb"\\[AzZ]|\(\?[a-zA-Z]*[-s]")
+# Pattern syntax that tells a text's own edges from a newline (`\A`, `\z`, multi-line turned off or `.` made to match
+# one): with it, a reply's match may not stand where the replies are joined by newlines, and every reply is searched
+# alone. A flag group that only turns case folding off (`(?-i:...)`, the static triggers' case-sensitive parts) does not.
+_EDGE_SENSITIVE = re.compile(rb"\\[AzZ]|\(\?[a-zA-Z]*s|\(\?[a-zA-Z]*-[a-zA-Z]*m")
 
 
 @lru_cache(maxsize=16)
