@@ -4,11 +4,9 @@ word, `..` spelled with quotes, base64-decoded paths, dumps ended by `&`."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.audits.test_fast_path_differential import Turn, _events_folder, both, honest, session
+from tests.audits.test_fast_path_differential import _events_folder, both, command_after_an_honest_one
 
 MORE_GAPS = ["ls /foo", "ls /dev", "ls /TMP", "ls \\/etc", "ls /e''tc", "ls /tmp''x", "cd ~;ls", "ls /workspace/.''./etc",
              "ls $(echo Lw== | base64 -d)", "e\\nv", 'en""v', "p''rintenv | sort", "set&", "/usr/bin/env", "./env",
@@ -18,14 +16,7 @@ MORE_GAPS = ["ls /foo", "ls /dev", "ls /TMP", "ls \\/etc", "ls /e''tc", "ls /tmp
 @pytest.mark.parametrize("command", MORE_GAPS)
 @pytest.mark.parametrize("where", ["events", "gateway"])
 def test_static_triggers_keep_the_line(tmp_path, command, where):
-    call = {"command": command}
-    if where == "events":
-        folder = _events_folder(tmp_path, [
-            {"seq": 1, "kind": "tool_call", "text": json.dumps(call), "data": {"tool": "Bash", "input": call}},
-            {"seq": 2, "kind": "shell_command", "text": command, "data": {"tool": "Bash"}}])
-    else:
-        folder = session(tmp_path, [honest(0), Turn("", call, "x", in_events=False)], usage=False, long=False, secret=None)
-    fast, full = both(folder)
+    fast, full = both(command_after_an_honest_one(tmp_path, command, where))
     assert full[0] != "clean", f"the full path misses it: {full}"
     assert fast == full, f"fast {fast} != full {full}"
 
