@@ -750,18 +750,6 @@ class Prefilter:
             lines |= first_action_lines(data)
         return lines
 
-    def keep(self, path: Path, secret_re: Literals | None, extra: bool = False) -> Callable[[int], bool]:
-        return self.keep_lines(path.read_bytes(), secret_re, extra).__contains__
-
-    def any_candidate(self, path: Path, secret_re: Literals | None) -> bool:
-        data = path.read_bytes()
-        return self.static.search(data) is not None or (secret_re is not None and secret_re.search(data))
-
-    def keep_witness(self, path: Path, secret_re: Literals | None, gateway: bool) -> Callable[[int], bool] | None:
-        data = path.read_bytes()
-        lines = self.witness_lines(data, secret_re, line_spans(data) if gateway else None)
-        return None if lines is None else lines.__contains__
-
     def witness_lines(self, data: bytes, secret_re: Literals | None, gateway_spans: list[tuple[int, int]] | None,
                       reply_only: dict[int, dict[str, Any]] | None = None) -> set[int] | None:
         """Candidate lines of a witness log (a gateway log when its line spans are given), or None

@@ -182,13 +182,6 @@ class Literals:
         """Whether `bytes.lower` + `bytes.find` give RE2's answer on `data` (isascii: ~30 GB/s)."""
         return self._plain and (data.isascii() or not any(f in data for f in FOLDS_TO_ASCII))
 
-    def search(self, data: bytes) -> bool:
-        """Whether any value occurs in `data` (case-insensitively)."""
-        if not self._plain_for(data):
-            return self.regex().search(data) is not None
-        low = data.lower()
-        return any(n in low for n in self._needles)
-
     def lines(self, data: bytes) -> set[int]:
         """1-based numbers of the lines of `data` holding a value (and `i_fold_lines`)."""
         return self._lines(data) | self.i_fold_lines(data)
