@@ -545,17 +545,13 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
                 continue
             keep = lines.__contains__
         if gateway:
-            oob = _out_of_band(data, spans or line_spans(data))
-            if lines is not None and oob:
-                keep = (lines | oob).__contains__
-            if reply_only and oob:  # the agent wrote an out-of-band request itself: all of it is evidence
-                reply_only = {n: reply for n, reply in reply_only.items() if n not in oob}
-            read = read_session_file(path, first_seq=_next_seq(events), keep=keep, data=data, spans=spans,
-                                     reply_only=reply_only)
-            for event in read:
-                if event.line in oob:
-                    event.data = dict(event.data or {}, out_of_band=True)
-            events.extend(read)
+            spans = spans or line_spans(data)
+            oob = _out_of_band(data, spans)
+            if not oob:
+                events.extend(read_session_file(path, first_seq=_next_seq(events), keep=keep, data=data, spans=spans,
+                                                reply_only=reply_only))
+            else:
+                events.extend(_read_apart(path, data, spans, keep, reply_only, oob, _next_seq(events)))
         else:
             events.extend(read_session_file(path, first_seq=_next_seq(events), keep=keep, data=data))
         sources.append(name)
@@ -566,6 +562,29 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
         sources.append(RESPONSE_FILE)
     events.sort(key=lambda e: (0 if e.source == EVENTS_FILE or e.source not in WITNESS_LOGS + (RESPONSE_FILE,) else 1, e.seq))
     return AuditLog(derive(events), facts, sources, folder.names())
+
+
+def _read_apart(path: Path, data: bytes, spans: list[tuple[int, int]], keep: Callable[[int], bool] | None,
+                reply_only: dict[int, dict[str, Any]] | None, oob: set[int], first_seq: int) -> list[Event]:
+    """A gateway log with out-of-band lines (`out_of_band_lines`): the agent's client's lines and the others are
+    read by two normalisers, then put back in line order and numbered from `first_seq`.
+
+    Why apart: a normaliser emits a prompt the first time it sees it. Read together, an out-of-band request that
+    re-sends a message the agent's client had sent (the task prompt itself, re-asked by a script through the
+    gateway socket) made no event, so nothing marked it and the out-of-band finding never fired; and whether it
+    made one depended on which of the client's lines were read (the fast path reads fewer). Read apart, every
+    out-of-band line is read whole by a normaliser that saw only such lines, on both paths."""
+    own = (lambda n: n not in oob) if keep is None else (lambda n: n not in oob and keep(n))
+    if reply_only:
+        reply_only = {n: reply for n, reply in reply_only.items() if n not in oob}
+    read = read_session_file(path, keep=own, data=data, spans=spans, reply_only=reply_only)
+    for event in read_session_file(path, keep=oob.__contains__, data=data, spans=spans):
+        event.data = dict(event.data or {}, out_of_band=True)  # the agent wrote that request itself: all of it is evidence
+        read.append(event)
+    read.sort(key=lambda e: e.line or 0)  # stable: each line's events keep their order
+    for seq, event in enumerate(read, start=first_seq):
+        event.seq = seq
+    return read
 
 
 # The attempt folder's files the auditor reads: a listed name that equals one of them but for case (or that is

@@ -225,30 +225,28 @@ class GatewayNormaliser:
 
     def __init__(self) -> None:
         self._seen: set[Any] = set()  # tuples of ASCII strings, else hex digests (`_first`)
-        self._done: dict[str, tuple[int, str]] = {}  # list key -> (items already read, hash of the first)
-        self._heads: dict[str, tuple[Any, str]] = {}  # list key -> (the first item last hashed, its hash)
+        self._last: dict[str, list[Any]] = {}  # list key -> the items of the last request read
         self._system = ""  # the last system prompt text seen (`_request`)
 
     def _new_items(self, key: str, items: list[Any]) -> list[Any]:
-        """Conversation history only grows: read just what follows the part read before.
+        """The items from the first one that differs from the last request's item at the same place.
 
-        When the history was rewritten (compaction: shorter, or a different first item)
-        everything is read again; the content hashes still keep repeats out.
+        Why not "what follows the count read before": a client may rewrite history in place (same count, same
+        first item, an old tool result edited to hold the answer), and what the model was shown then is in an
+        item that count would skip. Compaction (shorter, or another first item) reads from where it differs.
+        Reading from too early costs only time: `_first` keeps repeats out.
 
-        A first item that is the very object hashed last time (a line read with the items of a line before it,
-        conversation_splice.py) has that hash: nothing mutates a parsed line, and the object is held here, so
-        its identity is not reused. Any other first item is serialised and hashed.
-        """
-        head_of = self._heads.get(key)
-        if items and head_of is not None and head_of[0] is items[0]:
-            head = head_of[1]
-        else:
-            head = hashlib.blake2b(_key(items[:1]), digest_size=8).hexdigest()
-            if items:
-                self._heads[key] = (items[0], head)
-        done, seen_head = self._done.get(key, (0, ""))
-        start = done if (seen_head == head and done <= len(items)) else 0
-        self._done[key] = (len(items), head)
+        Cost: the comparison is C's; items a line shares with the line before (conversation_splice.py) are the
+        same objects, so each is an identity check; a line parsed whole is compared item by item, at about the
+        cost of having parsed it."""
+        before = self._last.get(key)
+        self._last[key] = items
+        if not before:
+            return items
+        shared = min(len(before), len(items))
+        if items[:shared] == before[:shared]:
+            return items[shared:]
+        start = next((i for i in range(shared) if items[i] != before[i]), 0)
         return items[start:]
 
     def _first(self, *parts: Any) -> bool:

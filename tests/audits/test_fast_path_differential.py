@@ -554,8 +554,6 @@ def random_session(root: Path, seed: int) -> Generated:
 # Their seeds still run; a seed there that diverges is reported as an expected failure naming the hole, one that
 # agrees passes (not every seed there diverges).
 OPEN_PLACES = {
-    "junction": "open hole: a gateway line that rewrites history in place (GatewayNormaliser._new_items trusts that "
-                "history only grows; the fast path, resuming from an older line, sees the rewrite and the full path does not)",
     "output_listing": "open hole: a tool result only in a gateway request half (not in events.jsonl) is searched for "
                       "secrets and evidence only, never for the static triggers (Prefilter.witness_lines)",
 }
@@ -887,7 +885,6 @@ def test_divergence_dotted_capital_i_ending_a_secret(tmp_path):
     assert_same(folder)
 
 
-@pytest.mark.xfail(reason='open: which out-of-band messages are new depends on which lines were read (GatewayNormaliser._first)', strict=True)
 def test_divergence_an_out_of_band_request_repeating_a_message_of_an_unkept_line(tmp_path):
     """`GatewayNormaliser._first` emits a message the first time it is seen. On the full path the agent's own
     line 2 (not kept on the fast path: no trigger in its reply) emits its user message; the out-of-band request
@@ -914,7 +911,6 @@ def rewrite_the_first_tool_result(lines: list[bytes]) -> list[bytes]:
     return lines
 
 
-@pytest.mark.xfail(reason=OPEN_PLACES['junction'], strict=True)
 def test_divergence_a_history_rewrite_seen_only_when_the_line_before_is_skipped(tmp_path):
     """`GatewayNormaliser._new_items` reads only the items after those of the last request it read. The agent's
     client rewrites an old tool result (same length, same first item) to hold the original name. The full path
@@ -1025,7 +1021,6 @@ def test_divergence_gateway_evidence_the_evidence_triggers_miss(tmp_path, eviden
 # full-path misses (the cheat is missed on both paths; another kind of hole)
 # ---------------------------------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(reason=OPEN_PLACES['junction'], strict=True)
 def test_full_path_miss_a_history_rewrite_in_the_gateway_log(tmp_path):
     """`GatewayNormaliser._new_items` trusts that history only grows: an old item rewritten in place (same count,
     same first item) is never read. Here line 4 re-sends the first tool result rewritten to hold the original
@@ -1037,7 +1032,6 @@ def test_full_path_miss_a_history_rewrite_in_the_gateway_log(tmp_path):
     assert full[0] != "clean", f"the full path misses it: {full} (fast {fast})"
 
 
-@pytest.mark.xfail(reason='open full-path miss: an out-of-band request re-sending the task prompt yields no new message, so no out-of-band finding', strict=True)
 def test_full_path_miss_an_out_of_band_request_repeating_the_task_prompt(tmp_path):
     """A script re-asks the task prompt itself through the gateway socket with another client: its message was
     already seen (line 1, `_first`), so it makes no event and `rule_network`'s out-of-band finding never fires."""

@@ -386,7 +386,7 @@ def test_a_tool_result_is_emitted_once_whatever_its_call_id_and_text_are_made_of
     normaliser = GatewayNormaliser()
     first = normaliser.feed(request(text))
     assert [d.text for d in first] == [text]
-    normaliser._done.clear()  # as after a compaction: the whole history is read again
+    normaliser._last.clear()  # as after a compaction: the whole history is read again
     again = normaliser.feed(request(text, text + "!"))
     assert [d.text for d in again] == [text + "!"]
 
