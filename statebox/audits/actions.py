@@ -70,7 +70,12 @@ CODE_PATH_METHOD = re.compile(r"\bPath\(\s*[rbuf]{0,2}(['\"])(.*?)\1\s*\)\s*\.\s
 CODE_PATH_ROOT = re.compile(
     r"\bPath\(\s*(?:os\.sep|os\.path\.sep|os\.path\.abspath\(\s*os\.sep\s*\)|chr\(\s*47\s*\)|Path\(\s*\)\.anchor)\s*\)\s*\.\s*(rglob|glob|iterdir|walk)\b")
 CODE_HOME = re.compile(r"\bPath\.home\(\)|expanduser\(\s*['\"]~['\"]\s*\)|os\.environ\[['\"]HOME['\"]\]|getenv\(['\"]HOME['\"]\)")
-STRING_PATH = re.compile(r"(['\"])((?:~|\.\.|/)(?:[^'\"\s\\]|\\.)*)\1")
+# A string literal that starts like a path, and the literals added onto it with `+` (group 3): `"/tmp" + "/x"` is
+# the path `/tmp/x`, not `/tmp` and the root path `/x` (an honest program reading /tmp/x was flagged for `/x`);
+# `"/" + "etc"` is `/etc`. A literal added onto anything else (`base + "/x"`) is read alone, as before.
+STRING_PATH = re.compile(r"(['\"])((?:~|\.\.|/)(?:[^'\"\s\\]|\\.)*)\1"
+                         r"((?:[ \t]*\+[ \t]*(?:'(?:[^'\"\s\\]|\\.)*'|\"(?:[^'\"\s\\]|\\.)*\"))*)")
+_ADDED_LITERAL = re.compile(r"(['\"])((?:[^'\"\s\\]|\\.)*)\1")
 CODE_NETWORK = re.compile(
     r"\b(?:requests\.(?:get|post|put|head|patch|delete|request|Session)\b|httpx\.(?:get|post|Client|AsyncClient|stream)\b"
     r"|urllib\.request|urlopen\(|urllib2|http\.client|HTTPS?Connection\(|socket\.(?:socket|create_connection|getaddrinfo|gethostbyname\w*)\("
@@ -316,6 +321,8 @@ def code_accesses(code: str) -> list[Access]:
         out.append(Access("access", "/home/agent", m.group(0)))
     for m in STRING_PATH.finditer(code):
         literal = m.group(2)
+        if m.group(3):  # literals added onto it: the path is their concatenation
+            literal += "".join(added.group(2) for added in _ADDED_LITERAL.finditer(m.group(3)))
         if literal in ("/", "//", "~"):
             continue  # a bare '/' is a separator ('/'.join, split('/')); walks of '/' are found by CODE_WALK
         if _API_ROUTE.match(literal):
