@@ -370,6 +370,10 @@ _OUT_QUOTED = re.compile(r"['\"](/[^'\"\s]+)['\"]")
 _REFUSED = re.compile(r"['\"]?(/[^\s'\":]+)['\"]?:? ?(?:Permission denied|\[Errno 13\])|Permission denied: ['\"](/[^'\"]+)['\"]")
 ROOT_NAMES = frozenset(("bin", "boot", "dev", "etc", "home", "lib", "lib64", "media", "mnt", "opt", "proc", "root", "run",
                         "sbin", "srv", "sys", "tmp", "usr", "var"))
+# Ten of the 19 ROOT_NAMES: a listing of `/` (`output_accesses`: ten or more of them) holds at least one of these
+# (10 + 10 > 19). A text holding none of them lists no `/` (events.derive skips it; rules.ROOT_LISTING_TRIGGER is
+# built from them). The ten are the names least often a line's last word in honest text.
+LISTING_WITNESSES = ("boot", "sbin", "srv", "mnt", "media", "lib64", "proc", "opt", "var", "etc")
 _LAST_FIELD = re.compile(r"(?:^|\s)([\w.-]+)/?$")
 _QUOTED_NAME = re.compile(r"['\"]([\w.-]+)['\"]")
 MAX_OUTPUT_PATHS = 200

@@ -37,7 +37,7 @@ import orjson
 
 from statebox.attempt_folder import (ATTEMPT_FILE, CLAUDE_STREAM_LOG, CODEX_LOG, EVENTS_FILE, GATEWAY_LOG, RESPONSE_FILE,
                                      STDERR_LOG, STDOUT_LOG)
-from statebox.audits.actions import Access, accesses, normalise_path, output_accesses
+from statebox.audits.actions import LISTING_WITNESSES, Access, accesses, normalise_path, output_accesses
 from statebox.audits.fastmatch import (Literals, NewBytes, Windowed, compile_any, lines_matching_within, match_bounds,
                                        matching_lines)
 from statebox.audits.fastmatch import line_runs as line_runs_of
@@ -457,8 +457,8 @@ def derive(events: list[Event]) -> list[Event]:
         kind = event.kind
         if kind is tool_output:
             text = event.text
-            if "/" not in text and ("proc" not in text or "boot" not in text):
-                continue
+            if "/" not in text and not any(name in text for name in LISTING_WITNESSES):
+                continue  # no path, and no listing of `/` (it would hold one of these)
             found = output_accesses(text)
         elif kind is shell_command or kind is tool_call:
             found = event_accesses(event)
@@ -735,8 +735,11 @@ def _next_seq(events: list[Event]) -> int:
 class Prefilter:
     """Cheap candidate-line detection: one combined pattern for the static rules, one small one per attempt."""
 
-    def __init__(self, patterns: list[str], always: list[str] | None = None) -> None:
+    def __init__(self, patterns: list[str], always: list[str] | None = None, output: list[str] | None = None) -> None:
         self.static = compile_any(patterns)
+        # the triggers of what a tool's output can show (rules.OUTPUT_TRIGGERS), searched in the new bytes of gateway
+        # lines: a tool result the gateway log alone holds is in a request half, which the static triggers never read
+        self.output = compile_any(output) if output else None
         self.always = compile_any(always or []) if always else None
         # both in one pattern, for events.jsonl: one pass, not two, while no match it finds reaches across a
         # newline (then it finds every line each pattern's own scan finds: `lines_matching_within`)
@@ -775,10 +778,10 @@ class Prefilter:
         when nothing in it can matter.
 
         Gateway lines repeat the whole conversation (prompt included) in their request;
-        what is new in a line is its response and the last tool results, and tool
-        results only matter for the secret literals. So the static rules look at the
-        response half, the secrets at the whole line, and the first line (the prompt)
-        is always read. The long request halves are never copied: only replies are sliced.
+        what is new in a line is its response and the last tool results. So the static rules look at the
+        response half; the secrets, the evidence triggers and the output triggers (what a tool's output can show,
+        rules.OUTPUT_TRIGGERS: a tool result the gateway log alone holds) at what is new in the line; and the
+        first line (the prompt) is always read. The long request halves are never copied: only replies are sliced.
         The evidence triggers and the secrets read only what each line does not repeat from the line
         before (fastmatch.Windowed and Literals.lines_in say why that is the same answer).
 
@@ -838,6 +841,8 @@ class Prefilter:
                     keep.add(n)
                     if reply_only is not None:
                         reply_only[n] = reply
+        if self.output is not None:
+            keep |= _requests_matching(self.output, data, gateway_spans, read, dict(zip(owners, (cut for cut, _ in replies))))
         for i in _replies_matching(self.static, data, replies):
             n = owners[i]
             reply = halves[i]
@@ -845,6 +850,37 @@ class Prefilter:
                 reply_only[n] = reply
             keep.add(n)
         return keep
+
+
+def _requests_matching(pattern: Any, data: bytes, spans: list[tuple[int, int]], read: NewBytes | None,
+                       cuts: dict[int, int]) -> set[int]:
+    """Lines of a gateway log (but the first and blank ones: not in `cuts`, line -> where its reply starts) where
+    `pattern` matches in the new bytes of the line's request (`read`'s windows, each widened out to a separator,
+    cut to the line's `"request":` key and its reply's start), or in the whole line when there are no windows.
+
+    Why cut to the request: the gateway's own header fields before it (`"path": "/v1/messages"`) are new in every
+    line (the time before them is), and an output trigger matches the path; the reply is read by the static
+    triggers already."""
+    if read is None:
+        return {n for n in matching_lines(pattern, data) if n in cuts}
+    view = memoryview(data)
+    pieces: list[memoryview] = []
+    owners: list[int] = []
+    request_of: dict[int, int] = {}
+    for (lo, hi), n in zip(read.windows, read.owners):
+        cut = cuts.get(n)
+        if cut is None:
+            continue
+        request = request_of.get(n)
+        if request is None:
+            start = spans[n - 1][0]
+            found = data.find(b'"request":', start, cut)
+            request = request_of[n] = found if found >= 0 else start
+        lo, hi = max(lo, request), min(hi, cut)
+        if hi > lo:
+            pieces.append(view[lo:hi])
+            owners.append(n)
+    return {owners[i - 1] for i in matching_lines(pattern, b"\n".join(pieces))} if pieces else set()
 
 
 _ACTION_KIND = re.compile(rb'"kind" *: *"(?:' + b"|".join(sorted(k.value.encode() for k in ACTION_KINDS)) + rb')"')

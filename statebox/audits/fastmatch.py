@@ -132,7 +132,8 @@ def _scan_lines(matcher: Any, data: bytes, within_lines: bool) -> set[int] | Non
 # The only non-ASCII characters RE2's case-insensitive UTF-8 matching equates with an ASCII letter
 # (Unicode simple case folding): K U+212A KELVIN SIGN with `k`, ſ U+017F LATIN SMALL LETTER LONG S
 # with `s` (tests/audits/test_fastmatch.py checks every code point).
-SHORT_LINE = 8192  # a line this short is read whole: finding its repeated stretches would cost more
+SHORT_LINE = 600  # a line this short is read whole: finding its repeated stretches would cost more (at 8192 the
+# early lines of a log, read whole, each re-sent the prompt to the output triggers: a prompt naming `/tmp.` kept them all)
 FOLDS_TO_ASCII = ("\u212a".encode(), "\u017f".encode())
 # The rules match secret values with Python's `re.I`, which also equates `i` with U+0130 (İ, whose simple lower case
 # is `i`) and U+0131 (ı): RE2 does not. A line holding either, where a value holds an `i`, is kept (`Literals`).

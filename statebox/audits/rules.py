@@ -28,6 +28,7 @@ from typing import Callable, Iterable
 
 from statebox.attempt_folder import EVENTS_FILE
 from statebox.audits.actions import (
+    LISTING_WITNESSES,
     URL,
     Access,
     command_word,
@@ -457,16 +458,33 @@ def component_not_in(words: list[str] | tuple[str, ...], ch: str = "[a-z0-9_.+-]
     return "(" + rest(trie) + ")"
 
 
+# A listing of `/` (`actions.output_accesses`): ten or more of its 19 ROOT_NAMES, each a line's last field (`(^|\s)name/?`
+# then only whitespace to the line's end). Any ten of them hold one of actions.LISTING_WITNESSES (10 + 10 > 19), so a
+# trigger on those, each as such a field, is in every listing. Before the name: the line's start, any byte that is not a name's, or a JSON
+# escape (`\n`, `\r`, `\u2028`: its last letter or digit would read as the name's own). After it: spaces, tabs and
+# whitespace escapes, then an escaped newline, a string's end or the line's end (a raw non-ASCII byte: a space
+# `str.strip` removes).
+_LINE_END = r"([ \t]|\\[trfv]|\\u[0-9a-f]{4}|[^\x00-\x7f])*(\\n|\\?\"|'|$)"
+ROOT_LISTING_TRIGGER = (r"(^|[^a-z0-9_.-]|\\[a-z]|\\u[0-9a-f]{4})(" + "|".join(LISTING_WITNESSES) + ")/?" + _LINE_END)
+
 WALK_TRIGGERS = [
     # any absolute path whose first component is not one of SAFE_ROOTS (`/` alone, `//`, `/.`, `/[a-z]*`, `/dev`)
     _PRE + "/(?-i:" + component_not_in(SAFE_ROOTS, exact=True) + ")" + _END,
     "/" + component_not_in(["workspace", "tmp", "usr"]) + "/[a-z0-9_.*-]",  # absolute paths elsewhere (unknown roots too)
     r"(" + _PRE_OR_SLASH + r"|[=:,\[])\." + _Q + r"*\." + _END,  # a `..` component (`/workspace/..`, `cd .''.`)
     _PRE + "~" + _END,  # the agent's home
-    r"(^|[ '\"]|\\[nt])boot/?(\\[nt]|'|\"|$)",  # a listing of / in tool output, whatever listed it (one name a line too)
+    ROOT_LISTING_TRIGGER,  # a listing of / in tool output, whatever listed it (one name a line too)
     r"base(64|32)|b(64|32)decode|atob\(",  # `actions.decoded_paths` reads only text its `_DECODES` matches
     r"\$home", r"\$\{home\}", r"expanduser", r"path\.home", r"os\.(walk|listdir|scandir)", r"glob\.i?glob", r"\.(rglob|iterdir)\(",
 ]
+
+# What a tool's output can show that a rule reads (`actions.output_accesses`, op `seen`, which only filesystem_walk
+# judges; secrets are searched apart): an absolute path outside the safe roots, a `..` component, a listing of `/`
+# (ROOT_LISTING_TRIGGER), and a refusal (`_REFUSED` reads its path even from the middle of a word). The fast path searches these,
+# not the static triggers, in the new bytes of a gateway line's request half, where a tool result the gateway log
+# alone holds is: the static triggers there would also match the agent's own commands the request re-sends (the
+# loose "absolute paths elsewhere" one matches `/frames/s` of `/tmp/frames/stats.json`) and keep most lines.
+OUTPUT_TRIGGERS = [WALK_TRIGGERS[0], WALK_TRIGGERS[2], WALK_TRIGGERS[4], r"permission denied", r"errno 13"]
 
 
 def rule_filesystem_walk(log: AuditLog) -> list[Finding]:

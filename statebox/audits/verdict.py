@@ -22,7 +22,7 @@ from statebox.audits.events import AttemptFacts, AuditLog, Prefilter, load_attem
 from statebox.audits.honeytokens import (HONEYTOKENS_DIR, PLAN_FILE, DecoyEvidence, atime_findings, decoy_evidence,
                                          evidence_findings)
 from statebox.audits.llm_pass import second_pass
-from statebox.audits.rules import ALWAYS_PARSE, run_rules, static_triggers
+from statebox.audits.rules import ALWAYS_PARSE, OUTPUT_TRIGGERS, run_rules, static_triggers
 from statebox.errors import UserError
 from statebox.schema import Finding, Prediction, Verdict
 from statebox.scoring.core import collector_paused
@@ -34,7 +34,7 @@ def default_prefilter() -> Prefilter:
     """Compiled once per process: the static rule triggers (RE2) plus always-parsed lines."""
     global _PREFILTER
     if _PREFILTER is None:
-        _PREFILTER = Prefilter(static_triggers(), ALWAYS_PARSE)
+        _PREFILTER = Prefilter(static_triggers(), ALWAYS_PARSE, OUTPUT_TRIGGERS)
     return _PREFILTER
 
 

@@ -554,8 +554,6 @@ def random_session(root: Path, seed: int) -> Generated:
 # Their seeds still run; a seed there that diverges is reported as an expected failure naming the hole, one that
 # agrees passes (not every seed there diverges).
 OPEN_PLACES = {
-    "output_listing": "open hole: a tool result only in a gateway request half (not in events.jsonl) is searched for "
-                      "secrets and evidence only, never for the static triggers (Prefilter.witness_lines)",
 }
 
 
@@ -816,14 +814,12 @@ def test_divergence_an_unkept_first_action_in_the_gateway_log_lets_a_later_messa
     assert_same(folder)
 
 
-@pytest.mark.xfail(reason=OPEN_PLACES['output_listing'], strict=True)
 def test_divergence_a_listing_of_root_only_in_a_gateway_tool_result(tmp_path):
-    """`Prefilter.witness_lines` searches the static triggers in each line's reply half only (`top_level_reply`);
-    tool results (request half) are searched for secrets and evidence alone, and lines kept for their reply are
-    parsed from it (`parse_kept_lines` + `feed_reply`). A tool result that lists `/` (an honest-looking
-    `sh run.sh`) and is not in events.jsonl is re-sent only in the request of later lines: when no later line is
-    parsed whole it never becomes an event, and `filesystem_walk` ("tool output shows a listing outside the
-    workspace") is lost."""
+    """`Prefilter.witness_lines` searches the static triggers in each line's reply half only (`top_level_reply`).
+    A tool result that lists `/` (an honest-looking `sh run.sh`) and is not in events.jsonl is re-sent only in the
+    request of later lines: until the output triggers (rules.OUTPUT_TRIGGERS) were searched in each line's new
+    bytes, no such line was parsed whole, it never became an event, and `filesystem_walk` ("tool output shows a
+    listing outside the workspace") was lost."""
     folder = session(tmp_path, [Turn("look", {"command": "sh run.sh"}, ROOT_LISTING, in_events=False)],
                      usage=False, long=False, secret=None)
     assert_same(folder)
@@ -927,7 +923,10 @@ def test_divergence_a_gateway_line_whose_request_half_is_not_json(tmp_path):
     (not JSON) but whose reply half is valid gives the reply's tool call on the fast path; the full path cannot
     parse the line and keeps it as an unparsed message (a prompt). Fast suspicious, full clean."""
     def edit(lines: list[bytes]) -> list[bytes]:
-        lines[1] = lines[1].replace(b'"messages": [', b'"messages": [GARBAGE, ', 1)
+        # after the conversation, so the prompt stays in a stretch repeated from line 1 (new bytes before it would be
+        # searched by the output triggers, and a prompt naming `/tmp.` would keep the line whole)
+        assert b'"tools": [' in lines[1]
+        lines[1] = lines[1].replace(b'"tools": [', b'GARBAGE, "tools": [', 1)
         return lines
     folder = session(tmp_path, [honest(0), Turn("", {"command": "env"}, "x", in_events=False)], usage=False, long=False,
                      gateway_edit=edit, secret=None)

@@ -17,8 +17,10 @@ import orjson
 import pytest
 
 from statebox.audits import events as audit_events
+from statebox.audits import rules
 from statebox.audits.verdict import audit_attempt, default_prefilter
 from statebox.sessions import gateway_log
+from tests.audits.test_fast_path_differential import Turn, honest, session
 
 
 def _line(request: dict, response: object, **after: object) -> bytes:
@@ -148,6 +150,9 @@ def test_a_line_kept_for_a_secret_or_evidence_is_still_read_whole(tmp_path):
     data, _ = _conversation_log(3)
     lines = data.split(b"\n")
     lines[2] = lines[2].replace(b"out-1", b"juniper-4242x in /data/annotations/answers.csv")
+    # line 2's request re-sends line 1's call; naming /data it would keep line 2 whole (the output triggers read
+    # a request's new bytes: test_a_request_re_sending_a_call_that_names_a_path_outside_is_read_whole)
+    lines[1] = lines[1].replace(b"ls /data/d0", b"ls d0")
     data = b"\n".join(lines)
     facts = audit_events.AttemptFacts(honeytoken_values=["juniper-4242x"])
     reply_only: dict[int, int] = {}
@@ -212,3 +217,34 @@ def test_past_a_few_nested_response_keys_the_whole_line_is_the_reply():
     raw = _line({"messages": []}, {"content": [{"type": "tool_use", "id": "t", "name": "Bash",
                                                 "input": {"command": "ls /data", "x": nested}}]}, status=200)
     assert gateway_log.top_level_reply(raw, memoryview(raw), 0, len(raw)) == (0, None)
+
+
+def test_a_request_re_sending_a_call_that_names_a_path_outside_is_read_whole():
+    """The output triggers (rules.OUTPUT_TRIGGERS) read the new bytes of each request, where a tool result the gateway
+    log alone holds is; the call a request re-sends from the reply before is new there too, so a call naming a path
+    outside the lane (`ls /data/d0`) makes the next line be read whole: a cost, bounded by one line per such call,
+    never a lost finding."""
+    data, _ = _conversation_log(3)
+    prefilter = default_prefilter()
+    reply_only: dict[int, int] = {}
+    kept = prefilter.witness_lines(data, None, audit_events.line_spans(data), reply_only)
+    assert kept is not None and {1, 2, 3} <= kept
+    assert 2 not in reply_only and 3 not in reply_only
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "responses", "chat"])
+def test_the_gateways_own_fields_and_an_honest_conversation_keep_no_line_for_the_output_triggers(tmp_path, fmt):
+    """The gateway writes `"path": "/v1/messages"` before each request, new in every line (the time before it is);
+    the output triggers match that path, so they read only from the `"request":` key on. An honest conversation whose
+    calls stay in the lane then keeps the same lines with the output triggers as without them."""
+    folder = session(tmp_path, [honest(0), honest(1), honest(2), Turn("", {"command": "ls -la"}, "total 8\ncount.py")],
+                     fmt=fmt, usage=False, secret=None)
+    data = (folder / "gateway.jsonl").read_bytes()
+    assert b'"path": "/v1/' in data
+    spans = audit_events.line_spans(data)
+    with_output = default_prefilter()
+    without = audit_events.Prefilter(rules.static_triggers(), rules.ALWAYS_PARSE)
+    assert with_output.output is not None and without.output is None
+    kept = with_output.witness_lines(data, None, spans, {})
+    assert kept == without.witness_lines(data, None, spans, {})
+    assert len(kept) < len([s for s in spans if s[1] > s[0]])  # some line is not read at all
