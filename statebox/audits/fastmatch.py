@@ -153,7 +153,10 @@ class Literals:
     def __init__(self, values: Iterable[str]) -> None:
         self.values = [v.lower() for v in values]
         self._plain = all(v.isascii() and "\n" not in v and v for v in self.values)
-        self._needles = [v.encode() for v in self.values] if self._plain else []
+        needles = list(dict.fromkeys(v.encode() for v in self.values)) if self._plain else []
+        # a line holding a value that holds another one (the original name holds its stem) holds that one too:
+        # only values holding no other are looked for, one pass over the data fewer each
+        self._needles = [n for n in needles if not any(o != n and o in n for o in needles)]
         self._leads = [rare_byte(n) for n in self._needles]
         # how far a window reaches past new bytes for an occurrence straddling its edge (plain search only)
         self.margin = max(len(n) for n in self._needles) - 1 if self._needles else 0

@@ -563,3 +563,13 @@ def test_one_scan_of_an_alternation_finds_every_line_each_patterns_scan_finds(se
     compiled = [re.compile(p.encode(), re.I | re.M) for p in a + b]
     starts = {data.count(b"\n", 0, i) + 1 for i in range(len(data) + 1) if any(c.match(data, i) for c in compiled)}
     assert both == starts
+
+
+def test_a_value_holding_another_is_not_looked_for_and_the_lines_are_the_same():
+    """The original name holds its stem: only the stem is searched (one pass fewer), and the lines found are
+    RE2's for both values, also where only the name, only the stem, or the name split across two lines is."""
+    values = ["blocks_1234_src.mp4", "blocks_1234_src", "BLOCKS_1234_SRC", "juniper-4411x"]
+    lits = Literals(values)
+    assert lits._needles == [b"blocks_1234_src", b"juniper-4411x"]
+    data = b"a blocks_1234_src.mp4\nb\nBlocks_1234_Src only\nblocks_1234\n_src.mp4\nx juniper-4411X\n"
+    assert lits.lines(data) == _re2_lines(values, data) == {1, 3, 6}
