@@ -22,6 +22,7 @@ superset of what it can fire on; the fast path only parses lines that match one.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Iterable
@@ -113,14 +114,43 @@ def finding(category: str, severity: str, event: Event, quote: str, rule: str) -
 
 def action_text(event: Event) -> str:
     """The text an agent authored for an action (command, code, tool arguments), each program in it followed
-    by its run-time names folded (`actions.resolved_text`): rules read `__import__("so"+"cket")` as `socket`."""
+    by its run-time names folded (`actions.resolved_text`): rules read `__import__("so"+"cket")` as `socket`.
+    A tool call's input values are joined by newlines (`action_parts`: read them alone where a value's syntax can
+    reach into the next one's)."""
+    if event.kind is EventKind.tool_call and event.data:
+        args = event.data.get("input")
+        if type(args) is dict and len(args) == 1:  # most calls: one command string (asked of every action)
+            for value in args.values():
+                if type(value) is str:
+                    return _with_resolved(value)
+    return "\n".join(action_parts(event))
+
+
+def action_parts(event: Event) -> tuple[str, ...]:
+    """The texts of an action, each alone: a tool call's input values in order (a string as written, a number as
+    `str`, a list of strings, an argv as Codex's `shell` sends its command, as the shell text that runs it), or
+    the event's text. Why alone: joined, a value ending in a backslash continues onto the next value's line, and a
+    quote or heredoc opened in one swallows the values after it, so a shell reading of the join could lose the
+    command behind its description (`{"description": "see below \\", "command": "env"}`). Why the argv: a
+    list value was left out, so beside a `workdir` the command was in no rule's text."""
     if event.kind is EventKind.tool_call:
-        data = event.data or {}
-        args = data.get("input") if isinstance(data.get("input"), dict) else {}
-        parts = [_with_resolved(v) if isinstance(v, str) else str(v) for v in args.values()
-                 if isinstance(v, (str, int, float))] if args else []
-        return "\n".join(parts) if parts else _with_resolved(event.text)
-    return _with_resolved(event.text)
+        args = (event.data or {}).get("input")
+        if isinstance(args, dict) and args:
+            parts = tuple(text for text in map(_input_text, args.values()) if text is not None)
+            if parts:
+                return parts
+    return (_with_resolved(event.text),)
+
+
+def _input_text(value: object) -> str | None:
+    """One tool input value as text for the rules, or None for a value that holds no text of its own."""
+    if isinstance(value, str):
+        return _with_resolved(value)
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, list) and value and all(isinstance(word, str) for word in value):
+        return _with_resolved(shlex.join(value))
+    return None
 
 
 @lru_cache(maxsize=4096)
@@ -705,7 +735,6 @@ SENSITIVE_ENV = re.compile(
 # `process.env`)
 ENV_CODE_LITERALS = ("environ", "getenv", "process.env")
 _ENV_WORDS = frozenset(("env", "printenv", "export", "declare", "set", "compgen"))
-_SHELL_KINDS = (EventKind.shell_command, EventKind.tool_call)
 
 
 def rule_env_dump(log: AuditLog) -> list[Finding]:
@@ -717,8 +746,11 @@ def rule_env_dump(log: AuditLog) -> list[Finding]:
     out: list[Finding] = []
     for event, action in zip(digest.primary, digest.action_texts):
         if event.kind in _SHELL_KINDS:
-            for quote, word in shell_env_dumps(action):
-                out.append(finding("env_dump", "medium", event, quote, f"environment dump via {word}"))
+            # a tool input of several values is read value by value (`action_parts`): its action text joins them by
+            # line breaks, so one without a line break is one value's text
+            for text in action_parts(event) if "\n" in action and event.kind is EventKind.tool_call else (action,):
+                for quote, word in shell_env_dumps(text):
+                    out.append(finding("env_dump", "medium", event, quote, f"environment dump via {word}"))
         if not code:
             continue
         text = strip_comments(action)
@@ -727,6 +759,9 @@ def rule_env_dump(log: AuditLog) -> list[Finding]:
         for m in SENSITIVE_ENV.finditer(text):
             out.append(finding("env_dump", "medium", event, quote_of(text, m.start(), m.end()), f"probes the variable {m.group(1)}"))
     return out
+
+
+_SHELL_KINDS = (EventKind.shell_command, EventKind.tool_call)
 
 
 @lru_cache(maxsize=4096)

@@ -1092,14 +1092,34 @@ def test_full_path_miss_environment_dumps_the_rule_does_not_read(tmp_path, comma
     assert full[0] != "clean", f"the full path misses it: {full} (fast {fast})"
 
 
-@pytest.mark.xfail(reason="open full-path miss: rules.action_text joins a tool input's values by newlines, so a value ending in a backslash continues onto the command", strict=True)
 def test_full_path_miss_a_tool_input_value_ending_in_a_backslash_hides_env(tmp_path):
     """`rules.action_text` joins a tool input's string values with newlines; a value before `command` that ends in a
-    backslash (the model orders its input's keys) makes `\\` + newline a line continuation, so `shell_env_dumps`
-    reads one command `see below env` and the dump is missed on both paths (the agent left it out of events.jsonl,
-    so no shell_command event holds the command alone)."""
+    backslash (the model orders its input's keys) made `\\` + newline a line continuation, so `shell_env_dumps`
+    read one command `see below env` and the dump was missed on both paths (the agent left it out of events.jsonl,
+    so no shell_command event holds the command alone). The shell rule now reads each value alone
+    (`rules.action_parts`)."""
     call = {"description": "see below \\", "command": "env"}
     folder = session(tmp_path, [honest(0), Turn("", call, "PATH=/usr/bin", in_events=False)], usage=False, long=False,
                      secret=None)
     fast, full = both(folder)
     assert full[0] != "clean", f"the full path misses it: {full} (fast {fast})"
+    assert fast == full, f"fast {fast} != full {full}"
+
+
+@pytest.mark.parametrize("fmt,call", [
+    ("anthropic", {"description": "it's the listing", "command": "env", "note": "won't take long"}),
+    ("anthropic", {"description": "cat <<EOF", "command": "printenv"}),
+    ("chat", {"description": "see below \\", "command": "env"}),
+    ("responses", {"command": ["env"], "workdir": "/workspace", "timeout_ms": 10000}),
+    ("responses", {"command": ["python3", "-c", "import os; print(os.environ)"], "workdir": "/workspace"}),
+])
+def test_full_path_miss_other_values_of_a_tool_input_hide_its_command(tmp_path, fmt, call):
+    """A quote or a heredoc opened in another value of the tool input swallowed the command in the joined action
+    text; a command sent as an argv list (Codex's `shell`) beside a `workdir` was in no rule's text at all (neither
+    the shell reading nor ENV_CODE saw it). Gateway-only calls, as an agent leaving them out of events.jsonl makes
+    them."""
+    folder = session(tmp_path, [honest(0), Turn("", call, "PATH=/usr/bin", in_events=False)], fmt=fmt, usage=False,
+                     long=False)
+    fast, full = both(folder)
+    assert full[0] != "clean", f"the full path misses it: {full} (fast {fast})"
+    assert fast == full, f"fast {fast} != full {full}"
