@@ -135,11 +135,12 @@ def attempt_dirs(run_dir: Path) -> list[Path]:
 
 
 def audit_run(run_dir: Path, policy: Any = None, *, write: bool = True, keep_logs: bool = False,
-              jobs: int = 1, progress: Callable[[int, int], None] | None = None) -> list[AuditedAttempt]:
+              jobs: int = 1, progress: Callable[[int, int], None] | None = None, full: bool = False) -> list[AuditedAttempt]:
     """Audit every attempt of a run (or one attempt folder); writes each verdict.json.
 
     `jobs` > 1 audits the attempt folders in that many worker processes (same rows, same order).
-    `progress(done, total)` is told after each attempt."""
+    `progress(done, total)` is told after each attempt. `full`: every line of every log is parsed (no prefilter):
+    the reference reading the fast path is fuzzed against, for a run folder some other tool wrote."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: no such run folder or session file")
@@ -151,10 +152,10 @@ def audit_run(run_dir: Path, policy: Any = None, *, write: bool = True, keep_log
             # attempts are independent (each reads and writes only its own folder): a process pool scales
             # the auditor over cores the way `rg` does over files; rows come back in folder order
             pool = stack.enter_context(ProcessPoolExecutor(max_workers=min(jobs, len(dirs))))
-            judged = pool.map(_audit_folder, dirs, repeat(policy), repeat(write), repeat(False),
+            judged = pool.map(_audit_folder, dirs, repeat(policy), repeat(write), repeat(False), repeat(full),
                               chunksize=max(1, len(dirs) // (jobs * 8)))
         else:
-            judged = map(_audit_folder, dirs, repeat(policy), repeat(write), repeat(keep_logs))
+            judged = map(_audit_folder, dirs, repeat(policy), repeat(write), repeat(keep_logs), repeat(full))
         rows: list[AuditedAttempt] = []
         for row in judged:
             rows.append(row)
@@ -163,14 +164,14 @@ def audit_run(run_dir: Path, policy: Any = None, *, write: bool = True, keep_log
     return rows
 
 
-def _audit_folder(attempt_dir: Path, policy: Any, write: bool, keep_log: bool) -> AuditedAttempt:
+def _audit_folder(attempt_dir: Path, policy: Any, write: bool, keep_log: bool, full: bool = False) -> AuditedAttempt:
     """One row of `audit_run` (module level, so a worker process can run it).
 
     The cyclic collector is paused while one attempt is read and judged (its objects hold no cycles): with it
     running, a session of 16,000 actions cost twice as much per action as one of 300 (it re-scanned the
     session's events at each allocation burst)."""
     with collector_paused():
-        log = load_attempt(attempt_dir, default_prefilter())
+        log = load_attempt(attempt_dir, None if full else default_prefilter())
         evidence = _decoy_evidence(attempt_dir, log)
         verdict = _with_second_pass(verdict_of(log, policy, evidence_findings(evidence)), log, policy, attempt_dir)
     if write:

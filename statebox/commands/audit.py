@@ -61,6 +61,8 @@ def register(app: typer.Typer) -> None:
         html_out: Optional[Path] = typer.Option(None, "--html", help="Also write an HTML audit report to this file."),
         scores_out: Optional[Path] = typer.Option(None, "--write-scores", help="Inspect log: write a copy with a "
                                                   "statebox_audit score per sample to this .eval/.json file."),
+        full: bool = typer.Option(False, "--full", help="statebox run folders: parse every line of every log (no "
+                                  "prefilter), the reference reading; for folders another tool wrote. Several times slower."),
     ) -> None:
         """Check sessions for the seven contamination categories and honeytokens; write verdicts."""
         policy = load_policy(policy_name)
@@ -71,6 +73,8 @@ def register(app: typer.Typer) -> None:
         flags = dict(original_name=original_name, item_id=item_id, question=question,
                      honeytoken_value=honeytoken_value, honeytoken_path=honeytoken_path)
         kind = _kind_of(target, fmt)
+        if kind == "other" and full:
+            raise UserError("--full is for statebox run folders (other harnesses' logs are always parsed whole)")
         if kind != "other" and (items_file is not None or scores_out is not None):
             raise UserError("--items and --write-scores are for other harnesses' logs (Inspect, Harbor, Claude Code, Codex)")
         if html_out is not None and (html_out.is_dir() or not html_out.parent.is_dir()):
@@ -85,7 +89,7 @@ def register(app: typer.Typer) -> None:
         elif target.is_dir() and no_write:
             with _progress() as display:
                 display.add("attempt folders", total=None)
-                rows = audit_run(target, policy, write=False, keep_logs=keep_logs, jobs=jobs,
+                rows = audit_run(target, policy, write=False, keep_logs=keep_logs, jobs=jobs, full=full,
                                  progress=lambda done, total: display.update("attempt folders", done=done, total=total))
         elif target.is_dir():
             # verdict.json is also the running run's to write: take the run folder's lock, so an
@@ -93,7 +97,7 @@ def register(app: typer.Typer) -> None:
             run_folder = _run_folder_of(target)
             with hold_run_lock(run_folder, role="audit"), _progress() as display:
                 display.add("attempt folders", total=None)
-                rows = audit_run(target, policy, write=True, keep_logs=keep_logs, jobs=jobs,
+                rows = audit_run(target, policy, write=True, keep_logs=keep_logs, jobs=jobs, full=full,
                                  progress=lambda done, total: display.update("attempt folders", done=done, total=total))
                 _record_in_store(run_folder, rows)
         else:
