@@ -326,14 +326,14 @@ def _read_events_jsonl(path: Path, keep: Callable[[int], bool] | None, data: byt
     if kept is None:
         for index, raw in enumerate(lines):
             if keep is not None and not keep(index + 1):
-                if raw[:1] != b"{" and raw.lstrip()[:1] not in (b"", b"{") and index < last:  # cheap shape check on skipped lines
+                if index < last and _misshapen(raw):  # cheap shape check on skipped lines
                     raise DataError(path, index + 1, "not a session event (not a JSON object)")
                 continue
             _read_event_line(path, raw, index, last, events)
         return events
     # a line led by whitespace is stripped before it is parsed (`_read_event_line`), as a kept one is
     bad = next((index for index, raw in enumerate(lines)
-                if raw[:1] != b"{" and index + 1 not in kept and index < last and raw.lstrip()[:1] not in (b"", b"{")), None)
+                if (raw[:1] != b"{" or raw[-1:] != b"}") and index + 1 not in kept and index < last and _misshapen(raw)), None)
     for index in sorted(n - 1 for n in kept if 0 < n <= len(lines)):
         if bad is not None and bad < index:
             break
@@ -341,6 +341,19 @@ def _read_events_jsonl(path: Path, keep: Callable[[int], bool] | None, data: byt
     if bad is not None:
         raise DataError(path, bad + 1, "not a session event (not a JSON object)")
     return events
+
+
+def _misshapen(raw: bytes) -> bool:
+    """Whether a skipped events.jsonl line (not the last) is not blank and, stripped of ASCII whitespace, does not
+    both start with `{` and end with `}`: then it is no JSON object, and the full parse refuses the file there.
+
+    Why both ends: a line torn in the middle of the file, or with bytes after its object, starts with `{` like any
+    other; only its end tells. A line that is both but is still no event (`{"kind": "nope"}`) is caught only where
+    it is parsed. `strip` copies only a line that does not already start and end with a brace."""
+    if raw[:1] == b"{" and raw[-1:] == b"}":
+        return False
+    stripped = raw.strip()
+    return bool(stripped) and not (stripped[:1] == b"{" and stripped[-1:] == b"}")
 
 
 def _read_event_line(path: Path, raw: bytes, index: int, last: int, events: list[Event]) -> None:
