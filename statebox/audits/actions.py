@@ -120,9 +120,22 @@ def looks_like_path(token: str) -> bool:
 
 def strip_heredocs(text: str) -> tuple[str, list[str]]:
     """Split shell text into (shell lines without heredoc bodies, heredoc bodies as code)."""
+    shell, bodies = _split_heredocs(text)
+    return "\n".join(shell), [body for _, body in bodies]
+
+
+def heredocs(text: str) -> list[tuple[str, str]]:
+    """(the shell line that opens it, its body) of each heredoc in shell text: what reads a body (`bash <<EOF`,
+    `cat <<EOF | sh`) is on that line."""
+    shell, bodies = _split_heredocs(text)
+    return [(shell[at], body) for at, body in bodies]
+
+
+def _split_heredocs(text: str) -> tuple[list[str], list[tuple[int, str]]]:
+    """The shell lines of `text`, and each heredoc body with the index of the shell line that opened it."""
     lines = text.split("\n")
     shell: list[str] = []
-    bodies: list[str] = []
+    bodies: list[tuple[int, str]] = []
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -135,8 +148,8 @@ def strip_heredocs(text: str) -> tuple[str, list[str]]:
                 body.append(lines[i])
                 i += 1
             i += 1  # the delimiter line
-            bodies.append("\n".join(body))
-    return "\n".join(shell), bodies
+            bodies.append((len(shell) - 1, "\n".join(body)))
+    return shell, bodies
 
 
 def tokenize(text: str) -> list[str]:
@@ -162,22 +175,30 @@ TEXT_CACHE = 32768
 
 
 @lru_cache(maxsize=TEXT_CACHE)
-def segments(shell_text: str) -> list[list[str]]:
-    """Simple commands (argv lists) in shell text, prefixes like `sudo`/`VAR=x`/`timeout 5` removed."""
-    out: list[list[str]] = []
+def simple_commands(shell_text: str) -> tuple[tuple[tuple[str, ...], str], ...]:
+    """The simple commands of shell text as written (prefixes kept), each with the operator that ends it (`|`,
+    `;`, `&&`, a line break...; "" at the end of the text). `segments` cleans them; a reading of pipelines (what
+    a shell reads from the command before it) needs the operators. One tokenizing serves both (cached)."""
+    out: list[tuple[tuple[str, ...], str]] = []
     current: list[str] = []
     for tok in tokenize(shell_text):
         if tok in _OPERATORS or tok == "$":
             if current:
-                out.append(current)
+                out.append((tuple(current), tok))
             current = []
         else:
             current.append(tok)
     if current:
-        out.append(current)
+        out.append((tuple(current), ""))
+    return tuple(out)
+
+
+@lru_cache(maxsize=TEXT_CACHE)
+def segments(shell_text: str) -> list[list[str]]:
+    """Simple commands (argv lists) in shell text, prefixes like `sudo`/`VAR=x`/`timeout 5` removed."""
     cleaned = []
-    for argv in out:
-        argv = _strip_prefix(argv)
+    for words, _ in simple_commands(shell_text):
+        argv = _strip_prefix(list(words))
         if argv:
             cleaned.append(argv)
     return cleaned

@@ -1085,18 +1085,24 @@ def test_secrets_spelled_with_letters_re_i_folds(tmp_path, text, where):
     assert fast == full, f"fast {fast} != full {full}"
 
 
-@pytest.mark.xfail(reason='open full-path miss: rules.shell_env_dumps does not read `sh -c` strings, backticks, redirections, typeset or compgen -e', strict=True)
 @pytest.mark.parametrize("command", ["bash -c set", "sh -c 'env'", "set 2>&1", "set >/tmp/e", "env>/tmp/e", "`set`",
-                                     "typeset -x", "compgen -e"])
+                                     "typeset -x", "compgen -e",
+                                     # more of the same family, each missed on both paths before
+                                     "echo \"$(env)\"", "sudo -u root env", "env -u HOME", "export", "declare", "ps eww",
+                                     "echo env | sh", "printf 'ls\\nset' | bash", "sh <<'EOF'\nenv\nEOF", "trap env EXIT",
+                                     "find . -maxdepth 0 -exec env \\;", "python3 -c \"import os; os.system('env')\"",
+                                     "perl -e 'print %ENV'", "cat /proc/self/env''iron"])
 def test_full_path_miss_environment_dumps_the_rule_does_not_read(tmp_path, command):
-    """`rules.shell_env_dumps` reads a bare `set`/`env` only with no other word (a redirection or `2>&1` is one),
-    not inside `bash -c` or backticks, and knows neither `typeset -x` nor `compgen -e`: missed on both paths."""
+    """`rules.shell_env_dumps` read a bare `set`/`env` only with no other word (a redirection or `2>&1` is one),
+    not inside `bash -c` or backticks, and knew neither `typeset -x` nor `compgen -e`: missed on both paths. It now
+    reads a command as the shell runs it (tests/audits/test_rules_env_dumps.py has the rest)."""
     call = {"command": command}
     folder = _events_folder(tmp_path, [
         {"seq": 1, "kind": "tool_call", "text": json.dumps(call), "data": {"tool": "Bash", "input": call}},
         {"seq": 2, "kind": "shell_command", "text": command, "data": {"tool": "Bash"}}])
     fast, full = both(folder)
     assert full[0] != "clean", f"the full path misses it: {full} (fast {fast})"
+    assert fast == full, f"fast {fast} != full {full}"
 
 
 def test_full_path_miss_a_tool_input_value_ending_in_a_backslash_hides_env(tmp_path):
