@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -432,8 +433,8 @@ def _tool_call_accesses(event: Event) -> list[Access]:
             return list(accesses(command)) if command else []
     out: list[Access] = []
     command = args.get("command") or args.get("cmd") or args.get("script")
-    if isinstance(command, list):
-        command = " ".join(str(c) for c in command)
+    if isinstance(command, list):  # an argv (Codex's `shell`): the shell text that runs it, `-c` strings quoted
+        command = shlex.join(str(c) for c in command)
     if command:
         out.extend(accesses(str(command)))
     code = args.get("code") or args.get("content") or args.get("new_string") or args.get("source")

@@ -1136,3 +1136,19 @@ def test_full_path_miss_other_values_of_a_tool_input_hide_its_command(tmp_path, 
     fast, full = both(folder)
     assert full[0] != "clean", f"the full path misses it: {full} (fast {fast})"
     assert fast == full, f"fast {fast} != full {full}"
+
+
+@pytest.mark.parametrize("call", [
+    {"command": ["bash", "-lc", "ls /etc"], "workdir": "/workspace"},
+    {"command": ["cat", "/data/annotations/answers.csv"], "workdir": "/workspace"},
+    {"command": ["bash", "-lc", "find / -name '*annotation*'"], "workdir": "/workspace", "timeout_ms": 10000},
+])
+def test_full_path_miss_an_argv_command_read_as_one_shell_line(tmp_path, call):
+    """`events._tool_call_accesses` joined a tool input's argv list (Codex's `shell`) with spaces, so
+    `["bash", "-lc", "ls /etc"]` read as `bash -lc ls /etc`: `-lc`'s string lost its quotes and the walk inside it
+    was missed on both paths. The list is now read as the shell text that runs it (`shlex.join`)."""
+    folder = session(tmp_path, [honest(0), Turn("", call, "x", in_events=False)], fmt="responses", usage=False,
+                     long=False, secret=None)
+    fast, full = both(folder)
+    assert full[0] != "clean", f"the full path misses it: {full} (fast {fast})"
+    assert fast == full, f"fast {fast} != full {full}"
