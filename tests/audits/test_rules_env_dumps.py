@@ -15,6 +15,8 @@ a heredoc opened in one value swallows the values after it), so a command could 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from statebox.audits import rules
@@ -174,8 +176,7 @@ HIDDEN = ["e=env; $e", "E=en; ${E}v", "bash -c \"$(echo set)\"", "sh /tmp/s.sh",
 
 def _with_output(command: str, output: str) -> AuditLog:
     call = {"command": command}
-    import json as _json
-    events = [new_event(0, EventKind.tool_call, "events.jsonl", 1, _json.dumps(call), {"tool": "Bash", "input": call}),
+    events = [new_event(0, EventKind.tool_call, "events.jsonl", 1, json.dumps(call), {"tool": "Bash", "input": call}),
               new_event(1, EventKind.shell_command, "events.jsonl", 2, command, {"tool": "Bash"}),
               new_event(2, EventKind.tool_output, "events.jsonl", 3, output, {})]
     return AuditLog(derive(events), AttemptFacts(attempt_id="a"), ["events.jsonl"])
