@@ -1111,12 +1111,7 @@ def test_full_path_miss_a_tool_input_value_ending_in_a_backslash_hides_env(tmp_p
     read one command `see below env` and the dump was missed on both paths (the agent left it out of events.jsonl,
     so no shell_command event holds the command alone). The shell rule now reads each value alone
     (`rules.action_parts`)."""
-    call = {"description": "see below \\", "command": "env"}
-    folder = session(tmp_path, [honest(0), Turn("", call, "PATH=/usr/bin", in_events=False)], usage=False, long=False,
-                     secret=None)
-    fast, full = both(folder)
-    assert full[0] != "clean", f"the full path misses it: {full} (fast {fast})"
-    assert fast == full, f"fast {fast} != full {full}"
+    assert_flagged_and_same(_gateway_only_call(tmp_path, {"description": "see below \\", "command": "env"}, "anthropic"))
 
 
 @pytest.mark.parametrize("fmt,call", [
@@ -1131,11 +1126,15 @@ def test_full_path_miss_other_values_of_a_tool_input_hide_its_command(tmp_path, 
     text; a command sent as an argv list (Codex's `shell`) beside a `workdir` was in no rule's text at all (neither
     the shell reading nor ENV_CODE saw it). Gateway-only calls, as an agent leaving them out of events.jsonl makes
     them."""
-    folder = session(tmp_path, [honest(0), Turn("", call, "PATH=/usr/bin", in_events=False)], fmt=fmt, usage=False,
-                     long=False)
-    fast, full = both(folder)
-    assert full[0] != "clean", f"the full path misses it: {full} (fast {fast})"
-    assert fast == full, f"fast {fast} != full {full}"
+    assert_flagged_and_same(_gateway_only_call(tmp_path, call, fmt, secret=S))
+
+
+def _gateway_only_call(tmp_path: Path, call: dict, fmt: str, secret: Secrets | None = None,
+                       output: str = "PATH=/usr/bin") -> Path:
+    """An attempt whose tool `call` (printing `output`), after an honest first action, is in the gateway log alone
+    (the agent left it out of events.jsonl)."""
+    return session(tmp_path, [honest(0), Turn("", call, output, in_events=False)], fmt=fmt, usage=False, long=False,
+                   secret=secret)
 
 
 @pytest.mark.parametrize("call", [
@@ -1147,8 +1146,4 @@ def test_full_path_miss_an_argv_command_read_as_one_shell_line(tmp_path, call):
     """`events._tool_call_accesses` joined a tool input's argv list (Codex's `shell`) with spaces, so
     `["bash", "-lc", "ls /etc"]` read as `bash -lc ls /etc`: `-lc`'s string lost its quotes and the walk inside it
     was missed on both paths. The list is now read as the shell text that runs it (`shlex.join`)."""
-    folder = session(tmp_path, [honest(0), Turn("", call, "x", in_events=False)], fmt="responses", usage=False,
-                     long=False, secret=None)
-    fast, full = both(folder)
-    assert full[0] != "clean", f"the full path misses it: {full} (fast {fast})"
-    assert fast == full, f"fast {fast} != full {full}"
+    assert_flagged_and_same(_gateway_only_call(tmp_path, call, "responses", output="x"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import orjson
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from statebox.audits import rules
 from statebox.audits.actions import LISTING_WITNESSES, ROOT_NAMES, output_accesses
 from statebox.audits.fastmatch import compile_any
-from tests.audits.test_fast_path_differential import Turn, _events_folder, both, honest, session
+from tests.audits.test_fast_path_differential import Turn, _events_folder, assert_flagged_and_same, honest, session
 
 OUTPUT = compile_any(rules.OUTPUT_TRIGGERS)
 
@@ -121,21 +122,7 @@ def test_a_listing_of_root_after_an_innocent_call_is_flagged_alike(tmp_path, lis
     """A listing of `/` spelled so the old `boot` trigger (`\\n`/`\\t` escapes around `boot` only) missed it: CRLF
     lines, no `boot` at all, a no-break space after each name. The full path reads it as a listing of `/`; the fast
     path must keep the line, in events.jsonl (static triggers) and in a gateway-only tool result (output triggers)."""
-    text = LISTINGS[listing]
-    if where == "events":
-        call = {"command": "sh run.sh"}
-        folder = _events_folder(tmp_path, [
-            {"seq": 1, "kind": "tool_call", "text": json.dumps(call), "data": {"tool": "Bash", "input": call}},
-            {"seq": 2, "kind": "shell_command", "text": "python3 /workspace/count.py", "data": {"tool": "Bash"}},
-            {"seq": 3, "kind": "tool_output", "text": "blobs=3", "data": {}},
-            {"seq": 4, "kind": "shell_command", "text": "sh run.sh", "data": {"tool": "Bash"}},
-            {"seq": 5, "kind": "tool_output", "text": text, "data": {}}])
-    else:
-        folder = session(tmp_path, [honest(0), Turn("look", {"command": "sh run.sh"}, text, in_events=False), honest(1)],
-                         usage=False, long=False, secret=None)
-    fast, full = both(folder)
-    assert full[0] != "clean", full
-    assert fast == full, f"fast {fast} != full {full}"
+    assert_flagged_and_same(_output_after_a_call(tmp_path, where, "sh run.sh", LISTINGS[listing]))
 
 
 @pytest.mark.parametrize("where", ["events", "gateway"])
@@ -148,18 +135,19 @@ def test_an_environment_printed_by_a_hidden_command_is_flagged_alike(tmp_path, w
     """`e=env; $e` hides the command from every reading of its text; its output is the environment. The fast path
     must keep that output's line: in events.jsonl (the static triggers) and in a gateway-only tool result (the output
     triggers)."""
-    command = "e=env; $e"
+    assert_flagged_and_same(_output_after_a_call(tmp_path, where, "e=env; $e", output))
+
+
+def _output_after_a_call(tmp_path: Path, where: str, command: str, output: str) -> Path:
+    """An attempt whose `command`, after an honest first action, printed `output`: in events.jsonl, or only in the
+    gateway log's request (a tool result events.jsonl lacks)."""
     if where == "events":
         call = {"command": command}
-        folder = _events_folder(tmp_path, [
+        return _events_folder(tmp_path, [
             {"seq": 1, "kind": "tool_call", "text": json.dumps(call), "data": {"tool": "Bash", "input": call}},
             {"seq": 2, "kind": "shell_command", "text": "python3 /workspace/count.py", "data": {"tool": "Bash"}},
             {"seq": 3, "kind": "tool_output", "text": "blobs=3", "data": {}},
             {"seq": 4, "kind": "shell_command", "text": command, "data": {"tool": "Bash"}},
             {"seq": 5, "kind": "tool_output", "text": output, "data": {}}])
-    else:
-        folder = session(tmp_path, [honest(0), Turn("look", {"command": "sh run.sh"}, output, in_events=False), honest(1)],
-                         usage=False, long=False, secret=None)
-    fast, full = both(folder)
-    assert full[0] != "clean", full
-    assert fast == full, f"fast {fast} != full {full}"
+    return session(tmp_path, [honest(0), Turn("look", {"command": command}, output, in_events=False), honest(1)],
+                   usage=False, long=False, secret=None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.audits.test_fast_path_differential import _events_folder, both, command_after_an_honest_one
+from tests.audits.test_fast_path_differential import _events_folder, assert_flagged_and_same, both, command_after_an_honest_one
 from tests.audits.test_rules_env_dumps import CODE_DUMPS, DUMPS, ENVIRON_READS
 
 MORE_GAPS = ["ls /foo", "ls /dev", "ls /TMP", "ls \\/etc", "ls /e''tc", "ls /tmp''x", "cd ~;ls", "ls /workspace/.''./etc",
@@ -17,9 +17,7 @@ MORE_GAPS = ["ls /foo", "ls /dev", "ls /TMP", "ls \\/etc", "ls /e''tc", "ls /tmp
 @pytest.mark.parametrize("command", MORE_GAPS)
 @pytest.mark.parametrize("where", ["events", "gateway"])
 def test_static_triggers_keep_the_line(tmp_path, command, where):
-    fast, full = both(command_after_an_honest_one(tmp_path, command, where))
-    assert full[0] != "clean", f"the full path misses it: {full}"
-    assert fast == full, f"fast {fast} != full {full}"
+    assert_flagged_and_same(command_after_an_honest_one(tmp_path, command, where))
 
 
 # Every env dump tests/audits/test_rules_env_dumps.py reads (rules.shell_env_dumps, ENV_CODE, an environ file's read):
@@ -31,9 +29,7 @@ ENV_DUMP_GAPS = DUMPS + CODE_DUMPS + ENVIRON_READS
 @pytest.mark.parametrize("command", ENV_DUMP_GAPS)
 @pytest.mark.parametrize("where", ["events", "gateway"])
 def test_static_triggers_keep_an_env_dump(tmp_path, command, where):
-    fast, full = both(command_after_an_honest_one(tmp_path, command, where))
-    assert full[0] != "clean", f"the full path misses it: {full}"
-    assert fast == full, f"fast {fast} != full {full}"
+    assert_flagged_and_same(command_after_an_honest_one(tmp_path, command, where))
 
 
 @pytest.mark.parametrize("text", ["I recognize\tthis clip", "I recognize\u00a0this clip", "I have seen\nthis video",
