@@ -391,7 +391,8 @@ _OUT_QUOTED = re.compile(r"['\"](/[^'\"\s]+)['\"]")
 _REFUSED = re.compile(r"['\"]?(/[^\s'\":]+)['\"]?:? ?(?:Permission denied|\[Errno 13\])|Permission denied: ['\"](/[^'\"]+)['\"]")
 ROOT_NAMES = frozenset(("bin", "boot", "dev", "etc", "home", "lib", "lib64", "media", "mnt", "opt", "proc", "root", "run",
                         "sbin", "srv", "sys", "tmp", "usr", "var"))
-# Ten of the 19 ROOT_NAMES: a listing of `/` (`output_accesses`: ten or more of them) holds at least one of these
+ROOT_LISTING_LEAST = 10  # this many ROOT_NAMES, each a line's last field, make an output a listing of `/`
+# Ten of the 19 ROOT_NAMES: a listing of `/` (ROOT_LISTING_LEAST of them) holds at least one of these
 # (10 + 10 > 19). A text holding none of them lists no `/` (events.derive skips it; rules.ROOT_LISTING_TRIGGER is
 # built from them). The ten are the names least often a line's last word in honest text.
 LISTING_WITNESSES = ("boot", "sbin", "srv", "mnt", "media", "lib64", "proc", "opt", "var", "etc")
@@ -431,7 +432,7 @@ def output_accesses(text: str) -> list[Access]:
             break
     if len({a.target for a in out}) < 2 and not headers:
         out = []  # one path alone (`pwd`, `echo $HOME`, `realpath x`) names a place, it does not list one
-    if len(names) >= 10:
+    if len(names) >= ROOT_LISTING_LEAST:
         out.append(Access("seen", "/", "tool output (a listing of /)"))
     return out
 

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from statebox.audits import rules
-from statebox.audits.actions import LISTING_WITNESSES, ROOT_NAMES, output_accesses
+from statebox.audits.actions import LISTING_WITNESSES, ROOT_LISTING_LEAST, ROOT_NAMES, output_accesses
 from statebox.audits.fastmatch import compile_any
 from tests.audits.test_fast_path_differential import Turn, _events_folder, assert_flagged_and_same, honest, session
 
@@ -27,9 +27,9 @@ SEPS = ["\n", "\r\n", "\t", " ", "\u00a0", "\u2028", "\x0b", "\x0c"]
 
 
 def test_every_listing_of_root_holds_a_witness():
-    """output_accesses calls ten ROOT_NAMES a listing; any ten of them hold a witness exactly when there are more
-    than 19 - 10 witnesses, all of them root names."""
-    assert set(LISTING_WITNESSES) <= ROOT_NAMES and len(set(LISTING_WITNESSES)) + 10 > len(ROOT_NAMES)
+    """output_accesses calls ROOT_LISTING_LEAST ROOT_NAMES a listing; any that many hold a witness exactly when there
+    are more than the others, all of them root names."""
+    assert set(LISTING_WITNESSES) <= ROOT_NAMES and len(set(LISTING_WITNESSES)) + ROOT_LISTING_LEAST > len(ROOT_NAMES)
 
 
 def _path(rng: random.Random) -> str:
