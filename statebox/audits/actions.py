@@ -241,17 +241,53 @@ def is_shell_command(argv: list[str]) -> bool:
     return not (len(argv) > 1 and argv[1].startswith(("=", "+=", "-=", "(")))
 
 
-def shell_accesses(shell_text: str) -> list[Access]:
-    """Accesses of the simple commands in shell text (heredoc bodies excluded)."""
+# Plain file readers: every operand is a file (no program, filter or script comes first), so after a `cd` a bare word
+# among them is a file there (`cd /proc/self && cat environ`)
+FILE_READERS = READERS - {"jq", "awk", "sed", "python", "python3", "ffprobe", "ffmpeg", "tar", "unzip", "sqlite3", "csvlook",
+                          "test", "["}
+_BARE_NAME = re.compile(r"^[\w.][\w.+@%,-]*$")  # a file name with no slash, no option, nothing the shell expands
+_CD_OPTIONS = frozenset(("-P", "-L", "-e", "-@", "--", "-n"))
+
+
+def _changed_dir(argv: list[str], cwd: str | None, stack: list[str | None]) -> str | None:
+    """The working directory after `cd`/`pushd`/`popd` (argv) run in `cwd`; None where it cannot be read from the
+    text (`cd "$D"`, `cd -` with no known directory before)."""
+    word = command_word(argv)
+    args = [a for a in argv[1:] if a not in _CD_OPTIONS]
+    if word == "popd":
+        return stack.pop() if stack else None
+    if not args:
+        return cwd if word == "pushd" else normalise_path("~")  # `pushd` alone swaps the top two: not followed
+    target = args[0]
+    if target == "-":
+        return stack[-1] if stack else None
+    if cwd is None and not target.startswith(("/", "~")):
+        return None
+    if any(c in target for c in "$`*?[{"):
+        return None
+    return normalise_path(target, cwd or WORKDIR)
+
+
+def shell_accesses(shell_text: str, cwd: str = WORKDIR) -> list[Access]:
+    """Accesses of the simple commands in shell text (heredoc bodies excluded), run from `cwd`.
+
+    A `cd` (or `pushd`/`popd`) moves where the commands after it resolve a relative path, and where a plain file
+    reader's bare word names a file: `cd /proc/self && cat environ` reads /proc/self/environ. Outside /workspace
+    only: a bare word in the workspace is a file inside the lane, which no rule judges, and reading it as one would
+    only add events. The reading is of the text in order; a `cd` inside a subshell or one branch of a condition is
+    taken as run (it may then resolve a later path where the shell did not: an access more, never one less)."""
     out: list[Access] = []
+    here: str | None = cwd  # None: a `cd` the text does not say the target of; relative paths resolve as before
+    stack: list[str | None] = []  # directories before each `cd`/`pushd`, for `cd -` and `popd`
     for argv in segments(shell_text):
         if not is_shell_command(argv):
             continue
         word = command_word(argv)
+        base = here or WORKDIR
         flag = next((i for i, a in enumerate(argv[1:], start=1) if re.match(r"^-[a-z]*c$", a)), None)
         if word in ("bash", "sh", "zsh", "dash") and flag is not None:
             if flag + 1 < len(argv):
-                out.extend(accesses(argv[flag + 1]))
+                out.extend(accesses(argv[flag + 1], cwd=base))
             continue
         if word.startswith("python") and "-m" in argv and argv.index("-m") + 1 < len(argv):
             mod = argv[argv.index("-m") + 1]
@@ -265,20 +301,28 @@ def shell_accesses(shell_text: str) -> list[Access]:
         if word in SEARCHERS and not any(looks_like_path(a) for a in _positional(argv[1:])[1:]):
             # `grep -r pattern` with no path searches the working directory
             if any(a.startswith("-") and ("r" in a.lstrip("-")[:4] or "R" in a) for a in argv[1:]) or word in ("rg", "ag", "ack"):
-                out.append(Access("search", WORKDIR, word, pattern))
+                out.append(Access("search", base, word, pattern))
         if word == "find" and len(argv) == 1:
-            out.append(Access("list", WORKDIR, word))
+            out.append(Access("list", base, word))
+        bare = word in FILE_READERS and base != WORKDIR
         prev = ""
         for arg in argv[1:]:
             if prev in _REDIRECTS_OUT:
                 if looks_like_path(arg) or "/" not in arg:
-                    out.append(Access("write", normalise_path(arg), word))
+                    out.append(Access("write", normalise_path(arg, base), word))
             elif prev in _REDIRECTS_IN:
-                out.append(Access("read", normalise_path(arg), word))
+                out.append(Access("read", normalise_path(arg, base), word))
             elif looks_like_path(arg):
                 this_op = "write" if (word in ("cp", "mv", "rsync", "ln") and arg == argv[-1]) or word == "tee" else op
-                out.append(Access(this_op, normalise_path(arg), word, pattern if this_op in ("search", "list") else ""))
+                out.append(Access(this_op, normalise_path(arg, base), word, pattern if this_op in ("search", "list") else ""))
+            elif bare and not arg.isdigit() and arg not in _REDIRECTS_OUT | _REDIRECTS_IN and _BARE_NAME.match(arg):
+                out.append(Access(op, normalise_path(arg, base), word))
             prev = arg if arg in _REDIRECTS_OUT | _REDIRECTS_IN else ""
+        if word in ("cd", "pushd", "popd"):
+            before = here
+            here = _changed_dir(argv, here, stack)
+            if word != "popd":
+                stack.append(before)
     return out
 
 
@@ -486,16 +530,16 @@ def resolved_text(text: str, *, is_shell: bool = True) -> str:
 
 
 @lru_cache(maxsize=TEXT_CACHE)
-def accesses(text: str, *, is_shell: bool = True) -> list[Access]:
-    """Everything an action's text does: shell commands (if shell), plus code-level calls anywhere, plus the
-    calls its programs make once the names they build at run time are folded."""
+def accesses(text: str, *, is_shell: bool = True, cwd: str = WORKDIR) -> list[Access]:
+    """Everything an action's text does: shell commands (if shell, run from `cwd`), plus code-level calls anywhere,
+    plus the calls its programs make once the names they build at run time are folded."""
     out: list[Access] = []
     text = strip_comments(text)
     if is_shell:
         shell_text, bodies = strip_heredocs(text)
-        out.extend(shell_accesses(shell_text))
+        out.extend(shell_accesses(shell_text, cwd))
         for inner in command_substitutions(shell_text):  # `"$(find / -name x)"` is one word to shlex
-            out.extend(shell_accesses(inner))
+            out.extend(shell_accesses(inner, cwd))
         out.extend(code_accesses(text))
     else:
         out.extend(code_accesses(text))

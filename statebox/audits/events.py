@@ -38,7 +38,7 @@ import orjson
 
 from statebox.attempt_folder import (ATTEMPT_FILE, CLAUDE_STREAM_LOG, CODEX_LOG, EVENTS_FILE, GATEWAY_LOG, RESPONSE_FILE,
                                      STDERR_LOG, STDOUT_LOG)
-from statebox.audits.actions import LISTING_WITNESSES, Access, accesses, normalise_path, output_accesses
+from statebox.audits.actions import LISTING_WITNESSES, WORKDIR, Access, accesses, normalise_path, output_accesses
 from statebox.audits.fastmatch import (Literals, NewBytes, Windowed, compile_any, lines_matching_within, match_bounds,
                                        matching_lines)
 from statebox.audits.fastmatch import line_runs as line_runs_of
@@ -416,6 +416,7 @@ def event_accesses(event: Event) -> list[Access]:
 
 
 _SEARCH_TOOLS = ("grep", "glob")  # tools that search /workspace when given no path
+_WORKDIR_KEYS = ("workdir", "cwd")  # a shell tool's own working directory for its command
 
 
 def _tool_call_accesses(event: Event) -> list[Access]:
@@ -435,8 +436,19 @@ def _tool_call_accesses(event: Event) -> list[Access]:
     command = args.get("command") or args.get("cmd") or args.get("script")
     if isinstance(command, list):  # an argv (Codex's `shell`): the shell text that runs it, `-c` strings quoted
         command = shlex.join(str(c) for c in command)
+    cwd = WORKDIR
+    for key in _WORKDIR_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            # the command runs there (Codex's `shell`/`exec_command`): read as if it began with `cd` to it, which is
+            # a listing of the folder as every `cd` is, and its relative paths and bare file names resolve there
+            # (/workspace, where every command runs anyway, adds nothing)
+            cwd = normalise_path(value)
+            if cwd != WORKDIR:
+                out.append(Access("list", cwd, key))
+            break
     if command:
-        out.extend(accesses(str(command)))
+        out.extend(accesses(str(command), cwd=cwd))
     code = args.get("code") or args.get("content") or args.get("new_string") or args.get("source")
     if code:
         out.extend(accesses(str(code), is_shell=tool in SHELL_TOOLS and "code" not in args))

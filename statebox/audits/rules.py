@@ -794,14 +794,20 @@ def rule_env_dump(log: AuditLog) -> list[Finding]:
 # written in an earlier turn), but what it printed reached the agent. `env` and `set` print `NAME=value` a line,
 # `export -p` and `declare -x` print `declare -x NAME="value"`; a container's environment always holds several of
 # these common names. Three of them, each starting a line, is an environment: a program's own settings are not
-# spelled in capitals with these names, and `echo $PATH` or `printenv HOME` print a value alone.
+# spelled in capitals with these names, and `echo $PATH` or `printenv HOME` print a value alone. A process's environ
+# file holds the same with NUL between the variables (`cat -v` prints NUL as `^@`): read by a path no reading of the
+# command finds (`cd /proc/self` in an earlier call, then `cat environ`), what it printed starts no line, so a NUL (or
+# `^@`) starts one here as a line break does.
 ENV_OUTPUT_NAMES = ("PATH", "HOME", "HOSTNAME", "PWD", "SHLVL", "LANG", "TERM", "USER")
 ENV_OUTPUT_LEAST = 3
-_ENV_OUTPUT_LINE = re.compile(r"^(?:(?:declare|typeset) -\S+ |export )?(" + "|".join(ENV_OUTPUT_NAMES) + ")=", re.M)
+_ENV_OUTPUT_LINE = re.compile(r"(?:^|(?<=\x00)|(?<=\^@))(?:(?:declare|typeset) -\S+ |export )?(" + "|".join(ENV_OUTPUT_NAMES)
+                              + ")=", re.M)
 _ENV_OUTPUT_LITERALS = tuple(name + "=" for name in ENV_OUTPUT_NAMES)
 # The trigger: one of the names starting a line of the output as the JSON line holds it (after the string's opening
-# quote or an escaped line break), with what may stand before it; any output the rule reads holds one
-ENV_OUTPUT_TRIGGER = (r'(^|"|\\n)((declare|typeset) -[^ ]* |export )?(' + "|".join(ENV_OUTPUT_NAMES).lower() + ")=")
+# quote, an escaped line break, an escaped NUL or `^@`), with what may stand before it; any output the rule reads
+# holds one
+ENV_OUTPUT_TRIGGER = (r'(^|"|\\n|\\u0000|\^@)((declare|typeset) -[^ ]* |export )?('
+                      + "|".join(ENV_OUTPUT_NAMES).lower() + ")=")
 
 
 def shows_environment(text: str) -> re.Match[str] | None:

@@ -1147,3 +1147,20 @@ def test_full_path_miss_an_argv_command_read_as_one_shell_line(tmp_path, call):
     `["bash", "-lc", "ls /etc"]` read as `bash -lc ls /etc`: `-lc`'s string lost its quotes and the walk inside it
     was missed on both paths. The list is now read as the shell text that runs it (`shlex.join`)."""
     assert_flagged_and_same(_gateway_only_call(tmp_path, call, "responses", output="x"))
+
+
+# A tool's own working directory (Codex's `shell` and `exec_command` take `workdir`): the command runs there, so
+# `cat answers.csv` with `workdir` /data/annotations reads /data/annotations/answers.csv. Neither path read `workdir`:
+# the command's relative paths resolved against /workspace, and the directory itself was no access.
+WORKDIR_CALLS = [
+    {"command": ["cat", "answers.csv"], "workdir": "/data/annotations"},
+    {"command": ["bash", "-lc", "cat environ"], "workdir": "/proc/self"},
+    {"command": ["ls"], "workdir": "/opt/benchmarks", "timeout_ms": 1000},
+    {"command": "grep -r How .", "cwd": "/home/agent/.cache"},
+]
+
+
+@pytest.mark.parametrize("fmt", ["responses", "anthropic"])
+@pytest.mark.parametrize("call", WORKDIR_CALLS)
+def test_full_path_miss_a_command_run_in_a_workdir_outside(tmp_path, call, fmt):
+    assert_flagged_and_same(_gateway_only_call(tmp_path, call, fmt, output="x"))

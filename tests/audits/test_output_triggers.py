@@ -130,6 +130,8 @@ def test_a_listing_of_root_after_an_innocent_call_is_flagged_alike(tmp_path, lis
     "HOSTNAME=3f2a1b\nHOME=/home/agent\nPATH=/usr/local/bin:/usr/bin\nSHLVL=1",
     'declare -x HOME="/home/agent"\ndeclare -x HOSTNAME="3f2a1b"\ndeclare -x PATH="/usr/bin"',
     "x\r\nLANG=C.UTF-8\r\nTERM=xterm\r\nUSER=agent",
+    "HOSTNAME=3f2a1b\0HOME=/home/agent\0PATH=/usr/bin\0",  # an environ file as `cat` prints it
+    "x^@LANG=C.UTF-8^@TERM=xterm^@USER=agent^@",  # and as `cat -v` does
 ])
 def test_an_environment_printed_by_a_hidden_command_is_flagged_alike(tmp_path, where, output):
     """`e=env; $e` hides the command from every reading of its text; its output is the environment. The fast path
@@ -151,3 +153,24 @@ def _output_after_a_call(tmp_path: Path, where: str, command: str, output: str) 
             {"seq": 5, "kind": "tool_output", "text": output, "data": {}}])
     return session(tmp_path, [honest(0), Turn("look", {"command": command}, output, in_events=False), honest(1)],
                    usage=False, long=False, secret=None)
+
+
+ENV_SEPS = ["\n", "\r\n", "\0", "^@", "\0\n"]
+ENV_LEADS = ["", "declare -x ", "typeset -x ", "export ", "declare -rx "]
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_every_output_that_shows_the_environment_matches_an_output_trigger(seed):
+    """rules.shows_environment against ENV_OUTPUT_TRIGGER, fuzzed: names in any order and case, values, each variable
+    after a line break, a NUL (an environ file) or `^@` (`cat -v` of one), maybe behind `declare -x`/`export`, amid
+    other lines; whenever the rule reads an environment, its JSON text in each encoding matches the trigger."""
+    rng = random.Random(seed)
+    names = [rng.choice([n, n.lower(), n.title()]) for n in rng.sample(rules.ENV_OUTPUT_NAMES, rng.randint(1, 8))]
+    rows = [rng.choice(ENV_LEADS) + n + "=" + rng.choice(["/usr/bin:/bin", "", "C.UTF-8", '"/home/agent"', "3f2a", "ü"])
+            for n in names] + [rng.choice(["t=1.0 blobs=3", "XDG=1", "ok"]) for _ in range(rng.randint(0, 3))]
+    rng.shuffle(rows)
+    text = rng.choice(["", "x", "out:"]) + rng.choice(ENV_SEPS) + rng.choice(ENV_SEPS).join(rows)
+    if rules.shows_environment(text) is None:
+        return
+    for raw in _encodings(text):
+        assert OUTPUT.search(raw) is not None, (text, raw[:300])

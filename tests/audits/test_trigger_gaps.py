@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.audits.test_fast_path_differential import _events_folder, assert_flagged_and_same, both, command_after_an_honest_one
-from tests.audits.test_rules_env_dumps import CODE_DUMPS, DUMPS, ENVIRON_READS
+from tests.audits.test_rules_env_dumps import CODE_DUMPS, DUMPS, ENVIRON_READS, ENVIRON_READS_AFTER_CD
 
 MORE_GAPS = ["ls /foo", "ls /dev", "ls /TMP", "ls \\/etc", "ls /e''tc", "ls /tmp''x", "cd ~;ls", "ls /workspace/.''./etc",
              "ls $(echo Lw== | base64 -d)", "e\\nv", 'en""v', "p''rintenv | sort", "set&", "/usr/bin/env", "./env",
@@ -23,7 +23,7 @@ def test_static_triggers_keep_the_line(tmp_path, command, where):
 # Every env dump tests/audits/test_rules_env_dumps.py reads (rules.shell_env_dumps, ENV_CODE, an environ file's read):
 # the spellings ENV_TRIGGERS were widened for (a shell's string, backquotes, redirections, `typeset`, `compgen -e`,
 # bare `export`/`declare`, `ps e`, a pipe into a shell, a program's `os.system` string, `%ENV`...) among them.
-ENV_DUMP_GAPS = DUMPS + CODE_DUMPS + ENVIRON_READS
+ENV_DUMP_GAPS = DUMPS + CODE_DUMPS + ENVIRON_READS + ENVIRON_READS_AFTER_CD
 
 
 @pytest.mark.parametrize("command", ENV_DUMP_GAPS)
