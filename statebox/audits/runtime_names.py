@@ -12,7 +12,8 @@ spelled plainly.
 
 Safety: nothing is ever evaluated. Only constant inputs are folded, by a fixed
 table of pure operations (concatenation, `chr`, joins, slices, a few `str`/`bytes`
-methods, base64/base32/base16/hex decoding, rot13, `os.path.join`); imports,
+methods, base64/base32/base16/hex decoding, rot13, `os.path.join`, pathlib's `/`, `joinpath` and
+several parts given to `Path`); imports,
 `getattr`, `sys.modules[...]` become plain names. Work is capped per program
 (source size, node count, folded string length, passes, nested `exec` depth), and
 a program that is not Python (shell, JSON, another language) is left alone.
@@ -151,6 +152,26 @@ def _name_expr(dotted: str) -> ast.expr:
     return ast.parse(dotted, mode="eval").body
 
 
+# pathlib's path classes, as a program names them (`from pathlib import Path as P` becomes `pathlib.Path` first)
+_PATH_CLASSES = frozenset(("Path", "PurePath", "PosixPath", "PurePosixPath"))
+
+
+def _path_value(node: ast.AST) -> str | None:
+    """The path a `Path("/a")` call of one constant string stands for, else None."""
+    if not isinstance(node, ast.Call) or node.keywords or len(node.args) != 1:
+        return None
+    func = _dotted(node.func) or ""
+    if func.rsplit(".", 1)[-1] not in _PATH_CLASSES or func.count(".") > 1 or (func.count(".") == 1 and not func.startswith("pathlib.")):
+        return None
+    value = _const(node.args[0])
+    return value if isinstance(value, str) else None
+
+
+def _path_call(call: ast.Call, value: str) -> ast.Call:
+    """`call`'s path class called on `value` alone."""
+    return ast.Call(func=call.func, args=[ast.Constant(value)], keywords=[])
+
+
 class _Folder(ast.NodeTransformer):
     """One bottom-up folding pass per `visit`; `collect` first learns what single-bound names stand for."""
 
@@ -221,6 +242,12 @@ class _Folder(ast.NodeTransformer):
     # -- operators -------------------------------------------------------------------------
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         self.generic_visit(node)
+        if isinstance(node.op, ast.Div) and isinstance(node.left, ast.Call):
+            # pathlib's `/`: `Path("/data") / "annotations"` is `Path("/data/annotations")` (os.path.join's answer)
+            base, part = _path_value(node.left), _const(node.right)
+            if base is not None and isinstance(part, str) and _small(base + part):
+                return self._changed(node, _path_call(node.left, posixpath.join(base, part)))
+            return node
         left, right = _const(node.left), _const(node.right)
         if isinstance(node.op, ast.Mod) and isinstance(left, str) and _PERCENT_SAFE.sub("", left).count("%") == 0:
             args = _consts(list(node.right.elts)) if isinstance(node.right, ast.Tuple) else ([right] if right is not None else None)
@@ -360,7 +387,19 @@ class _Folder(ast.NodeTransformer):
             if parts is not None and all(isinstance(p, str) for p in parts):
                 return self._value(node, posixpath.join(*parts))  # type: ignore[arg-type]
             return node
+        if len(args) > 1 and _path_value(ast.Call(func=node.func, args=args[:1], keywords=[])) is not None:
+            # `Path("/data", "annotations")`: the parts joined, as `/` joins them
+            parts = _consts(args)
+            if parts is not None and all(isinstance(p, str) for p in parts) and _small("".join(parts)):  # type: ignore[arg-type]
+                return self._changed(node, _path_call(node, posixpath.join(*parts)))  # type: ignore[arg-type]
+            return node
         if isinstance(node.func, ast.Attribute):
+            if node.func.attr == "joinpath" and _path_value(node.func.value) is not None:
+                base, parts = _path_value(node.func.value), _consts(args)
+                if base is not None and parts is not None and all(isinstance(p, str) for p in parts) \
+                        and _small(base + "".join(parts)):  # type: ignore[arg-type]
+                    return self._changed(node, _path_call(node.func.value, posixpath.join(base, *parts)))  # type: ignore[arg-type, arg-type]
+                return node
             return self._method(node, node.func)
         return node
 
