@@ -268,19 +268,69 @@ def _changed_dir(argv: list[str], cwd: str | None, stack: list[str | None]) -> s
     return normalise_path(target, cwd or WORKDIR)
 
 
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_DECLARERS = frozenset(("export", "declare", "typeset", "local", "readonly"))
+
+
+def _expanded(word: str, variables: dict[str, str]) -> str:
+    """`word` with the variables the text set (`variables`) put in; any other `$NAME` is left as written."""
+    if "$" not in word or not variables:
+        return word
+    return _VARIABLE.sub(lambda m: variables.get(m.group(1) or m.group(2), m.group(0)), word)
+
+
+def _assign(words: list[str], variables: dict[str, str]) -> None:
+    """Learn the variables a command of assignments alone sets (`D=/x`, `export D=/x`, `local -r D=/x`); a value the
+    text cannot say (`$(...)`, a backquote, a variable it did not set) makes the name unknown again. Assignments
+    before a command (`D=/x cmd`) are that command's environment: its words were expanded before they were made."""
+    rest = words[1:] if words and words[0] in _DECLARERS else words
+    rest = [w for w in rest if not w.startswith(("-", "+"))]
+    found = [_ASSIGNMENT.match(w) for w in rest]
+    if not rest or not all(found) or (words[0] not in _DECLARERS and len(rest) != len(words)):
+        return
+    for m in found:
+        assert m is not None
+        name, value = m.group(1), m.group(2)
+        if "$" in value or "`" in value:
+            variables.pop(name, None)
+        else:
+            variables[name] = value
+
+
+def _option_path(word: str, arg: str) -> str | None:
+    """The path an option's value names: `--ann=/data/x` (any command), dd's `if=`/`of=` operands."""
+    if arg.startswith("-") and "=" in arg:
+        value = arg.split("=", 1)[1]
+    elif word == "dd" and arg.startswith(("if=", "of=")):
+        value = arg[3:]
+    else:
+        return None
+    return value if looks_like_path(value) else None
+
+
 def shell_accesses(shell_text: str, cwd: str = WORKDIR) -> list[Access]:
     """Accesses of the simple commands in shell text (heredoc bodies excluded), run from `cwd`.
 
-    A `cd` (or `pushd`/`popd`) moves where the commands after it resolve a relative path, and where a plain file
-    reader's bare word names a file: `cd /proc/self && cat environ` reads /proc/self/environ. Outside /workspace
-    only: a bare word in the workspace is a file inside the lane, which no rule judges, and reading it as one would
-    only add events. The reading is of the text in order; a `cd` inside a subshell or one branch of a condition is
-    taken as run (it may then resolve a later path where the shell did not: an access more, never one less)."""
+    Read as the shell runs the text, in order:
+    - a variable the text sets (`D=/data/annotations; ls $D`) is put into the words after it, as the shell expands
+      them (`_assign`, `_expanded`);
+    - a `cd` (or `pushd`/`popd`) moves where the commands after it resolve a relative path, and where a plain file
+      reader's bare word names a file: `cd /proc/self && cat environ` reads /proc/self/environ. Outside /workspace
+      only: a bare word in the workspace is a file inside the lane, which no rule judges, and reading it as one
+      would only add events;
+    - an option's value that is a path (`--ann=/data/x`, dd's `if=`) is one.
+    A `cd` or an assignment inside a subshell or one branch of a condition is taken as run (it may then resolve a
+    later path where the shell did not: an access more, never one less)."""
     out: list[Access] = []
     here: str | None = cwd  # None: a `cd` the text does not say the target of; relative paths resolve as before
     stack: list[str | None] = []  # directories before each `cd`/`pushd`, for `cd -` and `popd`
-    for argv in segments(shell_text):
-        if not is_shell_command(argv):
+    variables: dict[str, str] = {}
+    for words, _ in simple_commands(shell_text):
+        expanded = [_expanded(w, variables) for w in words]
+        _assign(expanded, variables)
+        argv = _strip_prefix(expanded)
+        if not argv or not is_shell_command(argv):
             continue
         word = command_word(argv)
         base = here or WORKDIR
@@ -317,6 +367,8 @@ def shell_accesses(shell_text: str, cwd: str = WORKDIR) -> list[Access]:
                 out.append(Access(this_op, normalise_path(arg, base), word, pattern if this_op in ("search", "list") else ""))
             elif bare and not arg.isdigit() and arg not in _REDIRECTS_OUT | _REDIRECTS_IN and _BARE_NAME.match(arg):
                 out.append(Access(op, normalise_path(arg, base), word))
+            elif (value := _option_path(word, arg)) is not None:
+                out.append(Access("write" if arg.startswith("of=") else op, normalise_path(value, base), word))
             prev = arg if arg in _REDIRECTS_OUT | _REDIRECTS_IN else ""
         if word in ("cd", "pushd", "popd"):
             before = here
