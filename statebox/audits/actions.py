@@ -80,7 +80,13 @@ CODE_NETWORK = re.compile(
     r"\b(?:requests\.(?:get|post|put|head|patch|delete|request|Session)\b|httpx\.(?:get|post|Client|AsyncClient|stream)\b"
     r"|urllib\.request|urlopen\(|urllib2|http\.client|HTTPS?Connection\(|socket\.(?:socket|create_connection|getaddrinfo|gethostbyname\w*)\("
     r"|aiohttp\.|ftplib|smtplib|paramiko|hf_hub_download\(|snapshot_download\(|load_dataset\(|torch\.hub\.(?:load|download\w*)\("
-    r"|fetch\(\s*['\"`]https?:|wget\.download\(|pytube|YouTube\(|/dev/(?:tcp|udp)/)"
+    r"|fetch\(\s*['\"`]https?:|wget\.download\(|pytube|YouTube\("
+    # the HTTP and socket clients of the other languages an agent inlines: PHP, Ruby, Perl, Node
+    r"|(?:file_get_contents|fopen|readfile|file)\(\s*['\"](?:https?|ftp)://|curl_init\(|fsockopen\("
+    r"|Net::HTTP\b|open-uri\b|URI\.open\(|require\(\s*['\"`](?:https?|net|tls|dgram|axios|node-fetch|got|undici)['\"`]\s*\))"
+    # after any character: bash's own sockets (`3<>/dev/tcp/...`: no word edge before a slash), Perl's modules as
+    # `-M` loads them (`-MLWP::Simple`)
+    r"|/dev/(?:tcp|udp)/|LWP::|HTTP::Tiny\b|IO::Socket::INET\b"
 )
 _ROOT_EXPR = re.compile(r"^\s*(?:os\.path\.(?:abspath|realpath|normpath)\(\s*)?(?:os\.sep|os\.path\.sep|['\"]/['\"]|chr\(\s*47\s*\))\s*\)?\s*$")
 _API_ROUTE = re.compile(r"^/v\d+(?:beta\d*)?/[a-z_/.-]*$")
@@ -218,6 +224,8 @@ def _strip_prefix(argv: list[str]) -> list[str]:
             while rest and rest[0] == "-u" and len(rest) > 1:
                 rest = rest[2:]
             argv = rest
+        elif word in ("busybox", "toybox") and len(argv) > 1 and not argv[1].startswith("-"):
+            argv = argv[1:]  # the applet is the command (`busybox wget ...`)
         elif word in ("timeout", "xargs") and len(argv) > 1:
             rest = argv[1:]
             while rest and (rest[0].startswith("-") or re.match(r"^\d+(\.\d+)?[smhd]?$", rest[0])):
@@ -410,12 +418,30 @@ def _network_of(word: str, argv: list[str]) -> list[Access]:
         urls = [a for a in argv[1:] if URL.search(a) or re.match(r"^[\w-]+(\.[\w-]+)+(:\d+)?(/\S*)?$", a)]
         target = urls[0] if urls else next((a for a in argv[1:] if not a.startswith("-")), "")
         return [Access("network", target, word)]
+    if word == "openssl" and any(a in _OPENSSL_CLIENTS for a in argv[1:3]):
+        target = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-connect", "--connect")), argv[1])
+        return [Access("network", target, word)]
     subs = PACKAGE_FETCH.get(word, set())
+    if word == "git":
+        argv = [word] + _git_subcommand(argv[1:])
     if word in PACKAGE_FETCH and (subs is None or any(a in subs for a in argv[1:3])):
         if word == "git" and "remote" in argv[1:3] and not any(a in ("add", "update", "show") for a in argv):
             return []
         return [Access("network", " ".join(argv[1:4]), word)]
     return []
+
+
+_OPENSSL_CLIENTS = frozenset(("s_client", "s_time"))
+_GIT_VALUE_OPTIONS = frozenset(("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env"))
+
+
+def _git_subcommand(args: list[str]) -> list[str]:
+    """git's words from its subcommand on: the global options before it (`-C /tmp`, `-c k=v`, `--git-dir=x`,
+    `--no-pager`) skipped, so `git -C /tmp clone URL` is read as the clone it is."""
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        i += 2 if args[i] in _GIT_VALUE_OPTIONS else 1
+    return args[i:]
 
 
 def code_accesses(code: str) -> list[Access]:

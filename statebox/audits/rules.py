@@ -555,11 +555,15 @@ def _filesystem_walk_all(log: AuditLog) -> list[Finding]:
 
 NETWORK_TRIGGERS = [
     r"curl", r"wget", r"(pip|pip3|conda|mamba|npm|yarn|pnpm|apt|apt-get|gem|cargo|go) +(-[a-z-]+ +)*(install|download|wheel|index|search|i|add|ci|update|view|get|source|exec)",
-    r"npx", r"uv +(pip|add|sync|tool|run)", r"git +(-[a-z]+ +)*(clone|fetch|pull|push|ls-remote|submodule|remote)",
+    r"npx", r"uv +(pip|add|sync|tool|run)", r"git .*(clone|fetch|pull|push|ls-remote|submodule|remote)",  # after any global options
     r"(^|[^a-z0-9_.-])(nc|ncat|netcat|telnet|ssh|scp|sftp|ftp|ping6?|nslookup|dig|host|traceroute|tracepath|socat|aria2c|gdown|kaggle|gsutil|yt-dlp|youtube-dl|huggingface-cli|hf|lynx|links|w3m|http|https|aws)([^a-z0-9_-]|$)",
     r"requests\.", r"httpx", r"urllib", r"urlopen", r"http\.client", r"httpsconnection", r"httpconnection", r"socket\.", r"aiohttp", r"ftplib",
     r"smtplib", r"paramiko", r"hf_hub_download", r"snapshot_download", r"load_dataset", r"torch\.hub", r"/dev/(tcp|udp)", r"wget\.download",
     r"pytube", r"youtube\(", r"fetch\(", r"webfetch", r"websearch", r"web_search", r"simplehttpserver", r"http\.server",
+    r"s_client", r"s_time",  # openssl's clients
+    # the other languages' clients (actions.CODE_NETWORK): PHP, Ruby, Perl, Node
+    r"(file_get_contents|fopen|readfile|file) *\(", r"curl_init", r"fsockopen", r"net::http", r"open-uri", r"uri\.open",
+    r"lwp::", r"http::tiny", r"io::socket::inet", r"require *\(",
 ]
 
 
