@@ -240,10 +240,16 @@ def command_word(argv: list[str]) -> str:
     return posixpath.basename(argv[0]) if argv else ""
 
 
+_TEST_WORDS = frozenset(("[", "[["))
+_DISK_SEARCHERS = frozenset(("locate", "mlocate", "plocate"))
+
+
 def is_shell_command(argv: list[str]) -> bool:
     """Reject Python-ish lines that tokenise like commands (`find = 3`, `env = dict(...)`)."""
     if not argv:
         return False
+    if argv[0] in _TEST_WORDS:
+        return True  # `[ -f /x ]`, `[[ -d /x ]]`: a test, whose brackets are no Python
     if any(c in argv[0] for c in "()=[]'\"") or argv[0].endswith(":"):
         return False
     return not (len(argv) > 1 and argv[1].startswith(("=", "+=", "-=", "(")))
@@ -362,6 +368,9 @@ def shell_accesses(shell_text: str, cwd: str = WORKDIR) -> list[Access]:
                 out.append(Access("search", base, word, pattern))
         if word == "find" and len(argv) == 1:
             out.append(Access("list", base, word))
+        if word in _DISK_SEARCHERS and _positional(argv[1:]):
+            # `locate NAME` looks the name up over the whole file system (its database of every path)
+            out.append(Access("search", "/", word, _positional(argv[1:])[0]))
         bare = word in FILE_READERS and base != WORKDIR
         prev = ""
         for arg in argv[1:]:
@@ -562,6 +571,24 @@ def output_accesses(text: str) -> list[Access]:
 _SUBST = re.compile(r"\$\(((?:[^()]|\((?:[^()]|\([^()]*\))*\))*)\)|`([^`]*)`")
 
 
+# a program's shell command: `os.system("env")`, `subprocess.run("set", shell=True)`, `subprocess.run(["env"])`,
+# node's `execSync("env")`, PHP's `shell_exec("env")` (group 2: a string; group 3: a list's inside)
+PROGRAM_SHELL = re.compile(
+    r"\b(?:system|popen|getoutput|getstatusoutput|check_output|check_call|call|run|Popen|execSync|spawnSync"
+    r"|execFileSync|shell_exec|passthru)\(\s*(?:[rbuf]{0,2}(['\"])((?:\\.|(?!\1)[^\\\n])*)\1|\[([^\]\n]*)\])")
+PROGRAM_SHELL_LITERALS = ("system(", "popen(", "output(", "call(", "run(", "Popen(", "Sync(", "shell_exec(", "passthru(")
+STRING_LITERAL = re.compile(r"[rbuf]{0,2}(['\"])((?:\\.|(?!\1)[^\\\n])*)\1")
+
+
+def program_shell_commands(text: str) -> list[str | tuple[str, ...]]:
+    """The shell commands a program in `text` runs through `os.system`, `subprocess`, node's `execSync`, PHP's
+    `shell_exec`...: a string (shell text) or the words of a list (an argv)."""
+    if "(" not in text or not any(literal in text for literal in PROGRAM_SHELL_LITERALS):
+        return []
+    return [m.group(2) if m.group(3) is None else tuple(lit.group(2) for lit in STRING_LITERAL.finditer(m.group(3)))
+            for m in PROGRAM_SHELL.finditer(text)]
+
+
 def command_substitutions(shell_text: str) -> list[str]:
     """The commands inside `$( ... )` and backticks (nested once), which a quoted word hides from shlex."""
     out: list[str] = []
@@ -621,6 +648,8 @@ def accesses(text: str, *, is_shell: bool = True, cwd: str = WORKDIR) -> list[Ac
         out.extend(code_accesses(text))
     else:
         out.extend(code_accesses(text))
+    for command in program_shell_commands(text):  # what a program runs in a shell is read as shell text
+        out.extend(accesses(command if isinstance(command, str) else shlex.join(command), cwd=cwd))
     out.extend(decoded_paths(text))
     folded = resolved_text(text, is_shell=is_shell)
     if folded:

@@ -36,6 +36,7 @@ from statebox.audits.actions import (
     command_substitutions,
     heredocs,
     is_shell_command,
+    program_shell_commands,
     resolved_text,
     simple_commands,
     strip_comments,
@@ -909,13 +910,6 @@ _PS_VALUE_OPTIONS = frozenset("CGgOopqstUu")  # `ps -C node`, `ps --user agent`:
 _PS_VALUE_LONG = frozenset(("--pid", "--ppid", "--sort", "--format", "--user", "--group", "--User", "--Group", "--cols",
                             "--columns", "--rows", "--lines", "--width", "--tty", "--sid", "--quick-pid"))
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=")
-# a program's shell command: `os.system("env")`, `subprocess.run("set", shell=True)`, `subprocess.run(["env"])`,
-# node's `execSync("env")`, PHP's `shell_exec("env")` (group 2: a string; group 3: a list's inside)
-_PROGRAM_SHELL = re.compile(
-    r"\b(?:system|popen|getoutput|getstatusoutput|check_output|check_call|call|run|Popen|execSync|spawnSync"
-    r"|execFileSync|shell_exec|passthru)\(\s*(?:[rbuf]{0,2}(['\"])((?:\\.|(?!\1)[^\\\n])*)\1|\[([^\]\n]*)\])")
-_PROGRAM_SHELL_LITERALS = ("system(", "popen(", "output(", "call(", "run(", "Popen(", "Sync(", "shell_exec(", "passthru(")
-_STRING_LITERAL = re.compile(r"[rbuf]{0,2}(['\"])((?:\\.|(?!\1)[^\\\n])*)\1")
 
 Dump = tuple[str, str]  # (quote, the command word that dumps)
 
@@ -951,12 +945,11 @@ def _read_shell(text: str, depth: int, out: list[Dump]) -> None:
     if "`" in shell_text or "$(" in shell_text:
         for inner in command_substitutions(shell_text):
             _read_shell(inner, depth + 1, out)
-    if "(" in text and _holds(text, _PROGRAM_SHELL_LITERALS):
-        for m in _PROGRAM_SHELL.finditer(text):
-            if m.group(3) is None:
-                _read_shell(m.group(2), depth + 1, out)
-            else:
-                _read_command(tuple(lit.group(2) for lit in _STRING_LITERAL.finditer(m.group(3))), depth + 1, out, None)
+    for command in program_shell_commands(text):
+        if isinstance(command, str):
+            _read_shell(command, depth + 1, out)
+        else:
+            _read_command(command, depth + 1, out, None)
 
 
 def _printed(words: tuple[str, ...]) -> str | None:
