@@ -89,7 +89,7 @@ CODE_NETWORK = re.compile(
     r"|/dev/(?:tcp|udp)/|LWP::|HTTP::Tiny\b|IO::Socket::INET\b"
 )
 _ROOT_EXPR = re.compile(r"^\s*(?:os\.path\.(?:abspath|realpath|normpath)\(\s*)?(?:os\.sep|os\.path\.sep|['\"]/['\"]|chr\(\s*47\s*\))\s*\)?\s*$")
-_API_ROUTE = re.compile(r"^/v\d+(?:beta\d*)?/[a-z_/.-]*$")
+API_ROUTE = re.compile(r"^/v\d+(?:beta\d*)?/[a-z_/.-]*$")
 URL = re.compile(r"\b(?:https?|ftp|git|ssh|s3|gs|hf)://[^\s'\"<>)]+|\bwww\.[\w-]+\.[\w.-]+[^\s'\"<>)]*")
 
 
@@ -114,6 +114,20 @@ def normalise_path(path: str, cwd: str = WORKDIR) -> str:
         path = posixpath.join(cwd, path)
     norm = posixpath.normpath(path)
     return "/" if norm in ("//", "") else norm
+
+
+def glob_root(pattern: str, base: str) -> str:
+    """The folder a glob pattern searches from: its leading parts up to the first one with a wildcard, resolved
+    against `base` (`/data/**/*.json` -> /data; `../../**/x` from /workspace -> /); a pattern with no wildcard is the
+    path it names."""
+    parts = pattern.split("/")
+    fixed = []
+    for part in parts:
+        if any(c in part for c in "*?[{"):
+            break
+        fixed.append(part)
+    root = "/".join(fixed) or ("/" if pattern.startswith("/") else ".")
+    return normalise_path(root, base)
 
 
 def looks_like_path(token: str) -> bool:
@@ -477,7 +491,7 @@ def code_accesses(code: str) -> list[Access]:
             literal += "".join(added.group(2) for added in _ADDED_LITERAL.finditer(m.group(3)))
         if literal in ("/", "//", "~"):
             continue  # a bare '/' is a separator ('/'.join, split('/')); walks of '/' are found by CODE_WALK
-        if _API_ROUTE.match(literal):
+        if API_ROUTE.match(literal):
             continue  # an HTTP route ('/v1/messages') in a request call, not a file
         out.append(Access("access", normalise_path(literal), "literal"))
     for m in CODE_NETWORK.finditer(code):

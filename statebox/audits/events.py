@@ -38,7 +38,8 @@ import orjson
 
 from statebox.attempt_folder import (ATTEMPT_FILE, CLAUDE_STREAM_LOG, CODEX_LOG, EVENTS_FILE, GATEWAY_LOG, RESPONSE_FILE,
                                      STDERR_LOG, STDOUT_LOG)
-from statebox.audits.actions import LISTING_WITNESSES, WORKDIR, Access, accesses, normalise_path, output_accesses
+from statebox.audits.actions import (API_ROUTE, LISTING_WITNESSES, WORKDIR, Access, accesses, glob_root, normalise_path,
+                                     output_accesses)
 from statebox.audits.fastmatch import (Literals, NewBytes, Windowed, compile_any, lines_matching_within, match_bounds,
                                        matching_lines)
 from statebox.audits.fastmatch import line_runs as line_runs_of
@@ -416,6 +417,26 @@ def event_accesses(event: Event) -> list[Access]:
 
 
 _SEARCH_TOOLS = ("grep", "glob")  # tools that search /workspace when given no path
+_PATH_KEYS = ("file_path", "path", "notebook_path", "directory", "dir")  # read by the tool's own op (above)
+# values that are text, code, a command or a pattern, never a path to touch (each read its own way, or not at all)
+_TEXT_KEYS = frozenset(("command", "cmd", "script", "code", "content", "new_string", "old_string", "new_source", "source",
+                        "description", "prompt", "query", "url", "pattern", "glob", "regex", "text", "message", "todos",
+                        "type", "subagent_type", "workdir", "cwd"))
+# a value that is one absolute, home or parent-relative path: no whitespace, no line break
+_PATH_VALUE = re.compile(r"^(?:/|~/|~$|\.\./)[^\s]*$")
+
+
+def _tool_op(tool: str) -> str:
+    """What a tool of this name does to a path it is given, as far as its name says."""
+    for op, words in _TOOL_OPS:
+        if any(word in tool for word in words):
+            return op
+    return "access"
+
+
+_TOOL_OPS = (("write", ("write", "edit", "create", "save", "append", "delete", "remove", "mkdir")),
+             ("list", ("list", "ls", "dir", "tree", "glob")), ("search", ("search", "grep", "find")),
+             ("read", ("read", "open", "view", "cat", "show", "load", "get")))
 _WORKDIR_KEYS = ("workdir", "cwd")  # a shell tool's own working directory for its command
 
 
@@ -452,13 +473,26 @@ def _tool_call_accesses(event: Event) -> list[Access]:
     code = args.get("code") or args.get("content") or args.get("new_string") or args.get("source")
     if code:
         out.extend(accesses(str(code), is_shell=tool in SHELL_TOOLS and "code" not in args))
-    for key in ("file_path", "path", "notebook_path", "directory", "dir"):
+    for key in _PATH_KEYS:
         value = args.get(key)
         if isinstance(value, str) and value:
             op = "write" if tool in ("write", "edit", "multiedit", "notebookedit") else "search" if tool == "grep" else "list" if tool in ("glob", "ls") else "read"
             out.append(Access(op, normalise_path(value), tool or key, str(args.get("pattern") or "")))
     if tool in _SEARCH_TOOLS and not any(isinstance(args.get(k), str) and args.get(k) for k in ("path", "directory")):
         out.append(Access("search" if tool == "grep" else "list", "/workspace", tool, str(args.get("pattern") or "")))
+    pattern = args.get("pattern")
+    if tool == "glob" and isinstance(pattern, str) and pattern.startswith(("/", "~", "..")):
+        # Glob searches where its pattern's fixed leading folders are (`/data/**/*.json`: /data), not only in `path`
+        path = args.get("path")
+        out.append(Access("list", glob_root(pattern, normalise_path(path) if isinstance(path, str) and path else WORKDIR),
+                          tool, pattern))
+    for key, value in args.items():
+        # any other value that is a path alone (an agent framework's `filename`, `dir_path`, `target`, a list of files)
+        if key in _PATH_KEYS or key in _TEXT_KEYS:
+            continue
+        for item in (value if isinstance(value, list) else (value,)):
+            if isinstance(item, str) and _PATH_VALUE.match(item) and not API_ROUTE.match(item):
+                out.append(Access(_tool_op(tool), normalise_path(item), tool or key))
     for key in ("url", "query"):
         if tool in ("webfetch", "websearch", "web_search", "fetch", "browse") and args.get(key):
             out.append(Access("network", str(args[key]), tool))
