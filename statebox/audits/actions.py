@@ -24,6 +24,9 @@ import shlex
 from dataclasses import dataclass
 
 from statebox.audits.runtime_names import resolve
+from statebox.audits.shell_runs import executed_texts
+from statebox.audits.shell_words import (TEXT_CACHE, is_shell_command, program_shell_commands, simple_commands,
+                                         strip_comments, strip_heredocs)
 
 WORKDIR = "/workspace"
 
@@ -57,10 +60,8 @@ PACKAGE_FETCH = {  # command word -> subcommands that reach a registry or remote
 }
 _SKIP_PREFIX = {"sudo", "nohup", "time", "exec", "command", "builtin", "then", "do", "else", "elif", "if", "while",
                 "until", "!", "{", "}", "nice", "stdbuf", "unbuffer", "doas"}
-_OPERATORS = {";", "&&", "||", "|", "&", "(", ")", ";;", "|&", "\n"}
 _REDIRECTS_OUT = {">", ">>", "&>", ">|", "&>>", "1>", "2>"}
 _REDIRECTS_IN = {"<"}
-_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w-]*)\1")
 
 # Code-level API calls (any language an agent might inline) and their meaning.
 CODE_WALK = re.compile(
@@ -138,81 +139,6 @@ def looks_like_path(token: str) -> bool:
     )
 
 
-def strip_heredocs(text: str) -> tuple[str, list[str]]:
-    """Split shell text into (shell lines without heredoc bodies, heredoc bodies as code)."""
-    shell, bodies = _split_heredocs(text)
-    return "\n".join(shell), [body for _, body in bodies]
-
-
-def heredocs(text: str) -> list[tuple[str, str]]:
-    """(the shell line that opens it, its body) of each heredoc in shell text: what reads a body (`bash <<EOF`,
-    `cat <<EOF | sh`) is on that line."""
-    shell, bodies = _split_heredocs(text)
-    return [(shell[at], body) for at, body in bodies]
-
-
-def _split_heredocs(text: str) -> tuple[list[str], list[tuple[int, str]]]:
-    """The shell lines of `text`, and each heredoc body with the index of the shell line that opened it."""
-    lines = text.split("\n")
-    shell: list[str] = []
-    bodies: list[tuple[int, str]] = []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        shell.append(line)
-        delims = [m.group(2) for m in _HEREDOC.finditer(line)]
-        i += 1
-        for delim in delims:
-            body: list[str] = []
-            while i < len(lines) and lines[i].strip() != delim:
-                body.append(lines[i])
-                i += 1
-            i += 1  # the delimiter line
-            bodies.append((len(shell) - 1, "\n".join(body)))
-    return shell, bodies
-
-
-def tokenize(text: str) -> list[str]:
-    """shlex tokens with operators and newlines as separate tokens; falls back to whitespace on bad quoting."""
-    text = text.replace("\\(", " ").replace("\\)", " ")  # find's escaped groups are not subshells
-    lex = shlex.shlex(text, posix=True, punctuation_chars=";&|()<>")
-    lex.whitespace = " \t\r"
-    lex.commenters = "#"
-    lex.wordchars += "$:{}[]@%+,^!"
-    try:
-        return list(lex)
-    except ValueError:
-        out: list[str] = []
-        for line in text.split("\n"):
-            out.extend(re.split(r"[ \t]+", line.strip()) + ["\n"])
-        return [t for t in out if t]
-
-
-# Distinct texts whose reading is kept: derive, the rules' digest and the rules each ask for a session's texts in
-# their own pass, so a session with more distinct commands than this reads each up to three times (4,096 put that
-# cliff at a 4,800-command session: 1.9 s instead of 0.8 s).
-TEXT_CACHE = 32768
-
-
-@lru_cache(maxsize=TEXT_CACHE)
-def simple_commands(shell_text: str) -> tuple[tuple[tuple[str, ...], str], ...]:
-    """The simple commands of shell text as written (prefixes kept), each with the operator that ends it (`|`,
-    `;`, `&&`, a line break...; "" at the end of the text). `segments` cleans them; a reading of pipelines (what
-    a shell reads from the command before it) needs the operators. One tokenizing serves both (cached)."""
-    out: list[tuple[tuple[str, ...], str]] = []
-    current: list[str] = []
-    for tok in tokenize(shell_text):
-        if tok in _OPERATORS or tok == "$":
-            if current:
-                out.append((tuple(current), tok))
-            current = []
-        else:
-            current.append(tok)
-    if current:
-        out.append((tuple(current), ""))
-    return tuple(out)
-
-
 @lru_cache(maxsize=TEXT_CACHE)
 def segments(shell_text: str) -> list[list[str]]:
     """Simple commands (argv lists) in shell text, prefixes like `sudo`/`VAR=x`/`timeout 5` removed."""
@@ -254,19 +180,7 @@ def command_word(argv: list[str]) -> str:
     return posixpath.basename(argv[0]) if argv else ""
 
 
-_TEST_WORDS = frozenset(("[", "[["))
 _DISK_SEARCHERS = frozenset(("locate", "mlocate", "plocate"))
-
-
-def is_shell_command(argv: list[str]) -> bool:
-    """Reject Python-ish lines that tokenise like commands (`find = 3`, `env = dict(...)`)."""
-    if not argv:
-        return False
-    if argv[0] in _TEST_WORDS:
-        return True  # `[ -f /x ]`, `[[ -d /x ]]`: a test, whose brackets are no Python
-    if any(c in argv[0] for c in "()=[]'\"") or argv[0].endswith(":"):
-        return False
-    return not (len(argv) > 1 and argv[1].startswith(("=", "+=", "-=", "(")))
 
 
 # Plain file readers: every operand is a file (no program, filter or script comes first), so after a `cd` a bare word
@@ -582,47 +496,6 @@ def output_accesses(text: str) -> list[Access]:
     return out
 
 
-_SUBST = re.compile(r"\$\(((?:[^()]|\((?:[^()]|\([^()]*\))*\))*)\)|`([^`]*)`")
-
-
-# a program's shell command: `os.system("env")`, `subprocess.run("set", shell=True)`, `subprocess.run(["env"])`,
-# node's `execSync("env")`, PHP's `shell_exec("env")` (group 2: a string; group 3: a list's inside)
-PROGRAM_SHELL = re.compile(
-    r"\b(?:system|popen|getoutput|getstatusoutput|check_output|check_call|call|run|Popen|execSync|spawnSync"
-    r"|execFileSync|shell_exec|passthru)\(\s*(?:[rbuf]{0,2}(['\"])((?:\\.|(?!\1)[^\\\n])*)\1|\[([^\]\n]*)\])")
-PROGRAM_SHELL_LITERALS = ("system(", "popen(", "output(", "call(", "run(", "Popen(", "Sync(", "shell_exec(", "passthru(")
-STRING_LITERAL = re.compile(r"[rbuf]{0,2}(['\"])((?:\\.|(?!\1)[^\\\n])*)\1")
-
-
-def program_shell_commands(text: str) -> list[str | tuple[str, ...]]:
-    """The shell commands a program in `text` runs through `os.system`, `subprocess`, node's `execSync`, PHP's
-    `shell_exec`...: a string (shell text) or the words of a list (an argv)."""
-    if "(" not in text or not any(literal in text for literal in PROGRAM_SHELL_LITERALS):
-        return []
-    return [m.group(2) if m.group(3) is None else tuple(lit.group(2) for lit in STRING_LITERAL.finditer(m.group(3)))
-            for m in PROGRAM_SHELL.finditer(text)]
-
-
-def command_substitutions(shell_text: str) -> list[str]:
-    """The commands inside `$( ... )` and backticks (nested once), which a quoted word hides from shlex."""
-    out: list[str] = []
-    for m in _SUBST.finditer(shell_text):
-        inner = m.group(1) if m.group(1) is not None else m.group(2)
-        if inner and inner.strip():
-            out.append(inner)
-            if "$(" in inner or "`" in inner:
-                out.extend(command_substitutions(inner))
-    return out
-
-
-_COMMENT_LINE = re.compile(r"^[ \t]*#.*$", re.M)
-
-
-def strip_comments(text: str) -> str:
-    """Drop whole-line comments (shell and Python alike): notes to self are not actions."""
-    return _COMMENT_LINE.sub("", text)
-
-
 def python_programs(text: str, *, is_shell: bool = True) -> list[str]:
     """The Python programs an action's text shows: the text itself (code), or in shell text its heredoc
     bodies and `python -c` strings. Whether each really is Python is for the parser to say."""
@@ -653,17 +526,17 @@ def accesses(text: str, *, is_shell: bool = True, cwd: str = WORKDIR) -> list[Ac
     """Everything an action's text does: shell commands (if shell, run from `cwd`), plus code-level calls anywhere,
     plus the calls its programs make once the names they build at run time are folded."""
     out: list[Access] = []
+    written = text  # as written: a heredoc's `#!` line says it is a script (shell_runs.is_script)
     text = strip_comments(text)
-    if is_shell:
-        shell_text, bodies = strip_heredocs(text)
-        out.extend(shell_accesses(shell_text, cwd))
-        for inner in command_substitutions(shell_text):  # `"$(find / -name x)"` is one word to shlex
-            out.extend(shell_accesses(inner, cwd))
-        out.extend(code_accesses(text))
-    else:
-        out.extend(code_accesses(text))
-    for command in program_shell_commands(text):  # what a program runs in a shell is read as shell text
-        out.extend(accesses(command if isinstance(command, str) else shlex.join(command), cwd=cwd))
+    # the shell texts it runs (shell_runs.executed_texts): the text itself, then what it hands to a shell in turn
+    # (`-c` strings, heredocs, here-strings and pipes into a shell, `$(...)`, `eval`, `find -exec`, a program's
+    # `os.system` string, a script it writes and runs); code runs only what its programs hand to a shell
+    runs: list[str] = list(executed_texts(written)) if is_shell else [
+        run for command in program_shell_commands(text)
+        for run in executed_texts(command if isinstance(command, str) else shlex.join(command))]
+    for run in runs:
+        out.extend(shell_accesses(strip_heredocs(run)[0], cwd))
+    out.extend(code_accesses(text))
     out.extend(decoded_paths(text))
     folded = resolved_text(text, is_shell=is_shell)
     if folded:

@@ -44,6 +44,7 @@ from statebox.audits.fastmatch import (Literals, NewBytes, Windowed, compile_any
                                        matching_lines)
 from statebox.audits.fastmatch import line_runs as line_runs_of
 from statebox.audits.lexicon import usable_secret
+from statebox.audits.shell_runs import is_script
 from statebox.errors import DataError, UserError
 from statebox.json_text import has_long_digits, json_value
 from statebox.schema import ACTION_KINDS, Event, EventKind
@@ -472,7 +473,9 @@ def _tool_call_accesses(event: Event) -> list[Access]:
         out.extend(accesses(str(command), cwd=cwd))
     code = args.get("code") or args.get("content") or args.get("new_string") or args.get("source")
     if code:
-        out.extend(accesses(str(code), is_shell=tool in SHELL_TOOLS and "code" not in args))
+        # a file written as a shell script (its name or its `#!` line) is there to be run: read as shell text
+        target = next((v for k in ("file_path", "path", "filename") if isinstance(v := args.get(k), str)), "")
+        out.extend(accesses(str(code), is_shell=tool in SHELL_TOOLS and "code" not in args or is_script(target, str(code))))
     for key in _PATH_KEYS:
         value = args.get(key)
         if isinstance(value, str) and value:

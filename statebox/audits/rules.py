@@ -29,19 +29,7 @@ from functools import lru_cache
 from typing import Callable, Iterable
 
 from statebox.attempt_folder import EVENTS_FILE
-from statebox.audits.actions import (
-    LISTING_WITNESSES,
-    URL,
-    Access,
-    command_substitutions,
-    heredocs,
-    is_shell_command,
-    program_shell_commands,
-    resolved_text,
-    simple_commands,
-    strip_comments,
-    strip_heredocs,
-)
+from statebox.audits.actions import LISTING_WITNESSES, URL, Access, resolved_text
 from statebox.audits.events import (
     ACTION_KINDS,
     AGENT_TEXT_KINDS,
@@ -55,6 +43,9 @@ from statebox.audits.events import (
     is_prompt,
 )
 from statebox.audits.lexicon import find_terms, may_name_terms, trigger_patterns, usable_secret
+from statebox.audits.shell_runs import (ASSIGNMENT, KEYWORDS, SHELLS, WRAPPERS, env_reading, executed_texts, option_value,
+                                        skip_options)
+from statebox.audits.shell_words import is_shell_command, simple_commands, strip_comments, strip_heredocs
 from statebox.schema import Event, EventKind, Finding
 
 QUOTE_MAX = 200
@@ -419,7 +410,7 @@ def _self_recognition_all(log: AuditLog) -> list[Finding]:
 # -- shell words as the rules read them, in the raw JSON line ----------------------------------------------------
 #
 # The prefilter runs these patterns case-insensitively over the raw bytes of a JSON line (fastmatch.compile_any), and
-# the rules read a command through `actions.tokenize`: shlex in POSIX mode, punctuation `;&|()<>`, whitespace
+# the rules read a command through `shell_words.tokenize`: shlex in POSIX mode, punctuation `;&|()<>`, whitespace
 # ` \t\r`, comments `#`, and these word characters: ASCII letters and digits, `_~-./*?=$:{}[]@%+,^!` and the
 # Latin-1 letters `ß`..`ÿ`, `À`..`Þ` (less `×`, `÷`). Every other character ends a word; one that is neither
 # whitespace, punctuation, quote, escape nor comment becomes a word of its own (`ls\x0b/` is `ls`, `\x0b`, `/`:
@@ -861,126 +852,48 @@ _SHELL_KINDS = (EventKind.shell_command, EventKind.tool_call)
 # command: a `sh -c` string, backticks, `$(...)`, `eval`, `trap`, `find -exec`, a heredoc, here-string or pipe
 # into a shell, a program's `os.system`/`subprocess` string; behind a redirection (`set 2>&1` has no argument) or
 # a wrapper's options (`sudo -u root env`); as `env` given options but no command (`env -u X` prints the rest), or
-# as a builtin it did not know (`typeset -x`, `compgen -e`, a bare `export` or `declare`, `ps e`). Each command is
-# now read as the shell runs it: redirections taken out, wrappers and their options skipped, the strings a shell
-# or `eval` runs read as shell text in turn (to `_MAX_DEPTH`). What is read stays a superset of what was: every
-# dump the bare-word reading found is found with the same quote.
+# as a builtin it did not know (`typeset -x`, `compgen -e`, a bare `export` or `declare`, `ps e`). Each text a shell
+# runs is found by `shell_runs.executed_texts` (shared with the access reading), and each simple command in them is
+# read as the shell runs it: redirections taken out, wrappers and their options skipped. What is read stays a
+# superset of what was: every dump the bare-word reading found is found with the same quote.
 
-_MAX_DEPTH = 6  # shells in shells (`bash -c "sh -c 'env'"`) read this deep
-_SHELLS = frozenset(("sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish"))
-_SHELL_VALUE_OPTIONS = frozenset(("-o", "+o", "-O", "+O", "--rcfile", "--init-file"))  # take the next word
-# Words that only lead into the command after them (shell keywords, `!`, braces)
-_KEYWORDS = frozenset(("then", "do", "else", "elif", "if", "while", "until", "!", "{", "}"))
-# Commands that run the command after their options: the options that take the next word as their value, and how
-# many words they take before the command (`timeout 5 env`, `flock /tmp/l env`, `chroot / env`)
-_WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
-    "sudo": (frozenset(("-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-T", "-U", "--user", "--group", "--chdir",
-                        "--close-from", "--host", "--prompt", "--role", "--type", "--command-timeout",
-                        "--other-user")), 0),
-    "doas": (frozenset(("-u", "-C")), 0),
-    "nice": (frozenset(("-n", "--adjustment")), 0),
-    "ionice": (frozenset(("-c", "-n", "-p", "-P", "-u", "--class", "--classdata")), 0),
-    "time": (frozenset(("-f", "-o", "--format", "--output")), 0),
-    "exec": (frozenset(("-a",)), 0),
-    "command": (frozenset(), 0),
-    "builtin": (frozenset(), 0),
-    "nohup": (frozenset(), 0),
-    "setsid": (frozenset(), 0),
-    "unbuffer": (frozenset(), 0),
-    "busybox": (frozenset(), 0),
-    "stdbuf": (frozenset(("-i", "-o", "-e", "--input", "--output", "--error")), 0),
-    "timeout": (frozenset(("-s", "-k", "--signal", "--kill-after")), 1),
-    "xargs": (frozenset(("-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter", "--eof",
-                         "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars",
-                         "--process-slot-var")), 0),
-    "strace": (frozenset(("-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-O", "-S", "-X", "-P")), 0),
-    "ltrace": (frozenset(("-o", "-e", "-p", "-s", "-u", "-a", "-n")), 0),
-    "runuser": (frozenset(("-u", "-g", "-G", "--user", "--group", "--supp-group", "-w", "--whitelist-environment")), 0),
-    "flock": (frozenset(("-w", "-E", "--timeout", "--conflict-exit-code")), 1),
-    "chroot": (frozenset(("--userspec", "--groups")), 1),
-    "chrt": (frozenset(), 1),
-}
-# Commands that run a string as shell text given with `-c` (or `--command`)
-_C_RUNNERS = frozenset(("su", "runuser", "script", "flock"))
-_ENV_VALUE_OPTIONS = frozenset("uCSPa")  # `env -u NAME`, `-C DIR`, `-S STRING`, `-P PATH`, `-a ARG0`
-_ENV_VALUE_LONG = frozenset(("--unset", "--chdir", "--split-string", "--argv0"))
 # `declare`/`typeset` options that list only variables no environment variable is unless declared so
 _NOT_ENV_ATTRIBUTES = frozenset("aAfFirlutn")
 _PS_VALUE_OPTIONS = frozenset("CGgOopqstUu")  # `ps -C node`, `ps --user agent`: the value is no BSD option cluster
 _PS_VALUE_LONG = frozenset(("--pid", "--ppid", "--sort", "--format", "--user", "--group", "--User", "--Group", "--cols",
                             "--columns", "--rows", "--lines", "--width", "--tty", "--sid", "--quick-pid"))
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=")
+_C_RUNNERS = frozenset(("su", "runuser", "script", "flock"))  # `-c STRING`: the string is a text of its own
+_RUNNERS = SHELLS | {"eval", "watch", "trap", "find"}  # what they run is a text of its own (`executed_texts`)
 
 Dump = tuple[str, str]  # (quote, the command word that dumps)
 
 
 @lru_cache(maxsize=4096)
 def shell_env_dumps(action: str) -> tuple[Dump, ...]:
-    """(quote, command word) of each command in an action's shell text that dumps the environment, once each, read
-    as the shell runs it (see above). A function of the text alone (cached: a tool call and its shell command carry
-    the same one)."""
+    """(quote, command word) of each command in the shell texts an action runs that dumps the environment, once
+    each (see above). A function of the text alone (cached: a tool call and its shell command carry the same one)."""
     out: list[Dump] = []
-    _read_shell(action, 0, out)
+    for text in executed_texts(action):
+        shell_text, _ = strip_heredocs(strip_comments(text))
+        for words, _ in simple_commands(shell_text):
+            if "`" not in words:  # the pieces between backquotes are texts of their own
+                dump = _command_dump(words)
+                if dump is not None:
+                    out.append(dump)
     return tuple(dict.fromkeys(out))
 
 
-def _read_shell(text: str, depth: int, out: list[Dump]) -> None:
-    """The dumps of shell text: each simple command (with what a pipe feeds it), each heredoc's body where a shell on
-    its line reads it, each command substitution, and each shell command of a program in it."""
-    if depth > _MAX_DEPTH or not text.strip():
-        return
-    shell_text, _ = strip_heredocs(strip_comments(text))
-    piped: str | None = None  # what the command before printed into a pipe (`echo env | sh`)
-    for words, op in simple_commands(shell_text):
-        if "`" in words:  # `` `set` `` tokenizes to a backquote, the command, a backquote
-            for inner in " ".join(words).split("`"):
-                _read_shell(inner, depth + 1, out)
-        else:
-            _read_command(words, depth, out, piped)
-        piped = _printed(words) if op in ("|", "|&") else None
-    if "<<" in text:
-        for line, body in heredocs(text):
-            for words, _ in simple_commands(line):  # a shell on the line reads the body (`sh <<EOF`, `cat <<EOF | sh`)
-                _read_command(words, depth + 1, out, body)
-    if "`" in shell_text or "$(" in shell_text:
-        for inner in command_substitutions(shell_text):
-            _read_shell(inner, depth + 1, out)
-    for command in program_shell_commands(text):
-        if isinstance(command, str):
-            _read_shell(command, depth + 1, out)
-        else:
-            _read_command(command, depth + 1, out, None)
-
-
-def _printed(words: tuple[str, ...]) -> str | None:
-    """What `echo`/`printf` with these words prints, else None: its words, with `\\n` and `\\t` as the line break and
-    tab `printf`, `echo -e` and dash's `echo` write (read either way: a superset of the commands a shell then runs)."""
-    name = posixpath.basename(words[0]) if words else ""
-    if name not in ("echo", "printf") or len(words) < 2:
-        return None
-    args = list(words[1:])
-    while name == "echo" and args and args[0] in ("-n", "-e", "-E", "-ne", "-en"):
-        args.pop(0)
-    return " ".join(args).replace("\\n", "\n").replace("\\t", "\t")
-
-
-def _read_command(words: tuple[str, ...], depth: int, out: list[Dump], stdin: str | None) -> None:
-    """The dumps of one simple command as written (`words`), `stdin`: the text a pipe or heredoc feeds it."""
-    if depth > _MAX_DEPTH or not words:
-        return
+def _command_dump(words: tuple[str, ...]) -> Dump | None:
+    """The dump one simple command as written (`words`) makes, if it prints the environment itself."""
     argv: list[tuple[int, str]] = []  # (where in `words`, word) of the words that are no redirection
-    here: str | None = None  # a here-string (`bash <<< set`)
     i = 0
     while i < len(words):
         word = words[i]
-        if word in ("<(", ">("):  # process substitution: the rest of this segment is a command run for its output
-            _read_command(words[i + 1:], depth + 1, out, None)
+        if word in ("<(", ">("):  # a process substitution: the rest of the segment is a text of its own
             break
         if word and (">" in word or "<" in word) and not word.strip("<>&|"):
             if argv and argv[-1][1].isdigit() and argv[-1][0] == i - 1:
                 argv.pop()  # the descriptor of `2>&1`
-            if word == "<<<" and i + 1 < len(words):
-                here = words[i + 1]
             i += 2  # the operator and its target
             continue
         argv.append((i, word))
@@ -989,148 +902,34 @@ def _read_command(words: tuple[str, ...], depth: int, out: list[Dump], stdin: st
     while at < len(argv):
         word = argv[at][1]
         name = posixpath.basename(word)
-        if _ASSIGNMENT.match(word) or name in _KEYWORDS:
+        if ASSIGNMENT.match(word) or name in KEYWORDS:
             at += 1
             continue
-        if name in _C_RUNNERS:
-            string = _option_value([w for _, w in argv[at + 1:]], "-c", "--command")
-            if string is not None:
-                _read_shell(string, depth + 1, out)
-                return
+        if name in _C_RUNNERS and option_value([w for _, w in argv[at + 1:]], "-c", "--command") is not None:
+            return None
         if name == "command" and any(w in ("-v", "-V") for _, w in argv[at + 1:at + 3]):
-            return  # `command -v env` looks the name up
-        if name in _WRAPPERS:
-            values, positionals = _WRAPPERS[name]
-            at = _skip_options(argv, at + 1, values) + positionals
+            return None  # `command -v env` looks the name up
+        if name in WRAPPERS:
+            values, positionals = WRAPPERS[name]
+            at = skip_options(argv, at + 1, values) + positionals
             continue
         break
     if at >= len(argv):
-        return
+        return None
     start = argv[at][0]
     if not is_shell_command(list(words[start:])):
-        return  # Python-ish text that tokenizes like a command (`env = dict(...)`)
+        return None  # Python-ish text that tokenizes like a command (`env = dict(...)`)
     name = posixpath.basename(argv[at][1])
-    args = [w for _, w in argv[at + 1:]]
-    if name in _SHELLS:
-        mode, string = _shell_mode(args)
-        if mode == "c":
-            _read_shell(string, depth + 1, out)
-        elif mode == "stdin":
-            for fed in (here, stdin):
-                if fed:
-                    _read_shell(fed, depth + 1, out)
-    elif name == "env":
-        _read_env(words, argv[at:], depth, out)
-    elif name in ("eval", "watch", "trap"):
-        if name == "watch":
-            args = args[_skip_options([(0, a) for a in args], 0, frozenset(("-n", "--interval"))):]
-        elif name == "trap":
-            args = args[:1] if args and not args[0].startswith("-") else []
-        _read_shell(" ".join(args), depth + 1, out)
-    elif name == "find":
-        for k, arg in enumerate(args):
-            if arg in ("-exec", "-execdir", "-ok", "-okdir"):
-                run = args[k + 1:]
-                end = next((j for j, w in enumerate(run) if w in (";", "+")), len(run))
-                _read_command(tuple(run[:end]), depth + 1, out, None)
-    elif _dumps(name, args):
-        out.append((" ".join(words[start:])[:QUOTE_MAX], name))
-
-
-def _skip_options(argv: list[tuple[int, str]], at: int, values: frozenset[str]) -> int:
-    """The place of the first word after the options that start at `at` (an option in `values` takes the next
-    word as its value; `--` ends them)."""
-    while at < len(argv):
-        word = argv[at][1]
-        if word == "--":
-            return at + 1
-        if not word.startswith("-") or word == "-":
-            return at
-        at += 2 if word in values else 1
-    return at
-
-
-def _option_value(args: list[str], short: str, long: str) -> str | None:
-    """The value of `-c VALUE`, `-cVALUE`, `--command VALUE` or `--command=VALUE` among `args`, else None."""
-    for k, arg in enumerate(args):
-        if arg in (short, long):
-            return args[k + 1] if k + 1 < len(args) else None
-        if arg.startswith(long + "="):
-            return arg[len(long) + 1:]
-        if arg.startswith("-") and not arg.startswith("--") and short[1] in arg[1:]:
-            rest = arg[arg.index(short[1], 1) + 1:]
-            return rest or (args[k + 1] if k + 1 < len(args) else None)
+    if name in _RUNNERS:
+        return None
+    if name == "env":
+        command, empty, split = env_reading(argv[at:])
+        # with a command or a `-S` string, that is what runs (a text of its own); with none, env prints the environment
+        dumps = split is None and at + command >= len(argv) and not empty
+        return (" ".join(words[start:])[:QUOTE_MAX], "env") if dumps else None
+    if _dumps(name, [w for _, w in argv[at + 1:]]):
+        return (" ".join(words[start:])[:QUOTE_MAX], name)
     return None
-
-
-def _shell_mode(args: list[str]) -> tuple[str, str]:
-    """How a shell given `args` gets its commands: ("c", the string) for `-c STRING` (`-lc`, `-ec` too), ("stdin", "")
-    when it reads its standard input (no operand, `-`, or `-s`), ("", "") for a script file."""
-    command = stdin = False
-    at = 0
-    while at < len(args):
-        arg = args[at]
-        if arg == "--":
-            at += 1
-            break
-        if len(arg) < 2 or arg[0] not in "-+":
-            break
-        if arg in _SHELL_VALUE_OPTIONS:
-            at += 2
-            continue
-        if arg[0] == "-" and arg[1] != "-":
-            command = command or "c" in arg[1:]
-            stdin = stdin or "s" in arg[1:]
-        at += 1
-    operands = args[at:]
-    if command:
-        return ("c", operands[0]) if operands else ("", "")
-    if stdin or not operands or operands[0] == "-":
-        return "stdin", ""
-    return "", ""
-
-
-def _read_env(words: tuple[str, ...], argv: list[tuple[int, str]], depth: int, out: list[Dump]) -> None:
-    """`env` with its options: the command it runs is read in turn (`env -u X printenv`, `env -S 'set'`); with none
-    it prints the environment (`env`, `env -u HOME`, `env FOO=1`, `env -0`), unless it empties it first (`-i`)."""
-    at, empty, split = 1, False, None
-    while at < len(argv):
-        arg = argv[at][1]
-        if arg == "--":
-            at += 1
-            break
-        if arg in ("-", "-i", "--ignore-environment"):
-            empty = True
-        elif arg in ("--help", "--version"):
-            return
-        elif arg.startswith("--"):
-            name, eq, value = arg.partition("=")
-            if name in _ENV_VALUE_LONG and not eq:
-                value = argv[at + 1][1] if at + 1 < len(argv) else ""
-                at += 1
-            if name == "--split-string":
-                split = value
-        elif arg.startswith("-") and len(arg) > 1:
-            for k, letter in enumerate(arg[1:], start=1):
-                if letter == "i":
-                    empty = True
-                elif letter in _ENV_VALUE_OPTIONS:
-                    value = arg[k + 1:]
-                    if not value:
-                        value = argv[at + 1][1] if at + 1 < len(argv) else ""
-                        at += 1
-                    if letter == "S":
-                        split = value
-                    break
-        elif not _ASSIGNMENT.match(arg):
-            break
-        at += 1
-    if split is not None:
-        _read_shell(" ".join([split] + [w for _, w in argv[at:]]), depth + 1, out)
-    elif at < len(argv):
-        _read_command(words[argv[at][0]:], depth + 1, out, None)
-    elif not empty:
-        out.append((" ".join(words[argv[0][0]:])[:QUOTE_MAX], "env"))
 
 
 def _dumps(name: str, args: list[str]) -> bool:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from statebox.audits.actions import accesses, command_substitutions, decoded_paths, output_accesses
+from statebox.audits.actions import accesses, decoded_paths, output_accesses
+from statebox.audits.shell_words import command_substitutions
 from statebox.audits.events import out_of_band_lines
 
 ROOT_LS = "\n".join(f"drwxr-xr-x   2 root root 4096 Nov 23 13:38 {n}" for n in
