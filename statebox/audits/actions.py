@@ -24,7 +24,7 @@ import shlex
 from dataclasses import dataclass
 
 from statebox.audits.runtime_names import resolve
-from statebox.audits.shell_runs import executed_texts
+from statebox.audits.shell_runs import executed_texts, is_script
 from statebox.audits.shell_words import (TEXT_CACHE, is_shell_command, program_shell_commands, simple_commands,
                                          strip_comments, strip_heredocs)
 
@@ -379,6 +379,28 @@ def _git_subcommand(args: list[str]) -> list[str]:
     while i < len(args) and args[i].startswith("-"):
         i += 2 if args[i] in _GIT_VALUE_OPTIONS else 1
     return args[i:]
+
+
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update) File: (.+)$")
+
+
+def patch_accesses(patch: str) -> list[Access]:
+    """What the files a patch writes (Codex's `apply_patch`: `*** Add File: X` / `*** Update File: X`, each added line
+    led by `+`) do when run: each file's added lines read as its text is (shell for a script by name or `#!` line,
+    code otherwise), as a Write's content is."""
+    out: list[Access] = []
+    name = ""
+    added: list[str] = []
+    for line in patch.split("\n") + ["*** End Patch"]:
+        if line.startswith("*** "):
+            if added:
+                content = "\n".join(added)
+                out.extend(accesses(content, is_shell=is_script(name, content)))
+            m = _PATCH_FILE.match(line)
+            name, added = (m.group(1).strip() if m else ""), []
+        elif line.startswith("+") and name:
+            added.append(line[1:])
+    return out
 
 
 def code_accesses(code: str) -> list[Access]:

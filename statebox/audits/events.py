@@ -39,7 +39,7 @@ import orjson
 from statebox.attempt_folder import (ATTEMPT_FILE, CLAUDE_STREAM_LOG, CODEX_LOG, EVENTS_FILE, GATEWAY_LOG, RESPONSE_FILE,
                                      STDERR_LOG, STDOUT_LOG)
 from statebox.audits.actions import (API_ROUTE, LISTING_WITNESSES, WORKDIR, Access, accesses, glob_root, normalise_path,
-                                     output_accesses)
+                                     output_accesses, patch_accesses)
 from statebox.audits.fastmatch import (Literals, NewBytes, Windowed, compile_any, lines_matching_within, match_bounds,
                                        matching_lines)
 from statebox.audits.fastmatch import line_runs as line_runs_of
@@ -476,6 +476,9 @@ def _tool_call_accesses(event: Event) -> list[Access]:
         # a file written as a shell script (its name or its `#!` line) is there to be run: read as shell text
         target = next((v for k in ("file_path", "path", "filename") if isinstance(v := args.get(k), str)), "")
         out.extend(accesses(str(code), is_shell=tool in SHELL_TOOLS and "code" not in args or is_script(target, str(code))))
+    patch = args.get("input") or args.get("patch")
+    if isinstance(patch, str) and "*** " in patch and (tool == "apply_patch" or "*** Begin Patch" in patch):
+        out.extend(patch_accesses(patch))  # the programs Codex writes with a patch, read as a Write's content is
     for key in _PATH_KEYS:
         value = args.get(key)
         if isinstance(value, str) and value:
