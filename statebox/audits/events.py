@@ -423,8 +423,9 @@ _PATH_KEYS = ("file_path", "path", "notebook_path", "directory", "dir")  # read 
 _TEXT_KEYS = frozenset(("command", "cmd", "script", "code", "content", "new_string", "old_string", "new_source", "source",
                         "description", "prompt", "query", "url", "pattern", "glob", "regex", "text", "message", "todos",
                         "type", "subagent_type", "workdir", "cwd"))
-# a value that is one absolute, home or parent-relative path: no whitespace, no line break
-_PATH_VALUE = re.compile(r"^(?:/|~/|~$|\.\./)[^\s]*$")
+# a value that is one absolute, home or parent-relative path: a path's characters (and a glob's) only, so a regex
+# (`/\d+/`), a sed expression or a lone separator (`/`) is none
+_PATH_VALUE = re.compile(r"^(?:/|~/|\.\./)[\w.~/@%+,:=*?\[\]{}-]+$|^~$")
 
 
 def _tool_op(tool: str) -> str:

@@ -56,6 +56,8 @@ def test_both_paths_flag_it_alike(tmp_path, tool, call, where):
     ("list_dir", {"dir_path": "."}), ("TodoWrite", {"todos": [{"content": "count cups", "status": "pending"}]}),
     ("Task", {"description": "count", "prompt": "Count the cups in /workspace/video.mp4 frame by frame."}),
     ("answer", {"text": "4 / 7 of the frames"}),
+    ("split_name", {"separator": "/", "name": "a/b"}), ("replace", {"expression": "/^x$/", "with": "s/a/b/g"}),
+    ("http_get_json", {"route": "/v1/models"}),
 ])
 def test_honest_inputs_stay_clean(tool: str, call: dict) -> None:
     verdict = _verdict(tool, call)
