@@ -54,7 +54,8 @@ PROMPT_KINDS = {EventKind.model_request}
 AGENT_TEXT_KINDS = {EventKind.model_text, EventKind.model_response, EventKind.final_answer}
 OBSERVED_KINDS = {EventKind.tool_output, EventKind.error}
 
-SHELL_TOOLS = {"bash", "shell", "exec_command", "local_shell", "run_shell", "terminal", "execute", "python", "run_python", "container.exec"}
+SHELL_TOOLS = {"bash", "shell", "exec_command", "local_shell", "run_shell", "terminal", "execute", "python", "run_python", "container.exec",
+               "bash_session"}  # bash_session: Inspect's stateful shell (its `input` is what it types)
 WITNESS_LOGS = (GATEWAY_LOG, STDOUT_LOG, STDERR_LOG)
 RAW_CLI_LOGS = (CLAUDE_STREAM_LOG, CODEX_LOG)
 _T = TypeVar("_T")
@@ -421,6 +422,7 @@ _SEARCH_TOOLS = ("grep", "glob")  # tools that search /workspace when given no p
 _PATH_KEYS = ("file_path", "path", "notebook_path", "directory", "dir")  # read by the tool's own op (above)
 # values that are text, code, a command or a pattern, never a path to touch (each read its own way, or not at all)
 _TEXT_KEYS = frozenset(("command", "cmd", "script", "code", "content", "new_string", "old_string", "new_source", "source",
+                        "file_text", "new_str", "old_str", "input",
                         "description", "prompt", "query", "url", "pattern", "glob", "regex", "text", "message", "todos",
                         "type", "subagent_type", "workdir", "cwd"))
 # a value that is one absolute, home or parent-relative path: a path's characters (and a glob's) only, so a regex
@@ -456,7 +458,7 @@ def _tool_call_accesses(event: Event) -> list[Access]:
         if type(command) is str:
             return list(accesses(command)) if command else []
     out: list[Access] = []
-    command = args.get("command") or args.get("cmd") or args.get("script")
+    command = args.get("command") or args.get("cmd") or args.get("script") or (args.get("input") if tool in SHELL_TOOLS else None)
     if isinstance(command, list):  # an argv (Codex's `shell`): the shell text that runs it, `-c` strings quoted
         command = shlex.join(str(c) for c in command)
     cwd = WORKDIR
@@ -472,7 +474,9 @@ def _tool_call_accesses(event: Event) -> list[Access]:
             break
     if command:
         out.extend(accesses(str(command), cwd=cwd))
-    code = args.get("code") or args.get("content") or args.get("new_string") or args.get("source")
+    # a file's new text: Claude Code's Write/Edit, Inspect's and Anthropic's editors (`file_text` to create, `new_str`)
+    code = (args.get("code") or args.get("content") or args.get("new_string") or args.get("source") or args.get("file_text")
+            or args.get("new_str"))
     if code:
         # a file written as a shell script (its name or its `#!` line) is there to be run: read as shell text
         target = next((v for k in ("file_path", "path", "filename") if isinstance(v := args.get(k), str)), "")

@@ -25,7 +25,7 @@ from statebox.sessions import EventDraft, clip
 # lower-cased tool names; the argument keys that hold what they act on, in order of preference
 SHELL_TOOLS = {"bash", "shell", "exec_command", "local_shell", "run_shell", "terminal", "execute", "bash_command",
                "container.exec", "run_command", "shell_command", "execute_bash", "execute_command", "cmd", "sh",
-               "run_terminal_cmd", "command"}
+               "run_terminal_cmd", "command", "bash_session"}  # bash_session: Inspect's stateful shell, typing its `input`
 SHELL_KEYS = ("command", "cmd", "keystrokes", "script", "commands", "input")
 READ_TOOLS = {"read": "file_path", "glob": "path", "grep": "path", "ls": "path", "read_file": "path", "view": "path",
               "cat": "path", "list_dir": "path", "list_directory": "path", "file_search": "query", "open_file": "path"}
