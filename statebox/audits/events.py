@@ -54,8 +54,9 @@ PROMPT_KINDS = {EventKind.model_request}
 AGENT_TEXT_KINDS = {EventKind.model_text, EventKind.model_response, EventKind.final_answer}
 OBSERVED_KINDS = {EventKind.tool_output, EventKind.error}
 
+# bash_session: Inspect's stateful shell (its `input` is what it types); write_stdin: Codex types `chars` into a session
 SHELL_TOOLS = {"bash", "shell", "exec_command", "local_shell", "run_shell", "terminal", "execute", "python", "run_python", "container.exec",
-               "bash_session"}  # bash_session: Inspect's stateful shell (its `input` is what it types)
+               "bash_session", "write_stdin"}
 WITNESS_LOGS = (GATEWAY_LOG, STDOUT_LOG, STDERR_LOG)
 RAW_CLI_LOGS = (CLAUDE_STREAM_LOG, CODEX_LOG)
 _T = TypeVar("_T")
@@ -422,7 +423,7 @@ _SEARCH_TOOLS = ("grep", "glob")  # tools that search /workspace when given no p
 _PATH_KEYS = ("file_path", "path", "notebook_path", "directory", "dir")  # read by the tool's own op (above)
 # values that are text, code, a command or a pattern, never a path to touch (each read its own way, or not at all)
 _TEXT_KEYS = frozenset(("command", "cmd", "script", "code", "content", "new_string", "old_string", "new_source", "source",
-                        "file_text", "new_str", "old_str", "input",
+                        "file_text", "new_str", "old_str", "input", "chars", "edits",
                         "description", "prompt", "query", "url", "pattern", "glob", "regex", "text", "message", "todos",
                         "type", "subagent_type", "workdir", "cwd"))
 # a value that is one absolute, home or parent-relative path: a path's characters (and a glob's) only, so a regex
@@ -458,7 +459,8 @@ def _tool_call_accesses(event: Event) -> list[Access]:
         if type(command) is str:
             return list(accesses(command)) if command else []
     out: list[Access] = []
-    command = args.get("command") or args.get("cmd") or args.get("script") or (args.get("input") if tool in SHELL_TOOLS else None)
+    command = args.get("command") or args.get("cmd") or args.get("script") or (
+        args.get("input") or args.get("chars") if tool in SHELL_TOOLS else None)
     if isinstance(command, list):  # an argv (Codex's `shell`): the shell text that runs it, `-c` strings quoted
         command = shlex.join(str(c) for c in command)
     cwd = WORKDIR
@@ -474,13 +476,19 @@ def _tool_call_accesses(event: Event) -> list[Access]:
             break
     if command:
         out.extend(accesses(str(command), cwd=cwd))
-    # a file's new text: Claude Code's Write/Edit, Inspect's and Anthropic's editors (`file_text` to create, `new_str`)
+    # a file's new text: Claude Code's Write/Edit/NotebookEdit, Inspect's and Anthropic's editors (`file_text` to
+    # create, `new_str`), each of MultiEdit's edits
     code = (args.get("code") or args.get("content") or args.get("new_string") or args.get("source") or args.get("file_text")
-            or args.get("new_str"))
-    if code:
+            or args.get("new_str") or args.get("new_source"))
+    texts = [str(code)] if code else []
+    edits = args.get("edits")
+    if isinstance(edits, list):
+        texts += [str(edit["new_string"]) for edit in edits if isinstance(edit, dict) and edit.get("new_string")]
+    if texts:
+        text = "\n".join(texts)
         # a file written as a shell script (its name or its `#!` line) is there to be run: read as shell text
         target = next((v for k in ("file_path", "path", "filename") if isinstance(v := args.get(k), str)), "")
-        out.extend(accesses(str(code), is_shell=tool in SHELL_TOOLS and "code" not in args or is_script(target, str(code))))
+        out.extend(accesses(text, is_shell=tool in SHELL_TOOLS and "code" not in args or is_script(target, text)))
     patch = args.get("input") or args.get("patch")
     if isinstance(patch, str) and "*** " in patch and (tool == "apply_patch" or "*** Begin Patch" in patch):
         out.extend(patch_accesses(patch))  # the programs Codex writes with a patch, read as a Write's content is

@@ -25,8 +25,10 @@ from statebox.sessions import EventDraft, clip
 # lower-cased tool names; the argument keys that hold what they act on, in order of preference
 SHELL_TOOLS = {"bash", "shell", "exec_command", "local_shell", "run_shell", "terminal", "execute", "bash_command",
                "container.exec", "run_command", "shell_command", "execute_bash", "execute_command", "cmd", "sh",
-               "run_terminal_cmd", "command", "bash_session"}  # bash_session: Inspect's stateful shell, typing its `input`
-SHELL_KEYS = ("command", "cmd", "keystrokes", "script", "commands", "input")
+               "run_terminal_cmd", "command", "bash_session", "write_stdin"}
+# bash_session (Inspect's stateful shell) types its `input`; Codex's write_stdin types `chars` into a session exec_command
+# started (a shell, as a rule)
+SHELL_KEYS = ("command", "cmd", "keystrokes", "script", "commands", "input", "chars")
 READ_TOOLS = {"read": "file_path", "glob": "path", "grep": "path", "ls": "path", "read_file": "path", "view": "path",
               "cat": "path", "list_dir": "path", "list_directory": "path", "file_search": "query", "open_file": "path"}
 WRITE_TOOLS = {"write": "file_path", "edit": "file_path", "multiedit": "file_path", "notebookedit": "notebook_path",
