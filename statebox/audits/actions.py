@@ -252,7 +252,19 @@ def _option_path(word: str, arg: str) -> str | None:
 
 
 def shell_accesses(shell_text: str, cwd: str = WORKDIR) -> list[Access]:
-    """Accesses of the simple commands in shell text (heredoc bodies excluded), run from `cwd`.
+    """Accesses of the simple commands in shell text (heredoc bodies excluded), run from `cwd` (`_read_commands`)."""
+    return _read_commands(shell_text, cwd)[0]
+
+
+def cwd_after(text: str, cwd: str = WORKDIR) -> str:
+    """Where a shell that ran `text` from `cwd` is left (its last `cd` whose target the text says; /workspace when it
+    does not say): a stateful shell's next command starts there (`events.derive`)."""
+    return _read_commands(strip_heredocs(strip_comments(text))[0], cwd)[1] or WORKDIR
+
+
+def _read_commands(shell_text: str, cwd: str) -> tuple[list[Access], str | None]:
+    """The accesses of the simple commands in shell text run from `cwd`, and the folder the text leaves the shell in
+    (None: a `cd` it does not say the target of).
 
     Read as the shell runs the text, in order:
     - a variable the text sets (`D=/data/annotations; ls $D`) is put into the words after it, as the shell expands
@@ -320,7 +332,7 @@ def shell_accesses(shell_text: str, cwd: str = WORKDIR) -> list[Access]:
             here = _changed_dir(argv, here, stack)
             if word != "popd":
                 stack.append(before)
-    return out
+    return out, here
 
 
 def _positional(args: list[str]) -> list[str]:

@@ -38,8 +38,8 @@ import orjson
 
 from statebox.attempt_folder import (ATTEMPT_FILE, CLAUDE_STREAM_LOG, CODEX_LOG, EVENTS_FILE, GATEWAY_LOG, RESPONSE_FILE,
                                      STDERR_LOG, STDOUT_LOG)
-from statebox.audits.actions import (API_ROUTE, LISTING_WITNESSES, WORKDIR, Access, accesses, glob_root, normalise_path,
-                                     output_accesses, patch_accesses)
+from statebox.audits.actions import (API_ROUTE, LISTING_WITNESSES, WORKDIR, Access, accesses, cwd_after, glob_root,
+                                     normalise_path, output_accesses, patch_accesses)
 from statebox.audits.fastmatch import (Literals, NewBytes, Windowed, compile_any, lines_matching_within, match_bounds,
                                        matching_lines)
 from statebox.audits.fastmatch import line_runs as line_runs_of
@@ -445,7 +445,9 @@ _TOOL_OPS = (("write", ("write", "edit", "create", "save", "append", "delete", "
 _WORKDIR_KEYS = ("workdir", "cwd")  # a shell tool's own working directory for its command
 
 
-def _tool_call_accesses(event: Event) -> list[Access]:
+def _tool_call_accesses(event: Event, cwd: str = WORKDIR) -> list[Access]:
+    """A tool call's accesses, its command run from `cwd` (a stateful shell's folder, `derive`) unless its own
+    `workdir`/`cwd` says where."""
     data = event.data or {}
     tool = str(data.get("tool") or data.get("name") or "").lower()
     raw_args = data.get("input")
@@ -457,13 +459,12 @@ def _tool_call_accesses(event: Event) -> list[Access]:
         # (no code, path, url or query key; the default search is for grep/glob only; `args` is not empty)
         command = args.get("command")
         if type(command) is str:
-            return list(accesses(command)) if command else []
+            return list(accesses(command, cwd=cwd)) if command else []
     out: list[Access] = []
     command = args.get("command") or args.get("cmd") or args.get("script") or (
         args.get("input") or args.get("chars") if tool in SHELL_TOOLS else None)
     if isinstance(command, list):  # an argv (Codex's `shell`): the shell text that runs it, `-c` strings quoted
         command = shlex.join(str(c) for c in command)
-    cwd = WORKDIR
     for key in _WORKDIR_KEYS:
         value = args.get(key)
         if isinstance(value, str) and value.strip():
@@ -527,8 +528,14 @@ _OP_KIND = {"read": EventKind.file_read, "list": EventKind.file_read, "search": 
 
 def derive(events: list[Event]) -> list[Event]:
     """Insert, after each action, the file/network events its text implies (sharing its seq); after each
-    tool output, the places it shows were listed (op `seen`, whatever the command's spelling)."""
+    tool output, the places it shows were listed (op `seen`, whatever the command's spelling).
+
+    A stateful shell (STATEFUL_SHELLS: Inspect's `bash_session`, a Codex `write_stdin` session) keeps its folder from
+    one call to the next: `cd /proc/self` in one call, `cat environ` in the next reads /proc/self/environ. Its calls
+    are read in order from where the last one left it (`actions.cwd_after`); every line naming such a tool is kept
+    on the fast path (rules.RUNTIME_NAME_TRIGGERS), so both paths read the same calls."""
     out: list[Event] = []
+    shells: dict[tuple[str, str], str] = {}  # (tool, session) -> the folder its last command left it in
     append = out.append
     tool_output, shell_command, tool_call = EventKind.tool_output, EventKind.shell_command, EventKind.tool_call
     for event in events:
@@ -539,6 +546,11 @@ def derive(events: list[Event]) -> list[Event]:
             if "/" not in text and not any(name in text for name in LISTING_WITNESSES):
                 continue  # no path, and no listing of `/` (it would hold one of these)
             found = output_accesses(text)
+        elif kind is tool_call and (stateful := _stateful_shell(event)) is not None:
+            session, command = stateful
+            cwd = shells.get(session, WORKDIR)
+            found = _tool_call_accesses(event, cwd)
+            shells[session] = cwd_after(command, cwd)
         elif kind is shell_command or kind is tool_call:
             found = event_accesses(event)
         else:
@@ -552,6 +564,22 @@ def derive(events: list[Event]) -> list[Event]:
                              {"derived_from": seq, "op": op, "via": acc.via, "pattern": acc.pattern,
                               "path" if op != "network" else "url": acc.target}, time))
     return out
+
+
+STATEFUL_SHELLS = frozenset(("bash_session", "write_stdin"))
+
+
+def _stateful_shell(event: Event) -> tuple[tuple[str, str], str] | None:
+    """((tool, session), the command typed) of a call to a stateful shell, else None."""
+    data = event.data or {}
+    tool = str(data.get("tool") or data.get("name") or "").lower()
+    if tool not in STATEFUL_SHELLS:
+        return None
+    args = data.get("input") if isinstance(data.get("input"), dict) else data.get("arguments")
+    if not isinstance(args, dict):
+        return None
+    command = args.get("input") or args.get("chars") or args.get("command")
+    return ((tool, str(args.get("session_id", ""))), command) if isinstance(command, str) else None
 
 
 def derived_access(event: Event) -> Access | None:

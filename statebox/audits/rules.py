@@ -1282,11 +1282,13 @@ ALWAYS_PARSE = [r"\"kind\": *\"(message|final_answer|model_request)\""]
 
 
 # Lines whose programs build names at run time (actions.resolved_text), or bind a network module to
-# another name, are parsed whatever the rest says: what they build is only known once folded.
+# another name, are parsed whatever the rest says: what they build is only known once folded. So are the calls of a
+# stateful shell: what each reads depends on the folder the calls before it left the shell in (events.derive).
 RUNTIME_NAME_TRIGGERS = [
     r"__import__", r"import_module", r"getattr *\(", r"chr *\(", r"fromhex", r"b(64|32|16|85)decode", r"a85decode",
     r"decodebytes", r"unhexlify", r"a2b_(hex|base64)", r"codecs\.(de|en)code", r"sys\.modules", r"(exec|eval) *\(",
     r"(globals|locals|vars) *\(", r"__dict__", r"\[ *: *: *- *1 *\]",
+    r"bash_session", r"write_stdin",  # a stateful shell's call reads from where the last one left it (events.derive)
     r"import +(socket|requests|httpx|urllib3?|http|aiohttp|ftplib|telnetlib|smtplib|paramiko|os|glob|pathlib|shutil)[ .,a-z_]* +as",
     r"from +(socket|requests|httpx|urllib3?|http|aiohttp|ftplib|telnetlib|smtplib|paramiko|os|glob|subprocess)(\.[a-z_]+)? +import",
 ]
