@@ -311,6 +311,8 @@ def _read_commands(shell_text: str, cwd: str) -> tuple[list[Access], str | None]
         if word in _DISK_SEARCHERS and _positional(argv[1:]):
             # `locate NAME` looks the name up over the whole file system (its database of every path)
             out.append(Access("search", "/", word, _positional(argv[1:])[0]))
+        if "/" in argv[0] and looks_like_path(argv[0]):
+            out.append(Access("access", normalise_path(argv[0], base), "exec"))  # a program run by its path is a place
         bare = word in FILE_READERS and base != WORKDIR
         prev = ""
         for arg in argv[1:]:

@@ -423,7 +423,7 @@ _SEARCH_TOOLS = ("grep", "glob")  # tools that search /workspace when given no p
 _PATH_KEYS = ("file_path", "path", "notebook_path", "directory", "dir")  # read by the tool's own op (above)
 # values that are text, code, a command or a pattern, never a path to touch (each read its own way, or not at all)
 _TEXT_KEYS = frozenset(("command", "cmd", "script", "code", "content", "new_string", "old_string", "new_source", "source",
-                        "file_text", "new_str", "old_str", "input", "chars", "edits",
+                        "file_text", "new_str", "old_str", "edits",
                         "description", "prompt", "query", "url", "pattern", "glob", "regex", "text", "message", "todos",
                         "type", "subagent_type", "workdir", "cwd"))
 # a value that is one absolute, home or parent-relative path: a path's characters (and a glob's) only, so a regex
