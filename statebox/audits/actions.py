@@ -564,17 +564,19 @@ def accesses(text: str, *, is_shell: bool = True, cwd: str = WORKDIR) -> list[Ac
     out: list[Access] = []
     written = text  # as written: a heredoc's `#!` line says it is a script (shell_runs.is_script)
     text = strip_comments(text)
+    folded = resolved_text(text, is_shell=is_shell)  # its programs with the names they build folded (runtime_names)
     # the shell texts it runs (shell_runs.executed_texts): the text itself, then what it hands to a shell in turn
     # (`-c` strings, heredocs, here-strings and pipes into a shell, `$(...)`, `eval`, `find -exec`, a program's
-    # `os.system` string, a script it writes and runs); code runs only what its programs hand to a shell
-    runs: list[str] = list(executed_texts(written)) if is_shell else [
-        run for command in program_shell_commands(text)
-        for run in executed_texts(command if isinstance(command, str) else shlex.join(command))]
+    # `os.system` string, a script it writes and runs); code runs what its programs hand to a shell, and so do the
+    # folded programs (`os.system('l' + 's /data')`)
+    runs: list[str] = list(executed_texts(written)) if is_shell else []
+    for program in ([] if is_shell else [text]) + ([folded] if folded else []):
+        for command in program_shell_commands(program):
+            runs.extend(executed_texts(command if isinstance(command, str) else shlex.join(command)))
     for run in runs:
         out.extend(shell_accesses(strip_heredocs(run)[0], cwd))
     out.extend(code_accesses(text))
     out.extend(decoded_paths(text))
-    folded = resolved_text(text, is_shell=is_shell)
     if folded:
         out.extend(code_accesses(folded))
     seen: set[Access] = set()

@@ -161,6 +161,9 @@ PAIRS = [  # (name, built at run time, spelled plainly)
     ("pathlib_joinpath_environ",
      "python3 -c 'import pathlib; print(pathlib.Path(\"/proc/self\").joinpath(\"environ\").read_bytes())'",
      "python3 -c 'print(open(\"/proc/self/environ\").read())'"),
+    ("built_shell_string",  # the shell command a program builds, folded, is read as shell text
+     "python3 -c \"import os; os.system('l' + 's /data/annotations')\"",
+     "python3 -c \"import os; os.system('ls /data/annotations')\""),
     ("alias_requests",
      "python3 -c 'import requests as r; r.get(\"https://example.com/x\")'",
      "python3 -c 'import requests; requests.get(\"https://example.com/x\")'"),
