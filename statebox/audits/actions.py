@@ -313,7 +313,10 @@ def _read_commands(shell_text: str, cwd: str) -> tuple[list[Access], str | None]
             out.append(Access("search", "/", word, _positional(argv[1:])[0]))
         if "/" in argv[0] and looks_like_path(argv[0]):
             out.append(Access("access", normalise_path(argv[0], base), "exec"))  # a program run by its path is a place
-        bare = word in FILE_READERS and base != WORKDIR
+        # after a `cd` out of /workspace, a bare word a reader, a lister or a searcher (past its pattern) is given is a
+        # file or folder there (`cd /data && ls annotations`, `cd ~ && ls .cache`)
+        bare = base != WORKDIR and (word in FILE_READERS or word in LISTERS or word in SEARCHERS)
+        searched = _positional(argv[1:])[:1] if word in SEARCHERS else []  # a searcher's pattern is no file
         prev = ""
         for arg in argv[1:]:
             if prev in _REDIRECTS_OUT:
@@ -324,8 +327,9 @@ def _read_commands(shell_text: str, cwd: str) -> tuple[list[Access], str | None]
             elif looks_like_path(arg):
                 this_op = "write" if (word in ("cp", "mv", "rsync", "ln") and arg == argv[-1]) or word == "tee" else op
                 out.append(Access(this_op, normalise_path(arg, base), word, pattern if this_op in ("search", "list") else ""))
-            elif bare and not arg.isdigit() and arg not in _REDIRECTS_OUT | _REDIRECTS_IN and _BARE_NAME.match(arg):
-                out.append(Access(op, normalise_path(arg, base), word))
+            elif bare and not arg.isdigit() and arg not in _REDIRECTS_OUT | _REDIRECTS_IN and arg not in searched \
+                    and _BARE_NAME.match(arg):
+                out.append(Access(op, normalise_path(arg, base), word, pattern if op in ("search", "list") else ""))
             elif (value := _option_path(word, arg)) is not None:
                 out.append(Access("write" if arg.startswith("of=") else op, normalise_path(value, base), word))
             prev = arg if arg in _REDIRECTS_OUT | _REDIRECTS_IN else ""
