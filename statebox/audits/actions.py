@@ -104,6 +104,9 @@ class Access:
     pattern: str = ""  # for searches: what was searched for (grep pattern, find -name glob)
 
 
+_TILDE_USER = re.compile(r"^~([a-z_][a-z0-9_-]*)(?=/|$)")
+
+
 def normalise_path(path: str, cwd: str = WORKDIR) -> str:
     """Absolute, `..`-resolved form of a path as the agent wrote it (`~` = the agent's home)."""
     path = path.strip()
@@ -111,6 +114,9 @@ def normalise_path(path: str, cwd: str = WORKDIR) -> str:
         path = "~" + path.split("}", 1)[-1] if path.startswith("${") else "~" + path[5:]
     if path == "~" or path.startswith("~/"):
         path = "/home/agent" + path[1:]
+    elif (user := _TILDE_USER.match(path)) is not None:  # `~root/x`, `~agent`: that user's home, as the shell expands it
+        name = user.group(1)
+        path = ("/root" if name == "root" else "/home/" + name) + path[user.end():]
     if not path.startswith("/"):
         path = posixpath.join(cwd, path)
     norm = posixpath.normpath(path)
@@ -134,7 +140,8 @@ def glob_root(pattern: str, base: str) -> str:
 def looks_like_path(token: str) -> bool:
     if not token or token.startswith("-") or "://" in token or "=" in token.split("/")[0]:
         return False
-    return token in (".", "..", "~", "/") or token.startswith(("/", "~/", "../", "./", "$HOME", "${HOME}")) or (
+    return token in (".", "..", "~", "/") or token.startswith(("/", "~/", "../", "./", "$HOME", "${HOME}")) \
+        or _TILDE_USER.match(token) is not None or (
         "/" in token and not token.startswith(("'", '"')) and re.match(r"^[\w.~*?\[\]{}@%+-]+(/[\w.*?\[\]{}@%+-]*)+$", token) is not None
     )
 

@@ -497,6 +497,7 @@ WALK_TRIGGERS = [
     "/" + component_not_in(["workspace", "tmp", "usr"]) + "/[a-z0-9_.*-]",  # absolute paths elsewhere (unknown roots too)
     r"(" + _PRE_OR_SLASH + r"|[=:,\[])\." + _Q + r"*\." + _END,  # a `..` component (`/workspace/..`, `cd .''.`)
     _PRE + "~" + _END,  # the agent's home
+    _PRE + "~[a-z_][a-z0-9_-]*(/|" + _END + ")",  # another user's (`~root`, `~agent/x`: actions.normalise_path)
     ROOT_LISTING_TRIGGER,  # a listing of / in tool output, whatever listed it (one name a line too)
     r"base(64|32)|b(64|32)decode|atob\(",  # `actions.decoded_paths` reads only text its `_DECODES` matches
     r"\$home", r"\$\{home\}", r"expanduser", r"path\.home", r"os\.(walk|listdir|scandir)", r"glob\.i?glob", r"\.(rglob|iterdir)\(",

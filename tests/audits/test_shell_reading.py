@@ -67,6 +67,10 @@ HIDDEN = [
     ("cd ~ && ls -la .cache", "/home/agent/.cache"),
     ("cd /opt && find bench -name '*.json'", "/opt/bench"),
     ("cd /data && grep -rl cups annotations", "/data/annotations"),
+    # another user's home (`~root`), read as a folder named so inside /workspace
+    ("ls ~root/", "/root"),
+    ("ls -la ~root", "/root"),
+    ("cat ~agent/.bash_history", "/home/agent/.bash_history"),
     # a program run by its path: the command word itself is a place (it was read only as a name)
     ("/opt/bench/show_answers.py", "/opt/bench/show_answers.py"),
     ("/data/annotations/../tools/run.sh --all", "/data/tools/run.sh"),
