@@ -491,11 +491,13 @@ def component_not_in(words: list[str] | tuple[str, ...], ch: str = "[a-z0-9_.+-]
 _LINE_END = r"([ \t]|\\[trfv]|\\u[0-9a-f]{4}|[^\x00-\x7f])*(\\n|\\?\"|'|$)"
 ROOT_LISTING_TRIGGER = (r"(^|[^a-z0-9_.-]|\\[a-z]|\\u[0-9a-f]{4})(" + "|".join(LISTING_WITNESSES) + ")/?" + _LINE_END)
 
+# any absolute path whose first component is not one of SAFE_ROOTS (`/` alone, `//`, `/.`, `/[a-z]*`, `/dev`)
+ABSOLUTE_OUTSIDE_TRIGGER = _PRE + "/(?-i:" + component_not_in(SAFE_ROOTS, exact=True) + ")" + _END
+DOTDOT_TRIGGER = r"(" + _PRE_OR_SLASH + r"|[=:,\[])\." + _Q + r"*\." + _END  # a `..` component (`/workspace/..`, `cd .''.`)
 WALK_TRIGGERS = [
-    # any absolute path whose first component is not one of SAFE_ROOTS (`/` alone, `//`, `/.`, `/[a-z]*`, `/dev`)
-    _PRE + "/(?-i:" + component_not_in(SAFE_ROOTS, exact=True) + ")" + _END,
+    ABSOLUTE_OUTSIDE_TRIGGER,
     "/" + component_not_in(["workspace", "tmp", "usr"]) + "/[a-z0-9_.*-]",  # absolute paths elsewhere (unknown roots too)
-    r"(" + _PRE_OR_SLASH + r"|[=:,\[])\." + _Q + r"*\." + _END,  # a `..` component (`/workspace/..`, `cd .''.`)
+    DOTDOT_TRIGGER,
     _PRE + "~" + _END,  # the agent's home
     _PRE + "~[a-z_][a-z0-9_-]*(/|" + _END + ")",  # another user's (`~root`, `~agent/x`: actions.normalise_path)
     ROOT_LISTING_TRIGGER,  # a listing of / in tool output, whatever listed it (one name a line too)
@@ -1263,7 +1265,8 @@ class Rule:
 # not the static triggers, in the new bytes of a gateway line's request half, where a tool result the gateway log
 # alone holds is: the static triggers there would also match the agent's own commands the request re-sends (the
 # loose "absolute paths elsewhere" one matches `/frames/s` of `/tmp/frames/stats.json`) and keep most lines.
-OUTPUT_TRIGGERS = [WALK_TRIGGERS[0], WALK_TRIGGERS[2], WALK_TRIGGERS[4], r"permission denied", r"errno 13", ENV_OUTPUT_TRIGGER]
+OUTPUT_TRIGGERS = [ABSOLUTE_OUTSIDE_TRIGGER, DOTDOT_TRIGGER, ROOT_LISTING_TRIGGER, r"permission denied", r"errno 13",
+                   ENV_OUTPUT_TRIGGER]
 
 
 RULES: tuple[Rule, ...] = (
@@ -1290,6 +1293,7 @@ RUNTIME_NAME_TRIGGERS = [
     r"decodebytes", r"unhexlify", r"a2b_(hex|base64)", r"codecs\.(de|en)code", r"sys\.modules", r"(exec|eval) *\(",
     r"(globals|locals|vars) *\(", r"__dict__", r"\[ *: *: *- *1 *\]",
     r"bash_session", r"write_stdin",  # a stateful shell's call reads from where the last one left it (events.derive)
+    r"\$'[^']*\\",  # bash's ANSI-C quoting with an escape (`$'\x65nv'`): what it spells is known once decoded
     r"import +(socket|requests|httpx|urllib3?|http|aiohttp|ftplib|telnetlib|smtplib|paramiko|os|glob|pathlib|shutil)[ .,a-z_]* +as",
     r"from +(socket|requests|httpx|urllib3?|http|aiohttp|ftplib|telnetlib|smtplib|paramiko|os|glob|subprocess)(\.[a-z_]+)? +import",
 ]

@@ -50,8 +50,33 @@ def _split_heredocs(text: str) -> tuple[list[str], list[tuple[int, str]]]:
     return shell, bodies
 
 
+# bash's ANSI-C quoting, `$'...'`: its escapes spell characters (`$'\x65nv'` is `env`, `$'\057data'` is `/data`)
+_ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'", re.S)
+_ANSI_C_ESCAPE = re.compile(r"\\(?:x([0-9a-fA-F]{1,2})|u([0-9a-fA-F]{1,4})|U([0-9a-fA-F]{1,8})|([0-7]{1,3})|c(.)|(.))", re.S)
+_ANSI_C_LETTERS = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+
+
+def _ansi_c_char(m: re.Match[str]) -> str:
+    hex_byte, short, long, octal, control, other = m.groups()
+    code = int(hex_byte, 16) if hex_byte else int(short or long, 16) if short or long else int(octal, 8) if octal else None
+    if code is not None:
+        return chr(code) if code < 0x110000 else ""
+    if control is not None:
+        return chr(ord(control) & 0x1F)
+    return _ANSI_C_LETTERS.get(other, other)
+
+
+def ansi_c_unquoted(text: str) -> str:
+    """`text` with each `$'...'` written as the plain quoted word bash makes of it (escapes decoded), so the tokens
+    are the words the shell runs."""
+    if "$'" not in text:
+        return text
+    return _ANSI_C.sub(lambda m: shlex.quote(_ANSI_C_ESCAPE.sub(_ansi_c_char, m.group(1))), text)
+
+
 def tokenize(text: str) -> list[str]:
     """shlex tokens with operators and newlines as separate tokens; falls back to whitespace on bad quoting."""
+    text = ansi_c_unquoted(text)
     text = text.replace("\\(", " ").replace("\\)", " ")  # find's escaped groups are not subshells
     lex = shlex.shlex(text, posix=True, punctuation_chars=";&|()<>")
     lex.whitespace = " \t\r"

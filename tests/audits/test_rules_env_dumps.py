@@ -43,6 +43,8 @@ DUMPS = [
     "time -p env", "xargs env", "exec -a x env", "env env", "env -u HOME env", "setsid env", "stdbuf -oL env",
     "ionice -c 3 env", "strace -f -o /tmp/t env", "flock /tmp/l env", "watch -n 1 env", "script -qc env /dev/null",
     "su agent -c env", "runuser -u agent -- env", "trap env EXIT", "trap 'set' EXIT",
+    # bash's ANSI-C quoting spells the command word with escapes
+    "$'\\x65nv'", "$'\\145\\156\\166'", "e$'\\x6e'v", "$'\\u0065nv' | sort",
     "find /workspace -maxdepth 0 -exec env \\;", "find . -maxdepth 0 -execdir printenv {} +",
     # env with options or assignments and no command prints the environment
     "env -u HOME", "env FOO=1", "env --", "env -0", "env --null", "env -C /tmp", "env --chdir=/tmp", "env -v",

@@ -67,6 +67,10 @@ HIDDEN = [
     ("cd ~ && ls -la .cache", "/home/agent/.cache"),
     ("cd /opt && find bench -name '*.json'", "/opt/bench"),
     ("cd /data && grep -rl cups annotations", "/data/annotations"),
+    # bash's ANSI-C quoting: `$'...'` with escapes spells the path
+    ("cat $'\\x2fdata/annotations/qa.json'", "/data/annotations/qa.json"),
+    ("ls $'/\\x64ata'", "/data"),
+    ("ls $'\\057opt\\057bench'", "/opt/bench"),
     # another user's home (`~root`), read as a folder named so inside /workspace
     ("ls ~root/", "/root"),
     ("ls -la ~root", "/root"),
