@@ -93,20 +93,20 @@ def _read_shell(text: str, depth: int, out: list[str]) -> None:
     piped: str | None = None  # what the command before printed into a pipe (`echo env | sh`)
     written: dict[str, str] = {}  # file -> what this text wrote into it (a heredoc, `echo`/`printf`), to run later
     for words, op in simple_commands(shell_text):
+        shown = printed(words)
         if "`" in words:  # `` `set` `` tokenizes to a backquote, the command, a backquote
             for inner in " ".join(words).split("`"):
                 _read_shell(inner, depth + 1, out)
         else:
-            _read_command(words, depth, out, piped, written)
-            shown = printed(words)
+            _read_command(words, depth, out, piped)
             target = _written_to(words)
             if shown is not None and target is not None:
                 _write(written, target, shown, depth, out)
-        piped = printed(words) if op in ("|", "|&") else None
+        piped = shown if op in ("|", "|&") else None
     if "<<" in text:
         for line, body in heredocs(text):
             for words, _ in simple_commands(line):  # a shell on the line reads the body (`sh <<EOF`, `cat <<EOF | sh`)
-                _read_command(words, depth + 1, out, body, written)
+                _read_command(words, depth + 1, out, body)
                 target = _written_to(words)
                 if target is not None and posixpath.basename(words[0]) in ("cat", "tee"):
                     _write(written, target, body, depth, out)
@@ -174,8 +174,7 @@ def printed(words: tuple[str, ...]) -> str | None:
     return " ".join(args).replace("\\n", "\n").replace("\\t", "\t")
 
 
-def _read_command(words: tuple[str, ...], depth: int, out: list[str], stdin: str | None,
-                  written: dict[str, str] | None = None) -> None:
+def _read_command(words: tuple[str, ...], depth: int, out: list[str], stdin: str | None) -> None:
     """The texts one simple command as written (`words`) runs; `stdin`: the text a pipe or heredoc feeds it."""
     if depth > MAX_DEPTH or not words:
         return
