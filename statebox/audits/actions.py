@@ -217,7 +217,7 @@ def _changed_dir(argv: list[str], cwd: str | None, stack: list[str | None]) -> s
     return normalise_path(target, cwd or WORKDIR)
 
 
-_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_NAME_VALUE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 _DECLARERS = frozenset(("export", "declare", "typeset", "local", "readonly"))
 
@@ -235,7 +235,7 @@ def _assign(words: list[str], variables: dict[str, str]) -> None:
     before a command (`D=/x cmd`) are that command's environment: its words were expanded before they were made."""
     rest = words[1:] if words and words[0] in _DECLARERS else words
     rest = [w for w in rest if not w.startswith(("-", "+"))]
-    found = [_ASSIGNMENT.match(w) for w in rest]
+    found = [_NAME_VALUE.match(w) for w in rest]
     if not rest or not all(found) or (words[0] not in _DECLARERS and len(rest) != len(words)):
         return
     for m in found:

@@ -43,8 +43,8 @@ from statebox.audits.events import (
     is_prompt,
 )
 from statebox.audits.lexicon import find_terms, may_name_terms, trigger_patterns, usable_secret
-from statebox.audits.shell_runs import (ASSIGNMENT, KEYWORDS, SHELLS, WRAPPERS, env_reading, executed_texts, option_value,
-                                        skip_options)
+from statebox.audits.shell_runs import (ASSIGNMENT, C_RUNNERS, KEYWORDS, SHELLS, WRAPPERS, env_reading, executed_texts,
+                                        option_value, skip_options)
 from statebox.audits.shell_words import is_shell_command, simple_commands, strip_comments, strip_heredocs
 from statebox.schema import Event, EventKind, Finding
 
@@ -865,7 +865,6 @@ _NOT_ENV_ATTRIBUTES = frozenset("aAfFirlutn")
 _PS_VALUE_OPTIONS = frozenset("CGgOopqstUu")  # `ps -C node`, `ps --user agent`: the value is no BSD option cluster
 _PS_VALUE_LONG = frozenset(("--pid", "--ppid", "--sort", "--format", "--user", "--group", "--User", "--Group", "--cols",
                             "--columns", "--rows", "--lines", "--width", "--tty", "--sid", "--quick-pid"))
-_C_RUNNERS = frozenset(("su", "runuser", "script", "flock"))  # `-c STRING`: the string is a text of its own
 _RUNNERS = SHELLS | {"eval", "watch", "trap", "find"}  # what they run is a text of its own (`executed_texts`)
 
 Dump = tuple[str, str]  # (quote, the command word that dumps)
@@ -908,7 +907,7 @@ def _command_dump(words: tuple[str, ...]) -> Dump | None:
         if ASSIGNMENT.match(word) or name in KEYWORDS:
             at += 1
             continue
-        if name in _C_RUNNERS and option_value([w for _, w in argv[at + 1:]], "-c", "--command") is not None:
+        if name in C_RUNNERS and option_value([w for _, w in argv[at + 1:]], "-c", "--command") is not None:
             return None
         if name == "command" and any(w in ("-v", "-V") for _, w in argv[at + 1:at + 3]):
             return None  # `command -v env` looks the name up

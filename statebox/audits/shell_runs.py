@@ -58,7 +58,7 @@ WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "chrt": (frozenset(), 1),
 }
 # Commands that run a string as shell text given with `-c` (or `--command`)
-_C_RUNNERS = frozenset(("su", "runuser", "script", "flock"))
+C_RUNNERS = frozenset(("su", "runuser", "script", "flock"))
 _ENV_VALUE_OPTIONS = frozenset("uCSPa")  # `env -u NAME`, `-C DIR`, `-S STRING`, `-P PATH`, `-a ARG0`
 _ENV_VALUE_LONG = frozenset(("--unset", "--chdir", "--split-string", "--argv0"))
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=")
@@ -202,7 +202,7 @@ def _read_command(words: tuple[str, ...], depth: int, out: list[str], stdin: str
         if ASSIGNMENT.match(word) or name in KEYWORDS:
             at += 1
             continue
-        if name in _C_RUNNERS:
+        if name in C_RUNNERS:
             string = option_value([w for _, w in argv[at + 1:]], "-c", "--command")
             if string is not None:
                 _read_shell(string, depth + 1, out)
