@@ -24,7 +24,7 @@ import shlex
 from dataclasses import dataclass
 
 from statebox.audits.runtime_names import resolve
-from statebox.audits.shell_runs import executed_texts, is_script
+from statebox.audits.shell_runs import KEYWORDS, WRAPPERS, executed_texts, is_script, skip_options
 from statebox.audits.shell_words import (TEXT_CACHE, is_shell_command, program_shell_commands, simple_commands,
                                          strip_comments, strip_heredocs)
 
@@ -58,8 +58,6 @@ PACKAGE_FETCH = {  # command word -> subcommands that reach a registry or remote
     "gem": {"install"},
     "aws": {"s3"},
 }
-_SKIP_PREFIX = {"sudo", "nohup", "time", "exec", "command", "builtin", "then", "do", "else", "elif", "if", "while",
-                "until", "!", "{", "}", "nice", "stdbuf", "unbuffer", "doas"}
 _REDIRECTS_OUT = {">", ">>", "&>", ">|", "&>>", "1>", "2>"}
 _REDIRECTS_IN = {"<"}
 
@@ -158,10 +156,19 @@ def segments(shell_text: str) -> list[list[str]]:
 
 
 def _strip_prefix(argv: list[str]) -> list[str]:
+    """The command a simple command runs: shell keywords, assignments, `env`'s settings and the wrappers before it
+    (`sudo -u root`, `nice -n 5`, `timeout 5`: shell_runs.WRAPPERS, with the options that take a value) left out.
+    `command -v NAME` looks a name up and runs nothing."""
     while argv:
         word = argv[0]
-        if word in _SKIP_PREFIX:
+        name = posixpath.basename(word)
+        if name == "command" and argv[1:2] in (["-v"], ["-V"]):
+            return []
+        if word in KEYWORDS:
             argv = argv[1:]
+        elif name in WRAPPERS:
+            values, positionals = WRAPPERS[name]
+            argv = argv[skip_options(list(enumerate(argv)), 1, values) + positionals:]
         elif re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", word):
             argv = argv[1:]
         elif word == "env" and len(argv) > 1 and (re.match(r"^[A-Za-z_]\w*=", argv[1]) or argv[1] in ("-i", "-u", "--")):
@@ -170,13 +177,6 @@ def _strip_prefix(argv: list[str]) -> list[str]:
                 rest = rest[1:]
             while rest and rest[0] == "-u" and len(rest) > 1:
                 rest = rest[2:]
-            argv = rest
-        elif word in ("busybox", "toybox") and len(argv) > 1 and not argv[1].startswith("-"):
-            argv = argv[1:]  # the applet is the command (`busybox wget ...`)
-        elif word in ("timeout", "xargs") and len(argv) > 1:
-            rest = argv[1:]
-            while rest and (rest[0].startswith("-") or re.match(r"^\d+(\.\d+)?[smhd]?$", rest[0])):
-                rest = rest[1:]
             argv = rest
         else:
             break

@@ -45,6 +45,7 @@ WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "setsid": (frozenset(), 0),
     "unbuffer": (frozenset(), 0),
     "busybox": (frozenset(), 0),
+    "toybox": (frozenset(), 0),
     "stdbuf": (frozenset(("-i", "-o", "-e", "--input", "--output", "--error")), 0),
     "timeout": (frozenset(("-s", "-k", "--signal", "--kill-after")), 1),
     "xargs": (frozenset(("-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter", "--eof",
