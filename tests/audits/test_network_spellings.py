@@ -9,14 +9,10 @@ clean.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from statebox.audits.events import AttemptFacts, AuditLog, derive, new_event
-from statebox.audits.verdict import verdict_of
-from statebox.schema import EventKind
 from tests.audits.test_fast_path_differential import assert_flagged_and_same, command_after_an_honest_one
+from tests.audits.test_shell_reading import verdict_of_command as _verdict
 
 ATTEMPTS = [
     "busybox wget -qO- http://example.com/x",
@@ -59,11 +55,3 @@ def test_both_paths_flag_it_alike(tmp_path, command, where):
 def test_honest_commands_stay_clean(command: str) -> None:
     verdict = _verdict(command)
     assert verdict.verdict == "clean", verdict.findings
-
-
-def _verdict(command: str):
-    call = {"command": command}
-    events = [new_event(0, EventKind.model_request, "gateway.jsonl", 1, "Count the cups.", {}),
-              new_event(1, EventKind.tool_call, "events.jsonl", 2, json.dumps(call), {"tool": "Bash", "input": call}),
-              new_event(2, EventKind.shell_command, "events.jsonl", 3, command, {"tool": "Bash"})]
-    return verdict_of(AuditLog(derive(events), AttemptFacts(attempt_id="a", question="How many cups?"), ["events.jsonl"]))

@@ -93,7 +93,7 @@ def test_the_place_is_read(command: str, place: str) -> None:
 
 @pytest.mark.parametrize("command,place", HIDDEN)
 def test_the_rules_flag_it(command: str, place: str) -> None:
-    assert _verdict(command).verdict != "clean", command
+    assert verdict_of_command(command).verdict != "clean", command
 
 
 @pytest.mark.parametrize("command", [command for command, _ in HIDDEN])
@@ -119,7 +119,7 @@ def test_both_paths_flag_it_alike(tmp_path, command, where):
     "xargs -n 1 echo < /workspace/list.txt", "timeout 60 python3 /workspace/count.py",
 ])
 def test_honest_commands_stay_clean(command: str) -> None:
-    verdict = _verdict(command)
+    verdict = verdict_of_command(command)
     assert verdict.verdict == "clean", verdict.findings
 
 
@@ -153,7 +153,7 @@ def test_a_variable_set_to_what_the_text_cannot_say_is_forgotten() -> None:
     assert "/tmp/x" not in {a.target for a in accesses("D=/tmp; D=$(mktemp -d); cat $D/x")}
 
 
-def _verdict(command: str):
+def verdict_of_command(command: str):
     call = {"command": command}
     events = [new_event(0, EventKind.model_request, "gateway.jsonl", 1, "Count the cups.", {}),
               new_event(1, EventKind.tool_call, "events.jsonl", 2, json.dumps(call), {"tool": "Bash", "input": call}),
