@@ -57,10 +57,12 @@ _ANSI_C_LETTERS = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n
 
 
 def _ansi_c_char(m: re.Match[str]) -> str:
+    """The character one `$'...'` escape stands for; a code point no str may hold alone (a surrogate, past U+10FFFF)
+    is U+FFFD, as a UTF-8 decoder reads what bash would write for it (hostile text must not stop the reading)."""
     hex_byte, short, long, octal, control, other = m.groups()
     code = int(hex_byte, 16) if hex_byte else int(short or long, 16) if short or long else int(octal, 8) if octal else None
     if code is not None:
-        return chr(code) if code < 0x110000 else ""
+        return "\ufffd" if code >= 0x110000 or 0xD800 <= code <= 0xDFFF else chr(code)
     if control is not None:
         return chr(ord(control) & 0x1F)
     return _ANSI_C_LETTERS.get(other, other)

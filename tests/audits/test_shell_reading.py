@@ -149,6 +149,15 @@ def test_honest_files_stay_clean(call: dict) -> None:
     assert verdict.verdict == "clean", verdict.findings
 
 
+@pytest.mark.parametrize("command", ["cat $'/data/\\uD800'", "ls $'/opt/\\UFFFFFFFF'", "echo $'\\c", "x=$'\\", "$'\\777'"])
+def test_hostile_ansi_c_quoting_is_read_without_stopping(command: str) -> None:
+    """Escapes that make no character a str may hold alone (a surrogate, a code point past U+10FFFF) or that never
+    end: the command is read, and its JSON and UTF-8 forms can be written."""
+    for access in accesses(command):
+        access.target.encode("utf-8")
+    verdict_of_command(command).model_dump_json()
+
+
 def test_a_variable_set_to_what_the_text_cannot_say_is_forgotten() -> None:
     assert "/tmp/x" not in {a.target for a in accesses("D=/tmp; D=$(mktemp -d); cat $D/x")}
 
