@@ -43,8 +43,7 @@ from statebox.audits.events import (
     is_prompt,
 )
 from statebox.audits.lexicon import find_terms, may_name_terms, trigger_patterns, usable_secret
-from statebox.audits.shell_runs import (ASSIGNMENT, C_RUNNERS, KEYWORDS, SHELLS, WRAPPERS, env_reading, executed_texts,
-                                        option_value, skip_options)
+from statebox.audits.shell_runs import SHELLS, command_words, env_reading, executed_texts
 from statebox.audits.shell_words import is_shell_command, simple_commands, strip_comments, strip_heredocs
 from statebox.schema import Event, EventKind, Finding
 
@@ -887,37 +886,10 @@ def shell_env_dumps(action: str) -> tuple[Dump, ...]:
 
 def _command_dump(words: tuple[str, ...]) -> Dump | None:
     """The dump one simple command as written (`words`) makes, if it prints the environment itself."""
-    argv: list[tuple[int, str]] = []  # (where in `words`, word) of the words that are no redirection
-    i = 0
-    while i < len(words):
-        word = words[i]
-        if word in ("<(", ">("):  # a process substitution: the rest of the segment is a text of its own
-            break
-        if word and (">" in word or "<" in word) and not word.strip("<>&|"):
-            if argv and argv[-1][1].isdigit() and argv[-1][0] == i - 1:
-                argv.pop()  # the descriptor of `2>&1`
-            i += 2  # the operator and its target
-            continue
-        argv.append((i, word))
-        i += 1
-    at = 0
-    while at < len(argv):
-        word = argv[at][1]
-        name = posixpath.basename(word)
-        if ASSIGNMENT.match(word) or name in KEYWORDS:
-            at += 1
-            continue
-        if name in C_RUNNERS and option_value([w for _, w in argv[at + 1:]], "-c", "--command") is not None:
-            return None
-        if name == "command" and any(w in ("-v", "-V") for _, w in argv[at + 1:at + 3]):
-            return None  # `command -v env` looks the name up
-        if name in WRAPPERS:
-            values, positionals = WRAPPERS[name]
-            at = skip_options(argv, at + 1, values) + positionals
-            continue
-        break
-    if at >= len(argv):
-        return None
+    command = command_words(words)
+    if command.c_string is not None or command.lookup or command.at >= len(command.argv):
+        return None  # a `-c` string is a text of its own; `command -v env` looks the name up
+    argv, at = command.argv, command.at
     start = argv[at][0]
     if not is_shell_command(list(words[start:])):
         return None  # Python-ish text that tokenizes like a command (`env = dict(...)`)
@@ -925,9 +897,9 @@ def _command_dump(words: tuple[str, ...]) -> Dump | None:
     if name in _RUNNERS:
         return None
     if name == "env":
-        command, empty, split = env_reading(argv[at:])
+        runs_at, empty, split = env_reading(argv[at:])
         # with a command or a `-S` string, that is what runs (a text of its own); with none, env prints the environment
-        dumps = split is None and at + command >= len(argv) and not empty
+        dumps = split is None and at + runs_at >= len(argv) and not empty
         return (" ".join(words[start:])[:QUOTE_MAX], "env") if dumps else None
     if _dumps(name, [w for _, w in argv[at + 1:]]):
         return (" ".join(words[start:])[:QUOTE_MAX], name)

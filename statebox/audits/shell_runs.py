@@ -18,6 +18,7 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
+from dataclasses import dataclass
 from functools import lru_cache
 
 from statebox.audits.shell_words import (TEXT_CACHE, command_substitutions, heredocs, is_shell_command,
@@ -179,40 +180,13 @@ def _read_command(words: tuple[str, ...], depth: int, out: list[str], stdin: str
     """The texts one simple command as written (`words`) runs; `stdin`: the text a pipe or heredoc feeds it."""
     if depth > MAX_DEPTH or not words:
         return
-    argv: list[tuple[int, str]] = []  # (where in `words`, word) of the words that are no redirection
-    here: str | None = None  # a here-string (`bash <<< set`)
-    i = 0
-    while i < len(words):
-        word = words[i]
-        if word in ("<(", ">("):  # process substitution: the rest of this segment is a command run for its output
-            _read_shell(shlex.join(words[i + 1:]), depth + 1, out)
-            break
-        if word and (">" in word or "<" in word) and not word.strip("<>&|"):
-            if argv and argv[-1][1].isdigit() and argv[-1][0] == i - 1:
-                argv.pop()  # the descriptor of `2>&1`
-            if word == "<<<" and i + 1 < len(words):
-                here = words[i + 1]
-            i += 2  # the operator and its target
-            continue
-        argv.append((i, word))
-        i += 1
-    at = 0
-    while at < len(argv):
-        word = argv[at][1]
-        name = posixpath.basename(word)
-        if ASSIGNMENT.match(word) or name in KEYWORDS:
-            at += 1
-            continue
-        if name in C_RUNNERS:
-            string = option_value([w for _, w in argv[at + 1:]], "-c", "--command")
-            if string is not None:
-                _read_shell(string, depth + 1, out)
-                return
-        if name in WRAPPERS:
-            values, positionals = WRAPPERS[name]
-            at = skip_options(argv, at + 1, values) + positionals
-            continue
-        break
+    command = command_words(words)
+    if command.substituted:  # process substitution: a command run for its output
+        _read_shell(shlex.join(command.substituted), depth + 1, out)
+    if command.c_string is not None:
+        _read_shell(command.c_string, depth + 1, out)
+        return
+    argv, at, here = command.argv, command.at, command.here
     if at >= len(argv):
         return
     start = argv[at][0]
@@ -246,6 +220,62 @@ def _read_command(words: tuple[str, ...], depth: int, out: list[str], stdin: str
                 run = args[k + 1:]
                 end = next((j for j, w in enumerate(run) if w in (";", "+")), len(run))
                 _read_shell(shlex.join(run[:end]), depth + 1, out)
+
+
+@dataclass(frozen=True)
+class CommandWords:
+    """One simple command as a shell reads it before it runs anything: both readers (the walker above and the env
+    rule's `rules._command_dump`) start from it."""
+
+    argv: list[tuple[int, str]]  # (where in the words, word) of the words that are no redirection
+    at: int  # where in `argv` the command run stands, past assignments, keywords and wrappers; len(argv): none
+    here: str | None  # a here-string it is fed (`bash <<< set`)
+    substituted: tuple[str, ...]  # the words of a process substitution (`<(env)`), run for their output
+    c_string: str | None  # what a `-c` runner (`su -c STRING`) runs instead, if one is in front
+    lookup: bool  # `command -v NAME` in front: the name is looked up
+
+
+def command_words(words: tuple[str, ...]) -> CommandWords:
+    """`words` (a simple command as written) read as the shell reads them: redirections (and the descriptor of
+    `2>&1`) taken out, a process substitution's words set apart, then assignments, keywords and wrappers with their
+    options skipped to the command that runs."""
+    argv: list[tuple[int, str]] = []
+    here: str | None = None
+    substituted: tuple[str, ...] = ()
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word in ("<(", ">("):  # the rest of this segment is the substitution's command
+            substituted = words[i + 1:]
+            break
+        if word and (">" in word or "<" in word) and not word.strip("<>&|"):
+            if argv and argv[-1][1].isdigit() and argv[-1][0] == i - 1:
+                argv.pop()  # the descriptor of `2>&1`
+            if word == "<<<" and i + 1 < len(words):
+                here = words[i + 1]
+            i += 2  # the operator and its target
+            continue
+        argv.append((i, word))
+        i += 1
+    at, c_string, lookup = 0, None, False
+    while at < len(argv):
+        word = argv[at][1]
+        name = posixpath.basename(word)
+        if ASSIGNMENT.match(word) or name in KEYWORDS:
+            at += 1
+            continue
+        if name in C_RUNNERS:
+            c_string = option_value([w for _, w in argv[at + 1:]], "-c", "--command")
+            if c_string is not None:
+                break
+        if name == "command" and any(w in ("-v", "-V") for _, w in argv[at + 1:at + 3]):
+            lookup = True
+        if name in WRAPPERS:
+            values, positionals = WRAPPERS[name]
+            at = skip_options(argv, at + 1, values) + positionals
+            continue
+        break
+    return CommandWords(argv, at, here, substituted, c_string, lookup)
 
 
 def env_reading(argv: list[tuple[int, str]]) -> tuple[int, bool, str | None]:
