@@ -19,6 +19,7 @@ Agent-written files in a workspace have their own, stricter door (no links at al
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 from collections.abc import Iterator
@@ -40,7 +41,7 @@ TEMPLATE_MAX_BYTES = 1 * MiB  # a prompt template (--prompt-template)
 BATCH_READ_BYTES = 1 * MiB  # what `iter_line_batches` reads per step
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
     """What a non-regular file is, in the words of the one-line error."""
     if stat.S_ISDIR(mode):
         return "a folder"
@@ -52,6 +53,8 @@ def _kind(mode: int) -> str:
         return "a block device"
     if stat.S_ISSOCK(mode):
         return "a socket"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
     return "not a regular file"
 
 
@@ -61,7 +64,7 @@ def _size(n: int) -> str:
 
 def _judge(path: Path, st: os.stat_result, what: str, max_bytes: int) -> None:
     if not stat.S_ISREG(st.st_mode):
-        kind = _kind(st.st_mode)
+        kind = file_kind(st.st_mode)
         if kind == "a folder":
             raise DataError(path, None, f"is a folder, expected a file ({what})")
         raise DataError(path, None, f"is {kind}, not a regular file; statebox reads a {what} only from a regular file")
@@ -129,6 +132,12 @@ def decode(data: bytes, path: Path | str, line: int | None = None, *, encoding: 
         return data.decode(encoding)
     except UnicodeDecodeError as exc:
         raise DataError(Path(path), line, f"not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r})") from None
+
+
+def as_read_text(data: bytes, errors: str = "replace") -> str:
+    """`data` decoded as `Path.read_text(encoding="utf-8", errors=errors)` decodes a file holding it (universal
+    newlines: `\r\n` and `\r` read as `\n`), by the same io machinery, for bytes already read through a door."""
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors=errors).read()
 
 
 def read_user_text(path: Path | str, *, what: str = "file", max_bytes: int = DATA_MAX_BYTES,

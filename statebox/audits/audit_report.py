@@ -15,13 +15,13 @@ and event texts are cut to `EVENT_CHARS`.
 from __future__ import annotations
 
 import html
-import os
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Callable, Iterable
 
 from statebox.audits.external import AuditedSession
+from statebox.replace_file import replace_text
 from statebox.schema import Event, Finding
 
 EVENT_CHARS = 2000
@@ -190,7 +190,5 @@ def audit_report_html(sessions: list[AuditedSession], title: str = "statebox aud
 def write_audit_report(out: Path, sessions: list[AuditedSession], title: str = "statebox audit") -> Path:
     """Write the page (temp file + rename: a reader never sees half of it)."""
     out = Path(out)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(audit_report_html(sessions, title), encoding="utf-8")
-    os.replace(tmp, out)
+    replace_text(out, audit_report_html(sessions, title))
     return out

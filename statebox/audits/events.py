@@ -24,6 +24,7 @@ from its reply half (`Prefilter.witness_lines` says why).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -37,7 +38,7 @@ from typing import Any, Callable, Iterable, TypeVar
 import orjson
 
 from statebox.attempt_folder import (ATTEMPT_FILE, CLAUDE_STREAM_LOG, CODEX_LOG, EVENTS_FILE, GATEWAY_LOG, RESPONSE_FILE,
-                                     STDERR_LOG, STDOUT_LOG)
+                                     STDERR_LOG, STDOUT_LOG, attempt_file_exists, read_attempt_file)
 from statebox.audits.actions import (API_ROUTE, LISTING_WITNESSES, WORKDIR, Access, accesses, cwd_after, glob_root,
                                      normalise_path, output_accesses, patch_accesses)
 from statebox.audits.fastmatch import (Literals, NewBytes, Windowed, compile_any, lines_matching_within, match_bounds,
@@ -49,6 +50,7 @@ from statebox.errors import DataError, UserError
 from statebox.json_text import has_long_digits, json_value
 from statebox.schema import ACTION_KINDS, Event, EventKind
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl, gateway_log, text_log
+from statebox.userfiles import as_read_text
 
 PROMPT_KINDS = {EventKind.model_request}
 AGENT_TEXT_KINDS = {EventKind.model_text, EventKind.model_response, EventKind.final_answer}
@@ -100,8 +102,9 @@ class AttemptFacts:
     honeytoken_paths: list[str] = field(default_factory=list)
 
     @classmethod
-    def from_attempt_json(cls, path: Path) -> "AttemptFacts":
-        raw = _attempt_json(path)
+    def from_attempt_json(cls, path: Path, data: bytes | None = None) -> "AttemptFacts":
+        """The facts of attempt.json at `path` (its bytes `data` when the caller read them through its door)."""
+        raw = _attempt_json(path, data)
         if not isinstance(raw, dict):
             raise DataError(path, None, "attempt.json must be an object")
         secret = raw.get("secret") or {}
@@ -120,7 +123,7 @@ class AttemptFacts:
         )
 
 
-def _attempt_json(path: Path) -> Any:
+def _attempt_json(path: Path, data: bytes | None = None) -> Any:
     """attempt.json's object: `json.loads(path.read_text("utf-8"))`, read by orjson where that is the same object.
 
     Why: ~300 attempts a second pay json's text decoding and its slower reader. orjson gives the same
@@ -128,16 +131,18 @@ def _attempt_json(path: Path) -> Any:
     `str` of it another string); a run of 19 digits anywhere takes json. Whatever orjson refuses (NaN,
     a lone surrogate, a BOM, bad UTF-8, a syntax error) takes json too, so its answer and its error are
     exactly the old ones."""
-    data = read_all(str(path))
+    data = read_attempt_file(str(path)) if data is None else data
     if not has_long_digits(data):
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
             pass
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(as_read_text(data, errors="strict"))
     except json.JSONDecodeError as exc:
         raise DataError(path, exc.lineno, f"not valid JSON ({exc.msg})") from exc
+    except UnicodeDecodeError as exc:
+        raise DataError(path, None, f"not UTF-8 text (byte {exc.start})") from None
 
 
 @dataclass
@@ -292,6 +297,8 @@ def read_session_file(path: Path, fmt: str | None = None, *, first_seq: int = 0,
         spans = line_spans(data) if spans is None else spans
         drafts = _parser(fmt)(data[start:end].decode("utf-8", "replace") if keep(n) else ""
                               for n, (start, end) in enumerate(spans, start=1))
+    elif data is not None:  # the bytes the caller read through its door, read as the file would be
+        drafts = _parser(fmt)(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace"))
     else:
         with path.open("r", encoding="utf-8", errors="replace") as fh:
             drafts = _parser(fmt)(fh)
@@ -620,7 +627,8 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
     """An attempt folder: events.jsonl (or the CLI raw log) plus the independent witnesses."""
     attempt_dir = Path(attempt_dir)
     folder = _Listing(attempt_dir)
-    facts = AttemptFacts.from_attempt_json(attempt_dir / ATTEMPT_FILE) if folder.exists(ATTEMPT_FILE) \
+    facts_bytes = folder.file_bytes(ATTEMPT_FILE)
+    facts = AttemptFacts.from_attempt_json(attempt_dir / ATTEMPT_FILE, facts_bytes) if facts_bytes is not None \
         else AttemptFacts(attempt_id=attempt_dir.name)
     events: list[Event] = []
     sources: list[str] = []
@@ -633,8 +641,9 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
         sources.append(primary.name)
     else:
         for name in RAW_CLI_LOGS:
-            if folder.exists(name):
-                events.extend(read_session_file(attempt_dir / name, first_seq=_next_seq(events)))
+            raw = folder.file_bytes(name)
+            if raw is not None:
+                events.extend(read_session_file(attempt_dir / name, first_seq=_next_seq(events), data=raw))
                 sources.append(name)
     for name in WITNESS_LOGS:
         data = folder.nonempty_bytes(name)
@@ -701,13 +710,15 @@ _READ_NAMES = frozenset((ATTEMPT_FILE, EVENTS_FILE, RESPONSE_FILE) + RAW_CLI_LOG
 
 
 class _Listing:
-    """One `os.scandir` of an attempt folder answering what `Path.exists()` and `stat().st_size` asked per file.
+    """One `os.scandir` of an attempt folder answering what `Path.exists()` and `stat().st_size` asked per file,
+    and the door every one of its files the auditor reads comes through (`file_bytes`: `attempt_folder.read_attempt_file`).
 
-    Why: ten stat calls and path joins per attempt cost as much as reading its events.jsonl. The answers
-    are the same: a name listed as a regular file exists, and its size is zero exactly when reading it
-    gives no bytes; a name not listed does not exist. Anything else (a link, a folder, a FIFO, a folder
-    that cannot be listed, a name the file system may equate with another) is asked of the file system
-    exactly as before."""
+    Why one listing: ten stat calls and path joins per attempt cost as much as reading its events.jsonl. A name
+    listed as a regular file exists; a name not listed does not. Anything else listed under a name the auditor
+    reads (a link, a folder, a FIFO, a device) is refused, one line naming it (`refused`): statebox never writes
+    one there, and a run folder someone hands over may hold one (tar keeps links and FIFOs). A folder that cannot
+    be listed, or a name the file system may equate with another, sends each question to the file system, which
+    answers by `lstat` under the same rules."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -729,60 +740,31 @@ class _Listing:
         listing does not answer for the file system."""
         return frozenset(self.files | self.others) if self.authoritative else None
 
-    def _plain(self, name: str) -> bool | None:
-        """True: a regular file; False: absent; None: ask the file system."""
-        if not self.authoritative or name in self.others:
-            return None
-        return name in self.files
-
     def exists(self, name: str) -> bool:
-        plain = self._plain(name)
-        return (self.folder / name).exists() if plain is None else plain
+        """Whether the folder holds `name` as a regular file; anything else under that name is refused."""
+        if self.authoritative:
+            if name in self.files:
+                return True
+            if name not in self.others:
+                return False
+        return attempt_file_exists(os.path.join(self.folder, name))
+
+    def file_bytes(self, name: str) -> bytes | None:
+        """The file's bytes (through the door), or None where the folder does not hold it."""
+        return read_attempt_file(os.path.join(self.folder, name)) if self.exists(name) else None
 
     def nonempty_bytes(self, name: str) -> bytes | None:
         """The file's bytes, or None where it is missing or empty."""
-        plain = self._plain(name)
-        if plain is None:
-            path = self.folder / name
-            return path.read_bytes() if path.exists() and path.stat().st_size > 0 else None
-        if not plain:
-            return None
-        return read_all(os.path.join(self.folder, name)) or None
+        return self.file_bytes(name) or None
 
     def response_text(self) -> str:
         """response.txt as `read_text(encoding="utf-8", errors="replace").strip()`, "" where it is missing."""
-        plain = self._plain(RESPONSE_FILE)
-        if plain is None:
-            path = self.folder / RESPONSE_FILE
-            return path.read_text(encoding="utf-8", errors="replace").strip() if path.exists() else ""
-        if not plain:
+        data = self.file_bytes(RESPONSE_FILE)
+        if not data:
             return ""
-        data = read_all(os.path.join(self.folder, RESPONSE_FILE))
-        if b"\r" in data:  # read_text turns \r\n and \r into \n: let it
-            return (self.folder / RESPONSE_FILE).read_text(encoding="utf-8", errors="replace").strip()
+        if b"\r" in data:  # read_text turns \r\n and \r into \n: so does its io machinery here
+            return as_read_text(data).strip()
         return data.decode("utf-8", "replace").strip()
-
-
-def read_all(path: str) -> bytes:
-    """`open(path, "rb").read()`: every byte to end of file, by the same system calls (its size asked, one read
-    of that much and one more, reads on until one gives nothing), without building the io objects around them.
-
-    Why: an attempt folder's five small files cost more to open through `open()` than to read (~3 us each of
-    ~25 us per attempt)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        first = os.read(fd, max(os.fstat(fd).st_size, 0) + 1)
-        if not first:
-            return first
-        chunks = [first]
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return first if len(chunks) == 1 else b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 _USER_AGENT = re.compile(rb'"user-agent":\s*"((?:[^"\\]|\\.)*)"', re.I)

@@ -52,6 +52,7 @@ from statebox.audits import inspect_admission
 from statebox.audits.verdict import AuditedAttempt, audit_run, verdict_of
 from statebox.errors import DataError, UserError
 from statebox.json_text import decoded_lines, json_value, jsonl_lines, line_loads
+from statebox.replace_file import temporary_beside
 from statebox.schema import Event, Finding
 from statebox.scoring.core import collector_paused
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl
@@ -653,9 +654,13 @@ def write_scores(target: Path, rows: list[AuditedSession], out: Path) -> int:
         log.results.scores = [s for s in log.results.scores if s.name != AUDIT_SCORER] + [EvalScore(
             name=AUDIT_SCORER, scorer=AUDIT_SCORER, scored_samples=scored,
             metrics={k: EvalMetric(name=k, value=n / scored) for k, n in counts.items()})]
-    tmp = out.with_name(f".{out.name}.tmp{out.suffix}")
-    write_eval_log(log, str(tmp), format="eval" if out.suffix == ".eval" else "json")
-    os.replace(tmp, out)
+    tmp = temporary_beside(out)
+    try:
+        write_eval_log(log, tmp, format="eval" if out.suffix == ".eval" else "json")
+        os.replace(tmp, out)
+    except BaseException:
+        os.unlink(tmp)
+        raise
     return scored
 
 

@@ -24,6 +24,7 @@ from statebox.audits.honeytokens import (HONEYTOKENS_DIR, PLAN_FILE, DecoyEviden
 from statebox.audits.llm_pass import second_pass
 from statebox.audits.rules import ALWAYS_PARSE, OUTPUT_TRIGGERS, run_rules, static_triggers
 from statebox.errors import UserError
+from statebox.replace_file import replace_text
 from statebox.schema import Finding, Prediction, Verdict
 from statebox.scoring.core import collector_paused
 
@@ -98,9 +99,7 @@ def audit_attempt(attempt_dir: Path, policy: Any = None, *, fast: bool = True, w
 def write_verdict(attempt_dir: Path, verdict: Verdict) -> None:
     """Replace the attempt's verdict.json in one rename, so a reader (the report, a resumed
     run) sees the old verdict or the new one, never half of one."""
-    tmp = attempt_dir / (VERDICT_FILE + ".tmp")
-    tmp.write_text(verdict.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    tmp.replace(attempt_dir / VERDICT_FILE)
+    replace_text(attempt_dir / VERDICT_FILE, verdict.model_dump_json(indent=2) + "\n")
 
 
 @dataclass

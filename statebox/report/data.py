@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import time
 import sqlite3
 import urllib.parse
@@ -32,7 +33,7 @@ from typing import Any, Iterator, cast
 
 import orjson
 
-from statebox.attempt_folder import ATTEMPTS_DIR, EVENTS_FILE, RUN_CONFIG_FILE
+from statebox.attempt_folder import ATTEMPTS_DIR, EVENTS_FILE, RUN_CONFIG_FILE, read_attempt_file
 from statebox.report.aggregate import AgentDatasetScore, ScoreAccumulator, add_comparisons
 from statebox.report.attribution import AttributionAccumulator, FailureAttribution, probe_parents
 from statebox.errors import UserError
@@ -42,6 +43,7 @@ from statebox.harness.trust import TrustPlan
 from statebox.harness.trust_results import outcome_from_rows
 from statebox.schema import Item
 from statebox.scoring.core import collector_paused
+from statebox.userfiles import as_read_text
 
 MAX_EVENTS_PER_ATTEMPT = 300
 MAX_TEXT = 2000
@@ -205,8 +207,7 @@ def read_transcript(attempt_dir: Path | str, max_events: int = MAX_EVENTS_PER_AT
     """
     path = os.path.join(attempt_dir, EVENTS_FILE)
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
+        text = as_read_text(read_attempt_file(path))  # through the door (a link or FIFO is one line, exit 2)
     except OSError:
         return {"lines": [], "more": 0, "missing": True}
     lines = text.split("\n")
@@ -304,8 +305,7 @@ def _events_json(path: str) -> bytes | None:
     path (`read_transcript`): a line that is not one whole object, a long line, a torn or
     surplus tail, text that is not UTF-8."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = read_attempt_file(path)
     except OSError:
         return _MISSING_EVENTS
     body = data.rstrip()
@@ -325,6 +325,39 @@ def _events_json(path: str) -> bytes | None:
     return b'{"ev":[' + b",".join(lines) + b'],"more":0'
 
 
+def _reusable_chunk(path: Path, name: str) -> bool:
+    """Whether the last report's chunk `path` is exactly a chunk this report would write as `name`: a regular file
+    (no link followed) holding `SB.chunk("name",` + one JSON value + `);`, with no `<` anywhere.
+
+    Why: a chunk's name is a key of what it holds (attempt ids, events sizes and times), not of its bytes, and a
+    run folder someone hands over keeps its last report's folder as they left it (a tarball keeps links and
+    times). Reused unread, a chunk planted under the right name was a link to any file of the user's (copied into
+    the new report's folder), a script run by the page, or a `</script>` breaking out of the inline block. A JSON
+    value between that head and tail can only be data handed to `SB.chunk`; without `<` it cannot close the inline
+    `<script>` (`js_json_bytes` writes none). The check reads the chunk once (no copy is made); anything else is
+    written afresh."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return False
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read()
+    finally:
+        os.close(fd)
+    head, tail = ChunkSink._wrap(name)
+    if not (data.startswith(head) and data.endswith(tail)) or b"<" in data:
+        return False
+    try:
+        orjson.loads(memoryview(data)[len(head): len(data) - len(tail)])
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
 class ChunkSink:
     """Per-attempt data written to disk as it is produced: `i-NNNN` (the attempt index,
     rows of the filterable table) and `t-<key>` (transcripts, opened on demand).
@@ -334,8 +367,10 @@ class ChunkSink:
 
     Transcript chunks are keyed by what they hold: their attempts' ids, each events.jsonl's
     size and modification time, and the row details shown beside it. A chunk whose key is
-    already in `previous` (the last report's folder) is linked from there, not read or
-    written again: a second report of an unchanged run copies no transcript. Chunks are cut
+    already in `previous` (the last report's folder) is linked from there, not written again,
+    once it is read to be exactly such a chunk (`_reusable_chunk`: that folder may have come
+    with a run someone handed over): a second report of an unchanged run copies no transcript
+    and reads no events.jsonl. Chunks are cut
     at each (agent, dataset) and by the events files' sizes, so the same run cuts the same
     chunks. Inside a chunk, transcripts are keyed by attempt id (the page looks them up so).
     """
@@ -414,7 +449,7 @@ class ChunkSink:
         if row.attempt_id in present:
             path = attempts + os.sep + row.attempt_id + os.sep + EVENTS_FILE
             try:
-                st = os.stat(path)
+                st = os.lstat(path)  # a link is refused when read (`read_attempt_file`), never followed
                 key, size = f"{st.st_size}:{st.st_mtime_ns}", min(st.st_size, MAX_EVENTS_PER_ATTEMPT * MAX_LINE)
             except OSError:
                 path = None
@@ -447,15 +482,14 @@ class ChunkSink:
         target = self.path(name)
         if self.previous is not None:
             old = self.previous / f"{name}.js"
-            reused = True
-            try:
-                os.link(old, target)
-            except FileExistsError:
-                return
-            except OSError:
-                reused = old.exists()
-                if reused:
-                    shutil.copyfile(old, target)
+            reused = _reusable_chunk(old, name)
+            if reused:
+                try:
+                    os.link(old, target, follow_symlinks=False)
+                except FileExistsError:
+                    return
+                except OSError:
+                    shutil.copyfile(old, target, follow_symlinks=False)
             if reused:
                 head, end = self._wrap(name)
                 self.bytes += target.stat().st_size - len(head) - len(end)

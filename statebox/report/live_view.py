@@ -26,7 +26,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, SESSION_FILE
+from statebox.attempt_folder import (ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, SESSION_FILE, open_attempt_file,
+                                     read_attempt_file)
 from statebox.report.page import ATTEMPTS_SECTION, page_head, page_meta, page_tail, summary_html
 from statebox.report.data import (
     COLUMNS,
@@ -46,6 +47,7 @@ from statebox.report.data import (
 )
 from statebox.harness.plan import RunConfig
 from statebox.harness.store import RESULTS_FILE
+from statebox.errors import UserError
 
 ROWS_PER_POLL = 5000
 IN_FLIGHT_LISTED = 50
@@ -142,15 +144,15 @@ class LiveRun:
                     continue  # finished; its row is being written
                 info: dict[str, Any] = {"attempt_id": entry.name}
                 try:
-                    meta = json.loads((folder / ATTEMPT_FILE).read_text())
+                    meta = json.loads(read_attempt_file(str(folder / ATTEMPT_FILE)))
                     info.update(agent=meta.get("attempt", {}).get("agent"), item_id=meta.get("item_id"),
                                 dataset=meta.get("attempt", {}).get("dataset"))
-                except (OSError, ValueError):
+                except (OSError, ValueError, UserError):  # a link or FIFO there is refused by the door: not shown
                     pass
                 try:
-                    with open(folder / EVENTS_FILE, "rb") as fh:
+                    with open_attempt_file(folder / EVENTS_FILE) as fh:
                         info["events"] = sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 16), b""))
-                except OSError:
+                except (OSError, UserError):
                     info["events"] = 0
                 try:
                     info["age_s"] = now - entry.stat().st_mtime
@@ -213,10 +215,9 @@ class LiveRun:
                         complete = False
                         break
                     try:
-                        with open(os.path.join(entry.path, EVENTS_FILE), "rb") as fh:
-                            if needle in fh.read().lower():
-                                ids.append(entry.name)
-                    except OSError:
+                        if needle in read_attempt_file(os.path.join(entry.path, EVENTS_FILE)).lower():
+                            ids.append(entry.name)
+                    except (OSError, UserError):  # missing, or refused by the door (a link, a FIFO)
                         continue
         return {"ids": ids, "complete": complete}
 

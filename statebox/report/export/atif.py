@@ -26,13 +26,13 @@ from as [first, last] runs, so a finding's event number leads to its step.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from statebox import __version__
+from statebox.replace_file import replace_file
 from statebox.report.export.records import AttemptRecord, RunReader, iso_time
 from statebox.report.export.turns import Turn, build_turns, read_events, seq_ranges
 
@@ -215,8 +215,6 @@ def write_atif(reader: RunReader, out: Path) -> int:
         trajectory = build_trajectory(record, reader.agent_model(record.row.agent))
         path = out / record.attempt_dir.name / TRAJECTORY_PATH
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(_utf8_json(trajectory.model_dump(mode="json", exclude_none=True)))
-        os.replace(tmp, path)
+        replace_file(path, _utf8_json(trajectory.model_dump(mode="json", exclude_none=True)))
         written += 1
     return written

@@ -28,11 +28,14 @@ A turn's text is capped at `MAX_TURN_CHARS` (the events file itself is capped by
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Literal
+
+from statebox.attempt_folder import open_attempt_file
 
 MAX_TURN_CHARS = 200_000
 _DERIVED = {"shell_command": "bash", "file_read": "read_file", "file_write": "write_file", "network_attempt": "network"}
@@ -77,8 +80,8 @@ class Turn:
 
 def read_events(path: Path) -> Iterator[dict[str, Any]]:
     """The events of an attempt, one JSON object per line; a torn or foreign line is skipped."""
-    try:
-        handle = open(path, encoding="utf-8", errors="replace")
+    try:  # through the attempt folder's door: a link or FIFO there is one line, exit 2, never followed or waited on
+        handle = io.TextIOWrapper(open_attempt_file(path), encoding="utf-8", errors="replace")
     except OSError:
         return
     with handle:

@@ -1,0 +1,78 @@
+"""`statebox.replace_file`: whole or nothing, and never through a link planted beside the target.
+
+Why: every whole-file write statebox makes into a folder it may not have made alone (a verdict into a handed run
+folder, an audit page, an Inspect copy with --write-scores, an ATIF export, an attempt's JSON) goes through it.
+The old fixed temporary names (`verdict.json.tmp`, `.page.html.tmp`, `X.tmp`) were opened for writing through
+whatever stood there; these checks fail on that way of writing."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from statebox.attempt_folder import write_json
+from statebox.replace_file import FILE_MODE, replace_file, replace_text, replacing, temporary_beside
+
+
+def _victim(tmp_path: Path) -> Path:
+    victim = tmp_path / "outside" / "victim.txt"
+    victim.parent.mkdir()
+    victim.write_text("the user's own file\n")
+    return victim
+
+
+OLD_TEMPORARY_NAMES = ["{name}.tmp", ".{name}.tmp", "{stem}.tmp"]
+
+
+@pytest.mark.parametrize("writer", ["replace_file", "replace_text", "write_json"])
+def test_no_write_goes_through_a_link_at_any_name_beside_the_target(tmp_path, writer):
+    victim = _victim(tmp_path)
+    target = tmp_path / "run" / "verdict.json"
+    target.parent.mkdir()
+    for pattern in OLD_TEMPORARY_NAMES:
+        (target.parent / pattern.format(name=target.name, stem=target.stem)).symlink_to(victim)
+    {"replace_file": lambda: replace_file(target, b'{"a": 1}'), "replace_text": lambda: replace_text(target, '{"a": 1}'),
+     "write_json": lambda: write_json(target, {"a": 1})}[writer]()
+    assert victim.read_text() == "the user's own file\n"
+    assert target.read_text().replace(" ", "").replace("\n", "") == '{"a":1}'
+    assert not target.is_symlink()
+
+
+def test_a_link_at_the_target_is_replaced_not_written_through(tmp_path):
+    victim = _victim(tmp_path)
+    target = tmp_path / "page.html"
+    target.symlink_to(victim)
+    replace_text(target, "<p>new</p>")
+    assert victim.read_text() == "the user's own file\n"
+    assert not target.is_symlink() and target.read_text() == "<p>new</p>"
+
+
+def test_an_error_mid_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
+    target = tmp_path / "verdict.json"
+    target.write_text("old")
+    with pytest.raises(RuntimeError):
+        with replacing(target) as handle:
+            handle.write(b"half")
+            raise RuntimeError("disk full, say")
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["verdict.json"]
+
+
+def test_the_file_gets_the_mode_open_would_give_it(tmp_path):
+    reference = tmp_path / "by_open"
+    reference.write_text("x")
+    replace_text(tmp_path / "by_replace", "x")
+    mode = stat.S_IMODE((tmp_path / "by_replace").stat().st_mode)
+    assert mode == stat.S_IMODE(reference.stat().st_mode) == FILE_MODE
+
+
+def test_temporary_beside_is_fresh_each_time_and_keeps_the_suffix(tmp_path):
+    target = tmp_path / "scored.eval"
+    (tmp_path / ".scored.eval.tmp.eval").symlink_to(_victim(tmp_path))
+    first, second = temporary_beside(target), temporary_beside(target)
+    assert first != second and first.endswith(".eval") and Path(first).parent == tmp_path
+    for name in (first, second):
+        assert stat.S_ISREG(os.lstat(name).st_mode) and os.path.getsize(name) == 0
