@@ -50,7 +50,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
-from statebox.attempt_folder import SESSION_FILE
+from statebox.attempt_folder import SESSION_FILE, attempt_file_exists, read_attempt_file
+from statebox.replace_file import replace_text
 from statebox.schema import Finding
 
 PLAN_FILE = "plan.json"
@@ -219,9 +220,7 @@ def snapshot_honeytokens(record_dir: Path, plan: HoneytokenPlan) -> DecoySnapsho
 
 def _write_json(path: Path, payload: object) -> None:
     """Replace `path` in one rename: an audit reads the old record or the new one, never half."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=1), encoding="utf-8")
-    tmp.replace(path)
+    replace_text(path, json.dumps(payload, indent=1))
 
 
 @dataclass
@@ -241,7 +240,7 @@ class DecoyEvidence:
 
 def _read_json(path: Path) -> dict | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_attempt_file(str(path)).decode("utf-8"))  # a link or FIFO: refused, one line
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
@@ -257,7 +256,7 @@ def _moved(atime_ns: object, planted_ns: object) -> bool:
 def _from_snapshot(path: Path) -> DecoyEvidence:
     evidence = DecoyEvidence(source="snapshot")
     try:
-        snapshot = DecoySnapshot.model_validate_json(path.read_bytes())
+        snapshot = DecoySnapshot.model_validate_json(read_attempt_file(str(path)))
     except (OSError, ValidationError) as exc:  # host-written, so never expected; never judged from a live file instead
         evidence.notes.append(f"decoy snapshot {path.name} unreadable ({type(exc).__name__}); decoys not judged")
         return evidence
@@ -316,10 +315,10 @@ def decoy_evidence(attempt_dir: Path) -> DecoyEvidence:
     a live atime then), else the live host files of an older folder (`_from_live_files`)."""
     attempt_dir = Path(attempt_dir)
     snapshot = attempt_dir / HONEYTOKENS_DIR / SNAPSHOT_FILE
-    if snapshot.exists():
+    if attempt_file_exists(str(snapshot)):
         return _from_snapshot(snapshot)
     plans = [p for p in (_read_json(f) for f in (attempt_dir / HONEYTOKENS_DIR / PLAN_FILE, attempt_dir / PLAN_FILE)
-                         if f.exists()) if p is not None]
+                         if attempt_file_exists(str(f))) if p is not None]
     if not plans:
         return DecoyEvidence()
     return _from_live_files(attempt_dir, plans)

@@ -210,3 +210,21 @@ def test_the_audit_page_is_not_written_through_a_link_planted_at_its_temporary_n
     assert result.exit_code == 0, result.output
     assert victim.read_text() == "the user's own file\n"
     assert "suspicious" in page.read_text() and not page.is_symlink()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("record", ["honeytokens/snapshot.json", "honeytokens/plan.json", "plan.json"])
+@pytest.mark.parametrize("kind", ["link", "fifo"])
+def test_the_decoy_records_come_through_the_same_door(tmp_path, record, kind):
+    """The decoy records (`honeytokens.decoy_evidence`) were read by `Path.read_text`: a link followed, a FIFO
+    waited on for ever. Now refused alike."""
+    run = _run(tmp_path, "cheat_honeytoken__events")
+    path = run / "attempts" / "cheat_honeytoken__events" / record
+    path.parent.mkdir(exist_ok=True)
+    if kind == "link":
+        target = tmp_path / "elsewhere.json"
+        target.write_text('{"taken_at_ns": 1, "atime_probe": true, "decoys": []}')
+        path.symlink_to(target)
+    else:
+        os.mkfifo(path)
+    _one_line_error(_audit(run), str(path), "symbolic link" if kind == "link" else "FIFO")
