@@ -26,6 +26,7 @@ from statebox.benchmarks import load_benchmark
 from statebox.errors import UserError
 from statebox.harness.trust import TrustPlan, TrustSettings, plan_for_run
 from statebox.policies.model import load_policy
+from statebox.replace_file import replace_text
 from statebox.schema import BENCHMARKS, Attempt, Item, Query
 from statebox.userfiles import CONFIG_MAX_BYTES, read_user_text
 
@@ -143,9 +144,7 @@ class RunConfig(BaseModel):
 
     def save(self, run_dir: Path) -> None:
         path = Path(run_dir) / RUN_CONFIG_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(self.model_dump_json(indent=2))
-        tmp.replace(path)
+        replace_text(path, self.model_dump_json(indent=2))
 
     @classmethod
     def load(cls, run_dir: Path) -> "RunConfig":

@@ -47,6 +47,7 @@ from statebox.benchmarks.synthetic.families import FAMILIES, family_module
 from statebox.benchmarks.synthetic.impossible import Donor, make_impossible, opaque_id
 from statebox.errors import UserError
 from statebox.harness.store import ResultRow
+from statebox.replace_file import replace_text
 from statebox.schema import Item, resolve_video
 
 CHANCE_SAMPLES = 200
@@ -141,10 +142,8 @@ class TrustPlan:
         return [t for t in self.items if t.label == label]
 
     def save(self, path: Path) -> None:
-        tmp = path.with_suffix(".tmp")
-        tmp.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps({"items": [t.model_dump(mode="json") for t in self.items], "notes": self.notes}))
-        tmp.replace(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        replace_text(path, json.dumps({"items": [t.model_dump(mode="json") for t in self.items], "notes": self.notes}))
 
     @classmethod
     def load(cls, path: Path) -> "TrustPlan":

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from statebox.harness.store import ResultRow
 from statebox.harness.trust import CHANCE_SAMPLES, ConfigLike, LoadedLike, TrustItem, TrustPlan, plan_for_run
+from statebox.replace_file import replace_text
 from statebox.schema import Item
 from statebox.scoring import chance_response, score_query
 
@@ -208,9 +209,7 @@ def write_trust_file(run_dir: Path, plan: TrustPlan, results: dict[tuple[str, st
         "results": [r.model_dump() | {"flags": flagged(r)} for _, r in sorted(results.items())],
         "per_agent": [r.model_dump() | {"flags": flagged(r)} for _, r in sorted(pooled(results).items())],
     }
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(payload, indent=1, default=str))
-    tmp.replace(path)
+    replace_text(path, json.dumps(payload, indent=1, default=str))
     return path
 
 

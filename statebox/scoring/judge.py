@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from statebox.errors import UserError
+from statebox.replace_file import replace_text
 
 PROMPT_VERSION = "ecbench-enum-v1"
 SYSTEM_PROMPT = "You are a strict evaluator that outputs JSON only."
@@ -150,9 +151,7 @@ class LLMJudge:
         verdict = self._ask(true_answer, generated_answer)
         if verdict.error is None:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(verdict.__dict__), encoding="utf-8")
-            tmp.replace(path)
+            replace_text(path, json.dumps(verdict.__dict__))
         return verdict
 
     def _ask(self, true_answer: str, generated_answer: str) -> JudgeVerdict:

@@ -31,6 +31,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from statebox.attempt_folder import ATTEMPTS_DIR
+from statebox.replace_file import replace_text
 from statebox.sandbox.workspace import open_regular
 from statebox.userfiles import read_upto
 
@@ -131,9 +132,7 @@ class VideoCache:
             return 0
         self.folder.mkdir(parents=True, exist_ok=True)
         name = "".join(c for c in attempt_id if c.isalnum() or c in "-_") or "attempt"
-        tmp = self.folder / f".{name}.tmp"
-        tmp.write_text("".join(row.model_dump_json() + "\n" for row in rows))
-        tmp.replace(self.folder / f"{name}.jsonl")  # readers see a whole file or none
+        replace_text(self.folder / f"{name}.jsonl", "".join(row.model_dump_json() + "\n" for row in rows))  # whole or none
         return len(rows)
 
 
