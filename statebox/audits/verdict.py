@@ -8,7 +8,6 @@ voided attempt's answer is scored as if it answered nothing.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
@@ -256,10 +255,3 @@ def adjusted_views(rows: Iterable[Any], verdicts: dict[str, Verdict]) -> Adjuste
     views.verdict_counts = dict(verdict_counts)
     views.category_counts = dict(category_counts)
     return views
-
-
-def read_verdict(attempt_dir: Path) -> Verdict | None:
-    path = Path(attempt_dir) / VERDICT_FILE
-    if not path.exists():
-        return None
-    return Verdict.model_validate(json.loads(path.read_text(encoding="utf-8")))

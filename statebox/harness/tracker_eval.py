@@ -26,7 +26,7 @@ from typing import Callable
 from pydantic import BaseModel, Field, JsonValue
 
 from statebox.attempt_folder import (RUN_CONFIG_FILE, SESSION_FILE, STDERR_LOG, STDOUT_LOG, TRACKER_OUT_DIR, TRACKER_TRACKS,
-                                     AttemptFolder)
+                                     AttemptFolder, attempt_file_exists, open_attempt_file, read_attempt_file)
 from statebox.benchmarks import load_benchmark
 from statebox.errors import UserError
 from statebox.harness.plan import RunConfig, datasets_from_suite
@@ -217,8 +217,9 @@ def _add_tracking(result: SuiteScore, run_dir: Path, rows: list[ResultRow]) -> N
         if row.agent != TRACKER:
             continue
         path = AttemptFolder(run_dir, row.attempt_id).file(TRACKER_OUT_DIR) / TRACKER_TRACKS
-        if path.is_file():
-            n = sum(1 for _ in path.open())
+        if attempt_file_exists(str(path)):  # through the attempt folder's door: a link or FIFO is one line, exit 2
+            with open_attempt_file(path) as fh:
+                n = sum(1 for _ in fh)
             if n > longest.get((row.dataset, row.item_id), (-1, path))[0]:
                 longest[(row.dataset, row.item_id)] = (n, path)
     per_task: dict[str, dict[str, list[dict]]] = {}
@@ -246,6 +247,6 @@ def _add_tracking(result: SuiteScore, run_dir: Path, rows: list[ResultRow]) -> N
 def _session(run_dir: Path, attempt_id: str) -> dict:
     path = AttemptFolder(run_dir, attempt_id).file(SESSION_FILE)
     try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+        return json.loads(read_attempt_file(str(path)))
+    except (OSError, ValueError):
         return {}
