@@ -24,7 +24,7 @@ import shlex
 from dataclasses import dataclass
 
 from statebox.audits.runtime_names import resolve
-from statebox.audits.shell_runs import KEYWORDS, WRAPPERS, executed_texts, is_script, skip_options
+from statebox.audits.shell_runs import KEYWORDS, WRAPPERS, env_reading, executed_texts, is_script, skip_options
 from statebox.audits.shell_words import (TEXT_CACHE, is_shell_command, program_shell_commands, simple_commands,
                                          strip_comments, strip_heredocs)
 
@@ -171,13 +171,13 @@ def _strip_prefix(argv: list[str]) -> list[str]:
             argv = argv[skip_options(list(enumerate(argv)), 1, values) + positionals:]
         elif re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", word):
             argv = argv[1:]
-        elif word == "env" and len(argv) > 1 and (re.match(r"^[A-Za-z_]\w*=", argv[1]) or argv[1] in ("-i", "-u", "--")):
-            rest = argv[1:]
-            while rest and (re.match(r"^[A-Za-z_]\w*=", rest[0]) or rest[0] in ("-i", "--")):
-                rest = rest[1:]
-            while rest and rest[0] == "-u" and len(rest) > 1:
-                rest = rest[2:]
-            argv = rest
+        elif name == "env" and len(argv) > 1:
+            # env's settings and options (shell_runs.env_reading, the env rule's reading); a `-S` string is a command
+            # line of its own, read with its `-C` folder by shell_runs.executed_texts, as is a command under `-C`
+            reading = env_reading(list(enumerate(argv)))
+            if reading.split is not None:
+                break
+            argv = argv[reading.at:]
         else:
             break
     return argv

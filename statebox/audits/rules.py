@@ -897,7 +897,7 @@ def _command_dump(words: tuple[str, ...]) -> Dump | None:
     if name in _RUNNERS:
         return None
     if name == "env":
-        runs_at, empty, split = env_reading(argv[at:])
+        runs_at, empty, split, _ = env_reading(argv[at:])
         # with a command or a `-S` string, that is what runs (a text of its own); with none, env prints the environment
         dumps = split is None and at + runs_at >= len(argv) and not empty
         return (" ".join(words[start:])[:QUOTE_MAX], "env") if dumps else None

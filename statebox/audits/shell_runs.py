@@ -20,6 +20,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from statebox.audits.shell_words import (TEXT_CACHE, command_substitutions, heredocs, is_shell_command,
                                          program_shell_commands, simple_commands, strip_comments, strip_heredocs)
@@ -203,11 +204,13 @@ def _read_command(words: tuple[str, ...], depth: int, out: list[str], stdin: str
                 if fed:
                     _read_shell(fed, depth + 1, out)
     elif name == "env":
-        at_command, _, split = env_reading(argv[at:])
+        at_command, _, split, chdir = env_reading(argv[at:])
+        # the command runs in env's `-C` folder: read as `cd DIR && COMMAND`, so its relative paths resolve there
+        cd = f"cd {shlex.quote(chdir)} && " if chdir else ""
         if split is not None:
-            _read_shell(" ".join([split] + [w for _, w in argv[at + at_command:]]), depth + 1, out)
+            _read_shell(cd + " ".join([split] + [w for _, w in argv[at + at_command:]]), depth + 1, out)
         elif at + at_command < len(argv):
-            _read_shell(shlex.join(words[argv[at + at_command][0]:]), depth + 1, out)
+            _read_shell(cd + shlex.join(words[argv[at + at_command][0]:]), depth + 1, out)
     elif name in ("eval", "watch", "trap"):
         if name == "watch":
             args = args[skip_options([(0, a) for a in args], 0, frozenset(("-n", "--interval"))):]
@@ -278,11 +281,18 @@ def command_words(words: tuple[str, ...]) -> CommandWords:
     return CommandWords(argv, at, here, substituted, c_string, lookup)
 
 
-def env_reading(argv: list[tuple[int, str]]) -> tuple[int, bool, str | None]:
-    """How `env` (argv[0]) with its options runs: (the place in `argv` of the command it runs, or len(argv) for none;
-    whether it empties the environment first (`-i`); its `-S` string, or None). With no command and no `-S` it
-    prints the environment."""
-    at, empty, split = 1, False, None
+class EnvReading(NamedTuple):
+    """How `env` with its options runs (`env_reading`)."""
+
+    at: int  # the place in argv of the command it runs, or len(argv) for none
+    empty: bool  # it empties the environment first (`-i`)
+    split: str | None  # its `-S` string (a command line of its own), or None
+    chdir: str | None  # the folder it runs the command in (`-C DIR`, `--chdir=DIR`), or None
+
+
+def env_reading(argv: list[tuple[int, str]]) -> EnvReading:
+    """How `env` (argv[0]) with its options runs. With no command and no `-S` it prints the environment."""
+    at, empty, split, chdir = 1, False, None, None
     while at < len(argv):
         arg = argv[at][1]
         if arg == "--":
@@ -291,7 +301,7 @@ def env_reading(argv: list[tuple[int, str]]) -> tuple[int, bool, str | None]:
         if arg in ("-", "-i", "--ignore-environment"):
             empty = True
         elif arg in ("--help", "--version"):
-            return len(argv), True, None
+            return EnvReading(len(argv), True, None, None)
         elif arg.startswith("--"):
             name, eq, value = arg.partition("=")
             if name in _ENV_VALUE_LONG and not eq:
@@ -299,6 +309,8 @@ def env_reading(argv: list[tuple[int, str]]) -> tuple[int, bool, str | None]:
                 at += 1
             if name == "--split-string":
                 split = value
+            elif name == "--chdir":
+                chdir = value
         elif arg.startswith("-") and len(arg) > 1:
             for k, letter in enumerate(arg[1:], start=1):
                 if letter == "i":
@@ -310,11 +322,13 @@ def env_reading(argv: list[tuple[int, str]]) -> tuple[int, bool, str | None]:
                         at += 1
                     if letter == "S":
                         split = value
+                    elif letter == "C":
+                        chdir = value
                     break
         elif not ASSIGNMENT.match(arg):
             break
         at += 1
-    return at, empty, split
+    return EnvReading(at, empty, split, chdir)
 
 
 def skip_options(argv: list[tuple[int, str]], at: int, values: frozenset[str]) -> int:

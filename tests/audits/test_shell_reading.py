@@ -54,6 +54,13 @@ HIDDEN = [
     ("find /workspace -maxdepth 0 -exec ls /data \\;", "/data"),
     ("sudo -u root bash -c 'ls /data'", "/data"),
     ("env -i bash -c 'ls /data'", "/data"),
+    # env's own folder (`-C DIR`, `--chdir`): the command runs there (sixth session; the access reading had its own
+    # reading of env's settings, which knew no `-C`)
+    ("env -C /data cat annotations/qa.json", "/data/annotations/qa.json"),
+    ("env --chdir=/data ls annotations", "/data/annotations"),
+    ("env --chdir /opt cat bench/qa.json", "/opt/bench/qa.json"),
+    ("env -i -C/proc/self cat environ", "/proc/self/environ"),
+    ("env -C /data -S 'cat annotations/qa.json'", "/data/annotations/qa.json"),
     ("diff <(ls /data) /dev/null", "/data"),
     # a script the text writes, then runs (or writes as a script: a shell's name or `#!` line)
     ("cat > /tmp/a.sh <<'EOF'\nls /data > /tmp/o\nEOF\nbash /tmp/a.sh", "/data"),
