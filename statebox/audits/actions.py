@@ -24,7 +24,8 @@ import shlex
 from dataclasses import dataclass
 
 from statebox.audits.runtime_names import resolve
-from statebox.audits.shell_runs import KEYWORDS, WRAPPERS, env_reading, executed_texts, is_script, skip_options
+from statebox.audits.shell_runs import (KEYWORDS, WRAPPERS, env_reading, executed_texts, is_script, option_value,
+                                       skip_options)
 from statebox.audits.shell_words import (TEXT_CACHE, is_shell_command, program_shell_commands, simple_commands,
                                          strip_comments, strip_heredocs)
 
@@ -75,6 +76,10 @@ CODE_HOME = re.compile(r"\bPath\.home\(\)|expanduser\(\s*['\"]~['\"]\s*\)|os\.en
 STRING_PATH = re.compile(r"(['\"])((?:~|\.\.|/)(?:[^'\"\s\\]|\\.)*)\1"
                          r"((?:[ \t]*\+[ \t]*(?:'(?:[^'\"\s\\]|\\.)*'|\"(?:[^'\"\s\\]|\\.)*\"))*)")
 _ADDED_LITERAL = re.compile(r"(['\"])((?:[^'\"\s\\]|\\.)*)\1")
+# a program moving its own folder (Python's os.chdir, node's process.chdir, Ruby's Dir.chdir, PHP's and Perl's chdir)
+CODE_CHDIR = re.compile(r"\bchdir\s*\(?\s*[rbuf]{0,2}(['\"])((?:[^'\"\s\\]|\\.)*)\1")
+# a relative path or bare file name as a string literal (what a program opens or lists in the folder it is in)
+_RELATIVE_LITERAL = re.compile(r"(['\"])([\w.][\w.+@%,-]*(?:/[\w.+@%,-]+)*/?)\1")
 CODE_NETWORK = re.compile(
     r"\b(?:requests\.(?:get|post|put|head|patch|delete|request|Session)\b|httpx\.(?:get|post|Client|AsyncClient|stream)\b"
     r"|urllib\.request|urlopen\(|urllib2|http\.client|HTTPS?Connection\(|socket\.(?:socket|create_connection|getaddrinfo|gethostbyname\w*)\("
@@ -156,19 +161,35 @@ def segments(shell_text: str) -> list[list[str]]:
 
 
 def _strip_prefix(argv: list[str]) -> list[str]:
+    """The command a simple command runs (`_command_and_folder`)."""
+    return _command_and_folder(argv)[0]
+
+
+# wrappers that run their command in a folder of their own, by this option (short, long)
+_WRAPPER_FOLDERS = {"sudo": ("-D", "--chdir")}
+# programs whose own option moves where their operands resolve (`tar -C /data -cf /tmp/a.tar annotations`)
+_PROGRAM_FOLDERS = {"tar": ("-C", "--directory")}
+
+
+def _command_and_folder(argv: list[str]) -> tuple[list[str], str | None]:
     """The command a simple command runs: shell keywords, assignments, `env`'s settings and the wrappers before it
-    (`sudo -u root`, `nice -n 5`, `timeout 5`: shell_runs.WRAPPERS, with the options that take a value) left out.
-    `command -v NAME` looks a name up and runs nothing."""
+    (`sudo -u root`, `nice -n 5`, `timeout 5`: shell_runs.WRAPPERS, with the options that take a value) left out;
+    and the folder a wrapper runs it in (`sudo -D /data cat x`), else None. `command -v NAME` looks a name up and
+    runs nothing. (env's `-C` folder is read with its command by shell_runs.executed_texts.)"""
+    folder: str | None = None
     while argv:
         word = argv[0]
         name = posixpath.basename(word)
         if name == "command" and argv[1:2] in (["-v"], ["-V"]):
-            return []
+            return [], folder
         if word in KEYWORDS:
             argv = argv[1:]
         elif name in WRAPPERS:
             values, positionals = WRAPPERS[name]
-            argv = argv[skip_options(list(enumerate(argv)), 1, values) + positionals:]
+            end = skip_options(list(enumerate(argv)), 1, values)
+            if name in _WRAPPER_FOLDERS:
+                folder = option_value(argv[1:end], *_WRAPPER_FOLDERS[name]) or folder
+            argv = argv[end + positionals:]
         elif re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", word):
             argv = argv[1:]
         elif name == "env" and len(argv) > 1:
@@ -180,7 +201,7 @@ def _strip_prefix(argv: list[str]) -> list[str]:
             argv = argv[reading.at:]
         else:
             break
-    return argv
+    return argv, folder
 
 
 def command_word(argv: list[str]) -> str:
@@ -290,11 +311,15 @@ def _read_commands(shell_text: str, cwd: str) -> tuple[list[Access], str | None]
     for words, _ in simple_commands(shell_text):
         expanded = [_expanded(w, variables) for w in words]
         _assign(expanded, variables)
-        argv = _strip_prefix(expanded)
+        argv, folder = _command_and_folder(expanded)
         if not argv or not is_shell_command(argv):
             continue
         word = command_word(argv)
         base = here or WORKDIR
+        if word in _PROGRAM_FOLDERS:
+            folder = option_value(argv[1:], *_PROGRAM_FOLDERS[word]) or folder
+        if folder is not None:  # `sudo -D /data cat x`, `tar -C /data ...`: the command runs there, the shell stays
+            base = _changed_dir(["cd", folder], here, []) or base
         flag = next((i for i, a in enumerate(argv[1:], start=1) if re.match(r"^-[a-z]*c$", a)), None)
         if word in ("bash", "sh", "zsh", "dash") and flag is not None:
             if flag + 1 < len(argv):
@@ -322,7 +347,7 @@ def _read_commands(shell_text: str, cwd: str) -> tuple[list[Access], str | None]
             out.append(Access("access", normalise_path(argv[0], base), "exec"))  # a program run by its path is a place
         # after a `cd` out of /workspace, a bare word a reader, a lister or a searcher (past its pattern) is given is a
         # file or folder there (`cd /data && ls annotations`, `cd ~ && ls .cache`)
-        bare = base != WORKDIR and (word in FILE_READERS or word in LISTERS or word in SEARCHERS)
+        bare = base != WORKDIR and (word in FILE_READERS or word in LISTERS or word in SEARCHERS or word in _PROGRAM_FOLDERS)
         searched = _positional(argv[1:])[:1] if word in SEARCHERS else []  # a searcher's pattern is no file
         prev = ""
         for arg in argv[1:]:
@@ -457,7 +482,32 @@ def code_accesses(code: str) -> list[Access]:
         out.append(Access("access", normalise_path(literal), "literal"))
     for m in CODE_NETWORK.finditer(code):
         out.append(Access("network", m.group(0), "code"))
+    out.extend(_after_chdir(code))
     return out
+
+
+def _after_chdir(code: str) -> list[Access]:
+    """The relative literals a program names after it moves its folder out of /workspace (`os.chdir('/data')`, then
+    `open('annotations/qa.json')`), resolved there, as a `cd` moves a shell's (`_read_commands`). In the workspace
+    they name files in the lane, which no rule judges."""
+    out: list[Access] = []
+    moves = list(CODE_CHDIR.finditer(code))
+    here = WORKDIR
+    for k, move in enumerate(moves):
+        here = normalise_path(move.group(2), here)
+        if here == WORKDIR or here.startswith(WORKDIR + "/"):
+            continue
+        end = moves[k + 1].start() if k + 1 < len(moves) else len(code)
+        for m in _RELATIVE_LITERAL.finditer(code, move.end(), end):
+            literal = m.group(2)
+            # a path (`annotations/qa.json`, `qa.json`, `.`), or a bare name a call is handed first (`listdir('x')`);
+            # not a module a program loads (`require('fs')`) nor a later argument (`'utf8'`)
+            if "/" in literal or "." in literal or _FIRST_ARGUMENT.search(code, max(0, m.start() - 16), m.start()):
+                out.append(Access("access", normalise_path(literal, here), "chdir"))
+    return out
+
+
+_FIRST_ARGUMENT = re.compile(r"(?<!require)(?<!import)\(\s*[rbuf]{0,2}$")
 
 
 # -- spelled otherwise: base64 ---------------------------------------------------------
