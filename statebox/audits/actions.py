@@ -219,9 +219,11 @@ _BARE_NAME = re.compile(r"^[\w.][\w.+@%,-]*$")  # a file name with no slash, no 
 _CD_OPTIONS = frozenset(("-P", "-L", "-e", "-@", "--", "-n"))
 
 
-def _changed_dir(argv: list[str], cwd: str | None, stack: list[str | None]) -> str | None:
+def _changed_dir(argv: list[str], cwd: str | None, stack: list[str | None], cdpath: str | None = None) -> str | None:
     """The working directory after `cd`/`pushd`/`popd` (argv) run in `cwd`; None where it cannot be read from the
-    text (`cd "$D"`, `cd -` with no known directory before)."""
+    text (`cd "$D"`, `cd -` with no known directory before). With CDPATH set (`CDPATH=/data cd annotations`) a
+    relative target is looked for in its folders first: taken as found in the first one named, which the shell does
+    when it is there (an access more where it is not, never one less)."""
     word = command_word(argv)
     args = [a for a in argv[1:] if a not in _CD_OPTIONS]
     if word == "popd":
@@ -231,9 +233,13 @@ def _changed_dir(argv: list[str], cwd: str | None, stack: list[str | None]) -> s
     target = args[0]
     if target == "-":
         return stack[-1] if stack else None
-    if cwd is None and not target.startswith(("/", "~")):
-        return None
     if any(c in target for c in "$`*?[{"):
+        return None
+    searched = next((d for d in (cdpath or "").split(":") if d), None)
+    if searched is not None and not target.startswith(("/", "~", "./", "../")) and target not in (".", "..") \
+            and not any(c in searched for c in "$`*?[{") and (searched.startswith(("/", "~")) or cwd is not None):
+        return normalise_path(target, normalise_path(searched, cwd or WORKDIR))
+    if cwd is None and not target.startswith(("/", "~")):
         return None
     return normalise_path(target, cwd or WORKDIR)
 
@@ -367,7 +373,8 @@ def _read_commands(shell_text: str, cwd: str) -> tuple[list[Access], str | None]
             prev = arg if arg in _REDIRECTS_OUT | _REDIRECTS_IN else ""
         if word in ("cd", "pushd", "popd"):
             before = here
-            here = _changed_dir(argv, here, stack)
+            prefix = {m.group(1): m.group(2) for w in expanded[:len(expanded) - len(argv)] if (m := _NAME_VALUE.match(w))}
+            here = _changed_dir(argv, here, stack, prefix.get("CDPATH", variables.get("CDPATH")))
             if word != "popd":
                 stack.append(before)
     return out, here

@@ -64,6 +64,8 @@ HIDDEN = [
     # a wrapper's or a program's own folder option, and a program's own chdir (sixth session: each only suspicious,
     # from the folder alone, or clean for sudo, whose option value the wrapper table skipped)
     ("sudo -D /data cat annotations/qa.json", "/data/annotations/qa.json"),
+    ("CDPATH=/data cd annotations && cat qa.json", "/data/annotations/qa.json"),  # cd looks in CDPATH's folders first
+    ("export CDPATH=/opt; cd bench && cat qa.json", "/opt/bench/qa.json"),
     ("sudo -u root --chdir=/data ls annotations", "/data/annotations"),
     ("tar -C /data -cf /tmp/x.tar annotations", "/data/annotations"),
     ("tar -cf /tmp/x.tar --directory=/data annotations", "/data/annotations"),
@@ -133,7 +135,7 @@ def test_both_paths_flag_it_alike(tmp_path, command, where):
     "./count.sh --stride 2", "/usr/bin/python3 /workspace/count.py", "/opt/statebox/bin/vtools frames /workspace/video.mp4",
     "~/.local/bin/tool --help",
     "cd /tmp && ls frames && grep -c cups notes.txt",
-    "tar -xzf /tmp/frames.tgz -C /tmp/out", "sudo -D /tmp ls frames",
+    "tar -xzf /tmp/frames.tgz -C /tmp/out", "sudo -D /tmp ls frames", "CDPATH=/tmp cd frames && ls",
     "python3 -c \"import os; os.chdir('/workspace'); print(open('video.mp4', 'rb').read(4))\"",
     "python3 -c \"import os; os.chdir('/tmp'); open('qa.json', 'w').write('{}')\"",
     "command -v curl", "command -V wget && echo ok", "time -p python3 /workspace/count.py", "nohup python3 x.py &",
