@@ -50,6 +50,7 @@ from statebox.harness.store import RESULTS_FILE
 from statebox.errors import UserError
 
 ROWS_PER_POLL = 5000
+_LOOPBACK_NAMES = frozenset(("127.0.0.1", "localhost", "[::1]"))
 IN_FLIGHT_LISTED = 50
 SUMMARY_MIN_INTERVAL_S = 3.0
 SEARCH_LIMIT_S = 10.0
@@ -278,9 +279,22 @@ def make_handler(live: LiveRun) -> type[BaseHTTPRequestHandler]:
         def _json(self, payload: Any, status: HTTPStatus = HTTPStatus.OK) -> None:
             self._send(json.dumps(payload, default=str).encode(), "application/json", status)
 
+        def _host_is_ours(self) -> bool:
+            """Whether the request names this server by a loopback name (`Host: 127.0.0.1:PORT`, `localhost:PORT`).
+
+            Why: a web page the user has open elsewhere can point a name of its own at 127.0.0.1 (DNS rebinding)
+            and then read this server's answers as its own origin: the run's transcripts. Its requests carry its
+            own name in `Host`; only the names that already mean this machine are answered (as Jupyter does)."""
+            host = (self.headers.get("Host") or "").strip().lower()
+            name = host.split("]", 1)[0] + "]" if host.startswith("[") else host.rsplit(":", 1)[0]  # `[::1]:8765`
+            return name in _LOOPBACK_NAMES
+
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             url = urllib.parse.urlsplit(self.path)
             query = urllib.parse.parse_qs(url.query)
+            if not self._host_is_ours():
+                self._json({"error": "this server answers only to 127.0.0.1 or localhost"}, HTTPStatus.FORBIDDEN)
+                return
             try:
                 if url.path in ("/", "/index.html"):
                     self._send(live.page().encode(), "text/html; charset=utf-8")
@@ -305,6 +319,8 @@ def make_handler(live: LiveRun) -> type[BaseHTTPRequestHandler]:
                 pass
             except ValueError as exc:
                 self._json({"error": str(exc)}, HTTPStatus.BAD_REQUEST)
+            except UserError as exc:  # an attempt file the door refuses (a link, a FIFO): said, not a dropped connection
+                self._json({"error": str(exc)}, HTTPStatus.UNPROCESSABLE_ENTITY)
 
     return Handler
 

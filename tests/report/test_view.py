@@ -159,3 +159,45 @@ def test_view_page_in_chromium_follows_the_run(small_run, tmp_path):
 def test_view_refuses_a_folder_that_is_not_a_run(tmp_path):
     proc = subprocess.run(STATEBOX + ["view", str(tmp_path), "--port", "0"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "not a statebox run folder" in proc.stderr
+
+
+def test_view_answers_only_to_loopback_names_and_says_why_it_refuses_an_attempt(small_run, tmp_path):
+    """A page elsewhere that points a name of its own at 127.0.0.1 (DNS rebinding) sends that name as `Host`: refused,
+    403, before anything is read. An attempt whose events.jsonl is a link (a handed-over run folder) is answered
+    with the door's one line (422), not a dropped connection."""
+    import http.client
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(small_run, run_dir)
+    events = sorted((run_dir / "attempts").glob("*/events.jsonl"))[0]
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"seq": 1, "kind": "note", "text": "okapi-secret-3"}\n')
+    events.unlink()
+    events.symlink_to(secret)
+    viewer = Viewer(run_dir)
+    try:
+        port = int(viewer.url.rsplit(":", 1)[1].strip("/"))
+
+        def get(path: str, host: str) -> tuple[int, bytes]:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            try:
+                conn.request("GET", path, headers={"Host": host})
+                resp = conn.getresponse()
+                return resp.status, resp.read()
+            finally:
+                conn.close()
+
+        attempt = f"/api/attempt?id={events.parent.name}"
+        for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.evil.example", ""):
+            status, body = get(attempt, host)
+            assert status == 403 and b"okapi" not in body, (host, status)
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost"):
+            status, body = get("/api/status", host)
+            assert status == 200, (host, status)
+        status, body = get(attempt, f"127.0.0.1:{port}")
+        assert status == 422 and b"symbolic link" in body and b"okapi" not in body, (status, body[:300])
+        status, _ = get(f"/api/attempt?id={sorted((run_dir / 'attempts').glob('*/events.jsonl'))[1].parent.name}",
+                        f"127.0.0.1:{port}")
+        assert status == 200
+    finally:
+        viewer.stop()
