@@ -17,6 +17,7 @@ base64, `getattr` with a built name), so an access reads the same however spelle
 from __future__ import annotations
 
 import base64
+import itertools
 import posixpath
 from functools import lru_cache
 import re
@@ -78,6 +79,10 @@ STRING_PATH = re.compile(r"(['\"])((?:~|\.\.|/)(?:[^'\"\s\\]|\\.)*)\1"
 _ADDED_LITERAL = re.compile(r"(['\"])((?:[^'\"\s\\]|\\.)*)\1")
 # a program moving its own folder (Python's os.chdir, node's process.chdir, Ruby's Dir.chdir, PHP's and Perl's chdir)
 CODE_CHDIR = re.compile(r"\bchdir\s*\(?\s*[rbuf]{0,2}(['\"])((?:[^'\"\s\\]|\\.)*)\1")
+# a program making a link: `symlink(TARGET, LINK)` (Python's os, node's fs.symlink[Sync], Ruby's File, PHP, Perl) and
+# pathlib's `Path(LINK).symlink_to(TARGET)`
+CODE_SYMLINK = re.compile(r"\bsymlink(?:Sync)?\s*\(\s*[rbuf]{0,2}(['\"])((?:[^'\"\s\\]|\\.)*)\1\s*,\s*[rbuf]{0,2}(['\"])((?:[^'\"\s\\]|\\.)*)\3")
+CODE_SYMLINK_TO = re.compile(r"\bPath\(\s*[rbuf]{0,2}(['\"])((?:[^'\"\s\\]|\\.)*)\1\s*\)\s*\.\s*symlink_to\(\s*[rbuf]{0,2}(['\"])((?:[^'\"\s\\]|\\.)*)\3")
 # a relative path or bare file name as a string literal (what a program opens or lists in the folder it is in)
 _RELATIVE_LITERAL = re.compile(r"(['\"])([\w.][\w.+@%,-]*(?:/[\w.+@%,-]+)*/?)\1")
 CODE_NETWORK = re.compile(
@@ -307,13 +312,16 @@ def _read_commands(shell_text: str, cwd: str) -> tuple[list[Access], str | None]
       reader's bare word names a file: `cd /proc/self && cat environ` reads /proc/self/environ. Outside /workspace
       only: a bare word in the workspace is a file inside the lane, which no rule judges, and reading it as one
       would only add events;
-    - an option's value that is a path (`--ann=/data/x`, dd's `if=`) is one.
+    - an option's value that is a path (`--ann=/data/x`, dd's `if=`) is one;
+    - a link the text makes (`ln -s /data a`, `cp -rs`, `mount --bind`) leads a later path through it to where it
+      points: `ln -s /data a; cat a/annotations/qa.json` reads /data/annotations/qa.json (`_made_link`, `_through`).
     A `cd` or an assignment inside a subshell or one branch of a condition is taken as run (it may then resolve a
     later path where the shell did not: an access more, never one less)."""
     out: list[Access] = []
     here: str | None = cwd  # None: a `cd` the text does not say the target of; relative paths resolve as before
     stack: list[str | None] = []  # directories before each `cd`/`pushd`, for `cd -` and `popd`
     variables: dict[str, str] = {}
+    links: list[tuple[int, str, str]] = []  # (accesses before it was made, the link, where it points)
     for words, _ in simple_commands(shell_text):
         expanded = [_expanded(w, variables) for w in words]
         _assign(expanded, variables)
@@ -377,7 +385,52 @@ def _read_commands(shell_text: str, cwd: str) -> tuple[list[Access], str | None]
             here = _changed_dir(argv, here, stack, prefix.get("CDPATH", variables.get("CDPATH")))
             if word != "popd":
                 stack.append(before)
+        made = _made_link(word, argv, base)
+        if made is not None:
+            links.append((len(out), *made))
+    if links:
+        out = _through(out, links)
     return out, here
+
+
+def _made_link(word: str, argv: list[str], base: str) -> tuple[str, str] | None:
+    """(the link, where it points) of a command that makes a path lead elsewhere: `ln [-s] TARGET [NAME]`, `cp -rs
+    SOURCE DEST` (a tree of links), `mount --bind SOURCE DEST`; None for any other (or one the text cannot say)."""
+    args = argv[1:]
+    if word == "ln" or (word == "cp" and any(a == "--symbolic-link" or re.match(r"^-[a-zA-Z]*s", a) for a in args)):
+        operands = _positional([a for a in args if not a.startswith("--target")])
+        if word == "ln" and len(operands) == 1:
+            operands = [operands[0], posixpath.basename(operands[0].rstrip("/")) or "."]
+    elif word == "mount":
+        valued = ("-o", "-t", "--options", "--types")
+        options = [args[k + 1] for k, a in enumerate(args[:-1]) if a in valued]
+        if not any(a in ("--bind", "--rbind") for a in args) and not any("bind" in o.split(",") or "rbind" in o.split(",")
+                                                                        for o in options):
+            return None
+        operands = [a for k, a in enumerate(args) if not a.startswith("-") and (k == 0 or args[k - 1] not in valued)]
+    else:
+        return None
+    if len(operands) != 2 or any(c in "".join(operands) for c in "$`*?[{"):
+        return None
+    link = normalise_path(operands[1], base)
+    return link, normalise_path(operands[0], posixpath.dirname(link) if word == "ln" else base)
+
+
+def _through(out: list[Access], links: list[tuple[int, str, str]]) -> list[Access]:
+    """`out` with, after each path access that lies under a link made before it, the same access where the link
+    points (the access as written is kept: the lane's own path, which no rule judges)."""
+    mapped: list[Access] = []
+    for n, access in enumerate(out):
+        mapped.append(access)
+        if access.op == "network":
+            continue
+        for made_at, link, target in links:
+            if made_at <= n and (access.target == link or access.target.startswith(link + "/")):
+                rest = access.target[len(link):].lstrip("/")
+                led = Access(access.op, posixpath.join(target, rest) if rest else target, access.via, access.pattern)
+                if led not in mapped:
+                    mapped.append(led)
+    return mapped
 
 
 def _positional(args: list[str]) -> list[str]:
@@ -490,6 +543,24 @@ def code_accesses(code: str) -> list[Access]:
     for m in CODE_NETWORK.finditer(code):
         out.append(Access("network", m.group(0), "code"))
     out.extend(_after_chdir(code))
+    out.extend(_through_code_links(code))
+    return out
+
+
+def _through_code_links(code: str) -> list[Access]:
+    """The literals a program names after it makes a link, led through it (`os.symlink('/data', 'd')`, then
+    `os.listdir('d/annotations')` lists /data/annotations), as `_made_link` does for shell text."""
+    made = [(m.end(), m.group(4), m.group(2)) for m in CODE_SYMLINK.finditer(code)]
+    made += [(m.end(), m.group(2), m.group(4)) for m in CODE_SYMLINK_TO.finditer(code)]
+    out: list[Access] = []
+    for end, name, target in sorted(made):
+        link = normalise_path(name)
+        points = normalise_path(target, posixpath.dirname(link))
+        for m in itertools.chain(STRING_PATH.finditer(code, end), _RELATIVE_LITERAL.finditer(code, end)):
+            path = normalise_path(m.group(2))
+            if path.startswith(link + "/") or path == link:
+                rest = path[len(link):].lstrip("/")
+                out.append(Access("access", posixpath.join(points, rest) if rest else points, "symlink"))
     return out
 
 
