@@ -224,11 +224,13 @@ _BARE_NAME = re.compile(r"^[\w.][\w.+@%,-]*$")  # a file name with no slash, no 
 _CD_OPTIONS = frozenset(("-P", "-L", "-e", "-@", "--", "-n"))
 
 
-def _changed_dir(argv: list[str], cwd: str | None, stack: list[str | None], cdpath: str | None = None) -> str | None:
+def _changed_dir(argv: list[str], cwd: str | None, stack: list[str | None], cdpath: str | None = None,
+                 oldpwd: str | None = None) -> str | None:
     """The working directory after `cd`/`pushd`/`popd` (argv) run in `cwd`; None where it cannot be read from the
     text (`cd "$D"`, `cd -` with no known directory before). With CDPATH set (`CDPATH=/data cd annotations`) a
     relative target is looked for in its folders first: taken as found in the first one named, which the shell does
-    when it is there (an access more where it is not, never one less)."""
+    when it is there (an access more where it is not, never one less). `cd -` goes back to the folder before the
+    last `cd` of the text, or to OLDPWD where the text set it (`OLDPWD=/data; cd -`)."""
     word = command_word(argv)
     args = [a for a in argv[1:] if a not in _CD_OPTIONS]
     if word == "popd":
@@ -237,7 +239,9 @@ def _changed_dir(argv: list[str], cwd: str | None, stack: list[str | None], cdpa
         return cwd if word == "pushd" else normalise_path("~")  # `pushd` alone swaps the top two: not followed
     target = args[0]
     if target == "-":
-        return stack[-1] if stack else None
+        if stack:
+            return stack[-1]
+        return normalise_path(oldpwd) if oldpwd and oldpwd.startswith(("/", "~")) else None
     if any(c in target for c in "$`*?[{"):
         return None
     searched = next((d for d in (cdpath or "").split(":") if d), None)
@@ -382,7 +386,7 @@ def _read_commands(shell_text: str, cwd: str) -> tuple[list[Access], str | None]
         if word in ("cd", "pushd", "popd"):
             before = here
             prefix = {m.group(1): m.group(2) for w in expanded[:len(expanded) - len(argv)] if (m := _NAME_VALUE.match(w))}
-            here = _changed_dir(argv, here, stack, prefix.get("CDPATH", variables.get("CDPATH")))
+            here = _changed_dir(argv, here, stack, prefix.get("CDPATH", variables.get("CDPATH")), variables.get("OLDPWD"))
             if word != "popd":
                 stack.append(before)
         made = _made_link(word, argv, base)

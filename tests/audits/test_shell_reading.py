@@ -76,6 +76,7 @@ HIDDEN = [
     ("python3 -c \"from pathlib import Path; Path('d').symlink_to('/data'); print(open('d/annotations/qa.json').read())\"",
      "/data/annotations/qa.json"),
     ("export CDPATH=/opt; cd bench && cat qa.json", "/opt/bench/qa.json"),
+    ("OLDPWD=/data; cd - && cat annotations/qa.json", "/data/annotations/qa.json"),  # `cd -` goes to $OLDPWD
     ("sudo -u root --chdir=/data ls annotations", "/data/annotations"),
     ("tar -C /data -cf /tmp/x.tar annotations", "/data/annotations"),
     ("tar -cf /tmp/x.tar --directory=/data annotations", "/data/annotations"),
