@@ -26,8 +26,8 @@ def replacing(path: Path | str) -> Iterator[BinaryIO]:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)  # O_EXCL | O_NOFOLLOW, 0600
     try:
-        os.fchmod(fd, FILE_MODE)  # what `open(path, "w")` would have given, not mkstemp's 0600
         with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), FILE_MODE)  # what `open(path, "w")` would have given, not mkstemp's 0600
             yield handle
         os.replace(tmp, path)
     except BaseException:

@@ -52,6 +52,9 @@ MAX_INDEX_TEXT = 300  # the answer / reason as the attempt index holds them (the
 ROWS_PER_INDEX_CHUNK = 5000
 TRANSCRIPT_CHUNK_BYTES = 512 * 1024
 TRANSCRIPT_CHUNK_ATTEMPTS = 400
+# no chunk this report writes is larger (one chunk: up to TRANSCRIPT_CHUNK_BYTES, then one more attempt's 300 lines of
+# at most MAX_LINE, and its row): a bigger file in the last report's folder is no chunk of ours and is not read whole
+_MAX_CHUNK_BYTES = 64 * 1024 * 1024
 CURVE_BINS = 6
 
 REPORT_ORDER = "agent, dataset, epoch, item_id, query_index"
@@ -342,10 +345,10 @@ def _reusable_chunk(path: Path, name: str) -> bool:
         return False
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_CHUNK_BYTES:
             return False
         with os.fdopen(os.dup(fd), "rb") as fh:
-            data = fh.read()
+            data = fh.read(_MAX_CHUNK_BYTES + 1)
     finally:
         os.close(fd)
     head, tail = ChunkSink._wrap(name)
