@@ -400,11 +400,23 @@ def _read_commands(shell_text: str, cwd: str) -> tuple[list[Access], str | None]
 def _made_link(word: str, argv: list[str], base: str) -> tuple[str, str] | None:
     """(the link, where it points) of a command that makes a path lead elsewhere: `ln [-s] TARGET [NAME]`, `cp -rs
     SOURCE DEST` (a tree of links), `mount --bind SOURCE DEST`; None for any other (or one the text cannot say)."""
-    args = argv[1:]
-    if word == "ln" or (word == "cp" and any(a == "--symbolic-link" or re.match(r"^-[a-zA-Z]*s", a) for a in args)):
-        operands = _positional([a for a in args if not a.startswith("--target")])
+    def redirect(word: str) -> bool:  # `>`, `2>`, `>&`, `&>>`, `<`: the shell's redirection operators
+        return bool(word) and (">" in word or "<" in word) and not word.strip("<>&|0123456789")
+
+    args = []
+    for k, arg in enumerate(argv[1:], start=1):  # redirections, their descriptors and targets left out (`2>/dev/null`)
+        if redirect(arg) or redirect(argv[k - 1]) or (arg.isdigit() and k + 1 < len(argv) and redirect(argv[k + 1])):
+            continue
+        args.append(arg)
+    symbolic = any(a in ("--symbolic", "--symbolic-link") or re.match(r"^-[a-zA-Z]*s", a) for a in args)
+    if word == "ln" or (word == "cp" and symbolic):
+        if any(a == "-t" or a.startswith("--target") for a in args):
+            return None  # `ln -t DIR TARGET...`: not read
+        operands = _positional(args)
         if word == "ln" and len(operands) == 1:
-            operands = [operands[0], posixpath.basename(operands[0].rstrip("/")) or "."]
+            operands = [operands[0], "."]
+        if len(operands) == 2 and (operands[1].endswith("/") or operands[1] == "."):  # into a folder: its own name
+            operands[1] = operands[1].rstrip("/") + "/" + posixpath.basename(operands[0].rstrip("/"))
     elif word == "mount":
         valued = ("-o", "-t", "--options", "--types")
         options = [args[k + 1] for k, a in enumerate(args[:-1]) if a in valued]
@@ -417,7 +429,8 @@ def _made_link(word: str, argv: list[str], base: str) -> tuple[str, str] | None:
     if len(operands) != 2 or any(c in "".join(operands) for c in "$`*?[{"):
         return None
     link = normalise_path(operands[1], base)
-    return link, normalise_path(operands[0], posixpath.dirname(link) if word == "ln" else base)
+    # a symbolic link's relative target is read from the link's folder; a hard link's, a copy's and a mount's from here
+    return link, normalise_path(operands[0], posixpath.dirname(link) if word == "ln" and symbolic else base)
 
 
 def _through(out: list[Access], links: list[tuple[int, str, str]]) -> list[Access]:
