@@ -39,6 +39,7 @@ import os
 import re
 import stat
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass, field
 from itertools import chain, islice, repeat
 from pathlib import Path
@@ -659,7 +660,8 @@ def write_scores(target: Path, rows: list[AuditedSession], out: Path) -> int:
         write_eval_log(log, tmp, format="eval" if out.suffix == ".eval" else "json")
         os.replace(tmp, out)
     except BaseException:
-        os.unlink(tmp)
+        with suppress(FileNotFoundError):
+            os.unlink(tmp)
         raise
     return scored
 
