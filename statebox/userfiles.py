@@ -134,10 +134,16 @@ def decode(data: bytes, path: Path | str, line: int | None = None, *, encoding: 
         raise DataError(Path(path), line, f"not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r})") from None
 
 
+def as_text_file(data: bytes, errors: str = "replace") -> io.TextIOWrapper:
+    """`data` as `open(path, encoding="utf-8", errors=errors)` reads a file holding it (universal newlines: `\r\n`
+    and `\r` read as `\n`; its lines cut at `\n` alone), by the same io machinery, for bytes already read through
+    a door."""
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors=errors)
+
+
 def as_read_text(data: bytes, errors: str = "replace") -> str:
-    """`data` decoded as `Path.read_text(encoding="utf-8", errors=errors)` decodes a file holding it (universal
-    newlines: `\r\n` and `\r` read as `\n`), by the same io machinery, for bytes already read through a door."""
-    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors=errors).read()
+    """`data` decoded as `Path.read_text(encoding="utf-8", errors=errors)` decodes a file holding it (`as_text_file`)."""
+    return as_text_file(data, errors).read()
 
 
 def read_user_text(path: Path | str, *, what: str = "file", max_bytes: int = DATA_MAX_BYTES,

@@ -25,8 +25,8 @@ import shlex
 from dataclasses import dataclass
 
 from statebox.audits.runtime_names import resolve
-from statebox.audits.shell_runs import (KEYWORDS, WRAPPERS, env_reading, executed_texts, is_script, option_value,
-                                       skip_options)
+from statebox.audits.shell_runs import (KEYWORDS, WRAPPERS, command_words, env_reading, executed_texts, is_script,
+                                       option_value, skip_options)
 from statebox.audits.shell_words import (TEXT_CACHE, is_shell_command, program_shell_commands, simple_commands,
                                          strip_comments, strip_heredocs)
 
@@ -400,14 +400,8 @@ def _read_commands(shell_text: str, cwd: str) -> tuple[list[Access], str | None]
 def _made_link(word: str, argv: list[str], base: str) -> tuple[str, str] | None:
     """(the link, where it points) of a command that makes a path lead elsewhere: `ln [-s] TARGET [NAME]`, `cp -rs
     SOURCE DEST` (a tree of links), `mount --bind SOURCE DEST`; None for any other (or one the text cannot say)."""
-    def redirect(word: str) -> bool:  # `>`, `2>`, `>&`, `&>>`, `<`: the shell's redirection operators
-        return bool(word) and (">" in word or "<" in word) and not word.strip("<>&|0123456789")
-
-    args = []
-    for k, arg in enumerate(argv[1:], start=1):  # redirections, their descriptors and targets left out (`2>/dev/null`)
-        if redirect(arg) or redirect(argv[k - 1]) or (arg.isdigit() and k + 1 < len(argv) and redirect(argv[k + 1])):
-            continue
-        args.append(arg)
+    # its words as the shell reads them (shell_runs.command_words): redirections, their descriptors and targets out
+    args = [w for _, w in command_words(tuple(argv)).argv[1:]]
     symbolic = any(a in ("--symbolic", "--symbolic-link") or re.match(r"^-[a-zA-Z]*s", a) for a in args)
     if word == "ln" or (word == "cp" and symbolic):
         if any(a == "-t" or a.startswith("--target") for a in args):

@@ -24,7 +24,6 @@ from its reply half (`Prefilter.witness_lines` says why).
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -50,7 +49,7 @@ from statebox.errors import DataError, UserError
 from statebox.json_text import has_long_digits, json_value
 from statebox.schema import ACTION_KINDS, Event, EventKind
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl, gateway_log, text_log
-from statebox.userfiles import as_read_text
+from statebox.userfiles import as_read_text, as_text_file
 
 PROMPT_KINDS = {EventKind.model_request}
 AGENT_TEXT_KINDS = {EventKind.model_text, EventKind.model_response, EventKind.final_answer}
@@ -298,7 +297,7 @@ def read_session_file(path: Path, fmt: str | None = None, *, first_seq: int = 0,
         drafts = _parser(fmt)(data[start:end].decode("utf-8", "replace") if keep(n) else ""
                               for n, (start, end) in enumerate(spans, start=1))
     elif data is not None:  # the bytes the caller read through its door, read as the file would be
-        drafts = _parser(fmt)(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace"))
+        drafts = _parser(fmt)(as_text_file(data))
     else:
         with path.open("r", encoding="utf-8", errors="replace") as fh:
             drafts = _parser(fmt)(fh)
@@ -452,15 +451,21 @@ _TOOL_OPS = (("write", ("write", "edit", "create", "save", "append", "delete", "
 _WORKDIR_KEYS = ("workdir", "cwd")  # a shell tool's own working directory for its command
 
 
-def _tool_call_accesses(event: Event, cwd: str = WORKDIR) -> list[Access]:
-    """A tool call's accesses, its command run from `cwd` (a stateful shell's folder, `derive`) unless its own
-    `workdir`/`cwd` says where."""
+def _tool_and_args(event: Event) -> tuple[str, dict[str, Any]]:
+    """A tool call's tool name (lower-cased) and its arguments (`input`, else `arguments`; {} when neither is an
+    object)."""
     data = event.data or {}
     tool = str(data.get("tool") or data.get("name") or "").lower()
     raw_args = data.get("input")
     if not isinstance(raw_args, dict):
         raw_args = data.get("arguments")
-    args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
+    return tool, raw_args if isinstance(raw_args, dict) else {}
+
+
+def _tool_call_accesses(event: Event, cwd: str = WORKDIR) -> list[Access]:
+    """A tool call's accesses, its command run from `cwd` (a stateful shell's folder, `derive`) unless its own
+    `workdir`/`cwd` says where."""
+    tool, args = _tool_and_args(event)
     if len(args) == 1 and tool not in _SEARCH_TOOLS:
         # the common call, one `command` string: of the lookups below only the command's accesses can answer
         # (no code, path, url or query key; the default search is for grep/glob only; `args` is not empty)
@@ -578,12 +583,8 @@ STATEFUL_SHELLS = frozenset(("bash_session", "write_stdin"))
 
 def _stateful_shell(event: Event) -> tuple[tuple[str, str], str] | None:
     """((tool, session), the command typed) of a call to a stateful shell, else None."""
-    data = event.data or {}
-    tool = str(data.get("tool") or data.get("name") or "").lower()
+    tool, args = _tool_and_args(event)
     if tool not in STATEFUL_SHELLS:
-        return None
-    args = data.get("input") if isinstance(data.get("input"), dict) else data.get("arguments")
-    if not isinstance(args, dict):
         return None
     command = args.get("input") or args.get("chars") or args.get("command")
     return ((tool, str(args.get("session_id", ""))), command) if isinstance(command, str) else None

@@ -21,7 +21,6 @@ import json
 import os
 import re
 import shutil
-import stat
 import time
 import sqlite3
 import urllib.parse
@@ -33,7 +32,7 @@ from typing import Any, Iterator, cast
 
 import orjson
 
-from statebox.attempt_folder import ATTEMPTS_DIR, EVENTS_FILE, RUN_CONFIG_FILE, read_attempt_file
+from statebox.attempt_folder import ATTEMPTS_DIR, EVENTS_FILE, RUN_CONFIG_FILE, open_attempt_file, read_attempt_file
 from statebox.report.aggregate import AgentDatasetScore, ScoreAccumulator, add_comparisons
 from statebox.report.attribution import AttributionAccumulator, FailureAttribution, probe_parents
 from statebox.errors import UserError
@@ -337,20 +336,15 @@ def _reusable_chunk(path: Path, name: str) -> bool:
     times). Reused unread, a chunk planted under the right name was a link to any file of the user's (copied into
     the new report's folder), a script run by the page, or a `</script>` breaking out of the inline block. A JSON
     value between that head and tail can only be data handed to `SB.chunk`; without `<` it cannot close the inline
-    `<script>` (`js_json_bytes` writes none). The check reads the chunk once (no copy is made); anything else is
-    written afresh."""
+    `<script>` (`js_json_bytes` writes none). The check reads the chunk once (no copy is made) through the attempt
+    folder's door (no link followed, a regular file only); anything else is written afresh."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_CHUNK_BYTES:
-            return False
-        with os.fdopen(os.dup(fd), "rb") as fh:
+        with open_attempt_file(path) as fh:
+            if os.fstat(fh.fileno()).st_size > _MAX_CHUNK_BYTES:
+                return False
             data = fh.read(_MAX_CHUNK_BYTES + 1)
-    finally:
-        os.close(fd)
+    except (OSError, UserError):  # missing, or refused by the door (a link, a FIFO, a folder)
+        return False
     head, tail = ChunkSink._wrap(name)
     if not (data.startswith(head) and data.endswith(tail)) or b"<" in data:
         return False

@@ -174,30 +174,20 @@ def test_an_honest_run_folder_still_audits_after_the_doors(tmp_path):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def test_the_verdict_is_not_written_through_a_link_planted_at_its_temporary_name(tmp_path):
+@pytest.mark.parametrize(("planted", "jobs"), [("verdict.json.tmp", "1"), ("verdict.json", "2")])
+def test_the_verdict_is_not_written_through_a_planted_link(tmp_path, planted, jobs):
+    """A link at the verdict's old temporary name was written through; a link at verdict.json itself must be
+    replaced by the verdict, not followed (in a worker process too)."""
     run = _run(tmp_path, "cheat_env_dump__gateway")
     folder = run / "attempts" / "cheat_env_dump__gateway"
     victim = tmp_path / "victim.txt"
     victim.write_text("the user's own file\n")
-    (folder / "verdict.json.tmp").symlink_to(victim)
-    result = CliRunner().invoke(app, ["audit", str(run), "--json"])
+    (folder / planted).symlink_to(victim)
+    result = CliRunner().invoke(app, ["audit", str(run), "--json", "--jobs", jobs])
     assert result.exit_code == 0, result.output
     assert victim.read_text() == "the user's own file\n"
     written = folder / "verdict.json"
     assert not written.is_symlink() and json.loads(written.read_text())["verdict"] == "suspicious"
-
-
-def test_a_verdict_json_that_is_a_link_is_replaced_not_written_through(tmp_path):
-    run = _run(tmp_path, "cheat_env_dump__gateway")
-    folder = run / "attempts" / "cheat_env_dump__gateway"
-    victim = tmp_path / "victim.txt"
-    victim.write_text("the user's own file\n")
-    (folder / "verdict.json").symlink_to(victim)
-    result = CliRunner().invoke(app, ["audit", str(run), "--json", "--jobs", "2"])
-    assert result.exit_code == 0, result.output
-    assert victim.read_text() == "the user's own file\n"
-    assert not (folder / "verdict.json").is_symlink()
-    assert json.loads((folder / "verdict.json").read_text())["verdict"] == "suspicious"
 
 
 def test_the_audit_page_is_not_written_through_a_link_planted_at_its_temporary_name(tmp_path):
