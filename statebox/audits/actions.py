@@ -397,9 +397,14 @@ def _read_commands(shell_text: str, cwd: str) -> tuple[list[Access], str | None]
     return out, here
 
 
+_LINK_MAKERS = frozenset(("ln", "cp", "mount"))  # the commands `_made_link` reads (it answers None for any other)
+
+
 def _made_link(word: str, argv: list[str], base: str) -> tuple[str, str] | None:
     """(the link, where it points) of a command that makes a path lead elsewhere: `ln [-s] TARGET [NAME]`, `cp -rs
     SOURCE DEST` (a tree of links), `mount --bind SOURCE DEST`; None for any other (or one the text cannot say)."""
+    if word not in _LINK_MAKERS:
+        return None  # asked of every simple command: most are none of these, and their words need no reading
     # its words as the shell reads them (shell_runs.command_words): redirections, their descriptors and targets out
     args = [w for _, w in command_words(tuple(argv)).argv[1:]]
     symbolic = any(a in ("--symbolic", "--symbolic-link") or re.match(r"^-[a-zA-Z]*s", a) for a in args)

@@ -75,13 +75,14 @@ def _resolve(code: str, depth: int) -> str | None:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    if sum(1 for _ in ast.walk(tree)) > MAX_NODES:
+    nodes = tree_nodes(tree)
+    if len(nodes) > MAX_NODES:
         return None
-    folder = _Folder(_single_bindings(tree), depth)
+    folder = _Folder(_single_bindings(nodes), depth)
     try:
-        for _ in range(MAX_PASSES):
+        for n in range(MAX_PASSES):
             folder.pass_changed = False
-            folder.collect(tree)
+            folder.collect(nodes if n == 0 else tree_nodes(tree))  # the first pass reads the tree as parsed
             tree = folder.visit(tree)
             if not folder.pass_changed:
                 break
@@ -93,14 +94,34 @@ def _resolve(code: str, depth: int) -> str | None:
     return "\n".join([text, *folder.extra])
 
 
-def _single_bindings(tree: ast.AST) -> set[str]:
-    """Names bound exactly once in the whole program: only those are replaced by what they were bound to."""
+def tree_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node of `tree` in the order `ast.walk` yields them (breadth first, each node's fields in order).
+
+    Why not `ast.walk`: its generator, deque and `iter_child_nodes` cost more than the parse itself on a short
+    program, and the folder read the tree three times (counting, bindings, what names stand for). One list,
+    walked once, serves all three on the first pass."""
+    nodes = [tree]
+    append, extend = nodes.append, nodes.extend
+    node_type = ast.AST
+    for node in nodes:  # grows while it is read: each node's children go to the end, as a queue
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, node_type):
+                append(value)
+            elif isinstance(value, list):
+                extend(item for item in value if isinstance(item, node_type))
+    return nodes
+
+
+def _single_bindings(nodes: list[ast.AST]) -> set[str]:
+    """Names bound exactly once in the whole program (`nodes`: all of its tree's): only those are replaced by
+    what they were bound to."""
     counts: dict[str, int] = {}
 
     def bind(name: str) -> None:
         counts[name] = counts.get(name, 0) + 1
 
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             bind(node.id)
         elif isinstance(node, ast.arg):
@@ -187,8 +208,9 @@ class _Folder(ast.NodeTransformer):
         self._seen_extra: set[str] = set()
 
     # -- what names stand for ---------------------------------------------------------
-    def collect(self, tree: ast.AST) -> None:
-        for node in ast.walk(tree):
+    def collect(self, nodes: list[ast.AST]) -> None:
+        """Learn from every node of the tree (`tree_nodes`) what its single-bound names stand for."""
+        for node in nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     self.modules.add(alias.name.split(".")[0])

@@ -372,6 +372,26 @@ def test_a_shell_call_read_by_its_plain_first_word_is_what_splitting_all_of_it_g
     assert unwrapped > 500  # the unwrapping path was taken too
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_command_without_quotes_escapes_or_comments_is_cut_as_shlex_cuts_it(seed):
+    """`shell_words.tokenize` cuts a text holding no quote, backslash or `#` by one pattern: the same tokens as
+    shlex configured as it is there, on spellings made of every kind of character it tells apart (word characters,
+    punctuation runs such as `&&` `>&` `;;`, blanks, line breaks, other characters alone: U+00A0, U+000B, a Latin-1
+    letter, a symbol, a character outside the BMP)."""
+    import random
+
+    from statebox.audits.shell_words import _lexer, tokenize
+
+    rng = random.Random(seed)
+    pieces = list("ab0_~-./*?=$:{}[]@%+,^!;&|()<> \t\r\n") + ["\u00a0", "\x0b", "\u00e9", "\u00d7", "\u2028", "\U0001f600",
+                                                           "ls", "cat", "2>", ">&", "&&", "||", ";;", "|&", "$(", "`"]
+    texts = ["ls -la", "cd /data && cat x", "a>b", "echo 1 2>/dev/null >&2", "", " ", "\n\n", "find / -name x|head"]
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(20000)]
+    for text in texts:
+        assert not any(c in text for c in "'\"\\#")
+        assert tokenize(text) == list(_lexer(text)), repr(text)
+
+
 def test_a_runs_attempt_folders_are_those_the_path_calls_found(tmp_path):
     """`attempt_dirs` finds the attempt folders of a run through links, broken links, a link loop and plain
     files: those a folder (or a link to one) holding attempt.json or events.jsonl, in name order."""

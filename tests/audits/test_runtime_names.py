@@ -207,3 +207,30 @@ def test_honest_programs_that_build_strings_stay_clean(tmp_path, command):
 ])
 def test_string_literals_added_together_are_one_path(code, targets):
     assert {a.target for a in code_accesses(code) if a.via == "literal"} == targets
+
+
+def test_the_folders_walk_visits_the_nodes_ast_walk_visits_in_its_order():
+    """`runtime_names.tree_nodes` stands for `ast.walk` (one list read by three passes): the same node objects in
+    the same order, on every program the folds above name, on programs of every statement kind, and on the
+    standard library's own modules (thousands of nodes each)."""
+    import ast
+    import inspect
+    import json as json_module
+    import shlex as shlex_module
+    import textwrap as textwrap_module
+
+    from statebox.audits.runtime_names import tree_nodes
+
+    programs = [code for code, _ in FOLDS] + [
+        "async def f(x, /, y=1, *a, z, **k):\n    async with a as b:\n        async for i in b:\n            await i\n",
+        "class C(B, metaclass=M):\n    @d\n    def g(self): return [i for i in range(3) if i] or {k: v for k, v in x}\n",
+        "try:\n    pass\nexcept (A, B) as e:\n    raise\nelse:\n    del x[1:2, ::3]\nfinally:\n    global g\n",
+        "match p:\n    case [1, *rest] | {'k': v} if v:\n        pass\n    case Point(x=0):\n        pass\n",
+        "lambda *, a=1: (yield from a)\nx: int = 1\nf'{a!r:>{w}}'\nwith open(p) as f, g: print(*f, sep='')\n",
+    ] + [inspect.getsource(module) for module in (json_module, shlex_module, textwrap_module, ast)]
+    for program in programs:
+        tree = ast.parse(program)
+        walked = list(ast.walk(tree))
+        listed = tree_nodes(tree)
+        assert len(listed) == len(walked) and all(a is b for a, b in zip(listed, walked)), program[:60]
+    assert len(tree_nodes(ast.parse(inspect.getsource(ast)))) > 5000
