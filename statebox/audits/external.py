@@ -55,7 +55,7 @@ from statebox.errors import DataError, UserError
 from statebox.json_text import decoded_lines, json_value, jsonl_lines, line_loads
 from statebox.replace_file import temporary_beside
 from statebox.schema import Event, Finding
-from statebox.scoring.core import collector_paused
+from statebox.collector import collector_paused
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl
 from statebox.sessions import atif_trajectory, claude_session, codex_rollout, inspect_sample
 from statebox.userfiles import read_upto

@@ -25,7 +25,7 @@ from statebox.audits.rules import ALWAYS_PARSE, OUTPUT_TRIGGERS, run_rules, stat
 from statebox.errors import UserError
 from statebox.replace_file import replace_text
 from statebox.schema import Finding, Prediction, Verdict
-from statebox.scoring.core import collector_paused
+from statebox.collector import collector_paused
 
 _PREFILTER: Prefilter | None = None
 

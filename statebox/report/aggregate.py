@@ -45,7 +45,7 @@ import numpy as np
 from statebox.harness.store import ResultRow
 from statebox.schema import Item, ScoreReport
 from statebox.scoring.chance import KINDS
-from statebox.scoring.core import collector_paused
+from statebox.collector import collector_paused
 from statebox.scoring.judge import make_judge
 from statebox.scoring.predictions import PredictionLine, match
 from statebox.scoring.report import (

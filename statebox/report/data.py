@@ -41,7 +41,7 @@ from statebox.harness.store import RESULTS_FILE, ResultRow, check_store_file
 from statebox.harness.trust import TrustPlan
 from statebox.harness.trust_results import outcome_from_rows
 from statebox.schema import Item
-from statebox.scoring.core import collector_paused
+from statebox.collector import collector_paused
 from statebox.userfiles import as_read_text
 
 MAX_EVENTS_PER_ATTEMPT = 300

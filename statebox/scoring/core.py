@@ -9,9 +9,6 @@ is generic numpy over that table, so each rule states only its benchmark's logic
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
@@ -66,15 +63,3 @@ def nan_if_none(value: float | None) -> float:
     return NAN if value is None else float(value)
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Loading and scoring allocate millions of short-lived tuples, dicts and strings and no
-    reference cycles; the cyclic collector would otherwise re-scan every object already loaded
-    on each allocation burst (reading a million predictions took 4x longer with it running)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from statebox.scoring.core import collector_paused
+from statebox.collector import collector_paused
 
 # binomials (rows x categories) a sampler is asked for, at least, to use numba: numpy takes ~38 ns a
 # binomial, the compiled draw ~9, and numba's import and first call cost ~0.55 s CPU once per process

@@ -18,7 +18,8 @@ import numpy as np
 from statebox.datafiles import iter_jsonl_batches, type_name
 from statebox.errors import DataError
 from statebox.schema import Item, Prediction
-from statebox.scoring.core import Answer, Answers, collector_paused
+from statebox.collector import collector_paused
+from statebox.scoring.core import Answer, Answers
 from statebox.scoring.layout import QueryLayout, query_layout
 
 

@@ -18,7 +18,8 @@ import numpy as np
 
 from statebox.schema import GroupScore, Item, ScoreReport
 from statebox.scoring.chance import KINDS, chance_model
-from statebox.scoring.core import Answer, ScoredTable, collector_paused
+from statebox.collector import collector_paused
+from statebox.scoring.core import Answer, ScoredTable
 from statebox.scoring.judge import FuzzyJudge, make_judge
 from statebox.scoring.layout import query_layout
 from statebox.scoring.predictions import match, match_responses
