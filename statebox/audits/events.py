@@ -466,9 +466,10 @@ def _tool_call_accesses(event: Event, cwd: str = WORKDIR) -> list[Access]:
     """A tool call's accesses, its command run from `cwd` (a stateful shell's folder, `derive`) unless its own
     `workdir`/`cwd` says where."""
     tool, args = _tool_and_args(event)
-    if len(args) == 1 and tool not in _SEARCH_TOOLS:
-        # the common call, one `command` string: of the lookups below only the command's accesses can answer
-        # (no code, path, url or query key; the default search is for grep/glob only; `args` is not empty)
+    if tool not in _SEARCH_TOOLS and (len(args) == 1 or (len(args) == 2 and "description" in args)):
+        # the common call, one `command` string (Claude Code's Bash adds a `description`, a text key no lookup
+        # reads): of the lookups below only the command's accesses can answer (no code, path, url or query key;
+        # the default search is for grep/glob only; `args` is not empty)
         command = args.get("command")
         if type(command) is str:
             return list(accesses(command, cwd=cwd)) if command else []
@@ -555,7 +556,7 @@ def derive(events: list[Event]) -> list[Event]:
         kind = event.kind
         if kind is tool_output:
             text = event.text
-            if "/" not in text and not any(name in text for name in LISTING_WITNESSES):
+            if "/" not in text and not any(map(text.__contains__, LISTING_WITNESSES)):
                 continue  # no path, and no listing of `/` (it would hold one of these)
             found = output_accesses(text)
         elif kind is tool_call and (stateful := _stateful_shell(event)) is not None:

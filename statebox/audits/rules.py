@@ -295,7 +295,7 @@ _TEXT_OR_MESSAGE = frozenset(AGENT_TEXT_KINDS | {EventKind.message})  # final_an
 
 
 def _holds(text: str, literals: Iterable[str]) -> bool:
-    return any(literal in text for literal in literals)
+    return any(map(text.__contains__, literals))  # `literal in text` for each, without a generator's frame per literal
 
 
 # ---------------------------------------------------------------------------
@@ -781,7 +781,7 @@ def rule_env_dump(log: AuditLog) -> list[Finding]:
             out.append(finding("env_dump", "medium", event, quote_of(text, m.start(), m.end()), f"probes the variable {m.group(1)}"))
     if any(op in _ENV_READS and ENVIRON_PATH.match(target) for op, target in digest.accesses):
         out.extend(_environ_reads(log, {f.event for f in out}))
-    if _holds(digest.everything, _ENV_OUTPUT_LITERALS):  # every environment an output shows holds one
+    if _holds(digest.everything, _ENV_OUTPUT_GATE):  # every environment an output shows holds one
         out.extend(_environments_shown(log))
     return out
 
@@ -801,6 +801,10 @@ ENV_OUTPUT_LEAST = 3
 _ENV_OUTPUT_LINE = re.compile(r"(?:^|(?<=\x00)|(?<=\^@))(?:(?:declare|typeset) -\S+ |export )?(" + "|".join(ENV_OUTPUT_NAMES)
                               + ")=", re.M)
 _ENV_OUTPUT_LITERALS = tuple(name + "=" for name in ENV_OUTPUT_NAMES)
+# The session-wide gate: an output showing an environment holds ENV_OUTPUT_LEAST of the names, so at least one of any
+# len(ENV_OUTPUT_NAMES) - ENV_OUTPUT_LEAST + 1 of them; these leave out the two most often in honest text
+# (`PYTHONPATH=`, `HOME=/tmp ...`), and the whole session's text is searched for two names fewer.
+_ENV_OUTPUT_GATE = tuple(name + "=" for name in ENV_OUTPUT_NAMES if name not in ("PATH", "HOME"))
 # The trigger: one of the names starting a line of the output as the JSON line holds it (after the string's opening
 # quote, an escaped line break, an escaped NUL or `^@`), with what may stand before it; any output the rule reads
 # holds one

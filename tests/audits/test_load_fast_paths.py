@@ -392,6 +392,24 @@ def test_a_command_without_quotes_escapes_or_comments_is_cut_as_shlex_cuts_it(se
         assert tokenize(text) == list(_lexer(text)), repr(text)
 
 
+@pytest.mark.parametrize("tool", ["Bash", "bash", "shell", "Write", "WebFetch", "apply_patch", "str_replace_editor"])
+@pytest.mark.parametrize("command", ["cat /data/annotations/qa.json", "cd /proc/self && cat environ", "", "ls",
+                                     "python3 - <<'EOF'\nimport os\nos.walk('/data')\nEOF"])
+@pytest.mark.parametrize("description", ["List files", "/data/annotations", ["/etc/passwd"], ""])
+def test_a_call_of_a_command_and_its_description_reads_as_the_full_lookup_reads_it(tool, command, description):
+    """`events._tool_call_accesses` answers a call holding `command` and `description` (Claude Code's Bash) from the
+    command alone: the same accesses as the full lookup, which a third key no lookup reads (`timeout`) forces."""
+    from statebox.audits.events import _tool_call_accesses, new_event
+
+    def call(args: dict) -> list:
+        return _tool_call_accesses(new_event(0, EventKind.tool_call, "events.jsonl", 1, json.dumps(args),
+                                             {"tool": tool, "input": args}))
+
+    quick = call({"command": command, "description": description})
+    assert quick == call({"command": command, "description": description, "timeout": 120000})
+    assert quick == call({"command": command})
+
+
 def test_a_runs_attempt_folders_are_those_the_path_calls_found(tmp_path):
     """`attempt_dirs` finds the attempt folders of a run through links, broken links, a link loop and plain
     files: those a folder (or a link to one) holding attempt.json or events.jsonl, in name order."""

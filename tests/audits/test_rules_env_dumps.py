@@ -236,6 +236,19 @@ def test_an_environment_in_a_tool_output_is_a_dump_whatever_printed_it(command, 
     assert len(found) == 1 and found[0].severity == "medium", found
 
 
+def test_any_three_of_the_names_make_an_environment_through_the_sessions_gate():
+    """The session-wide gate searches the whole session for six of the eight names only (`rules._ENV_OUTPUT_GATE`,
+    a speed-up: an environment holds three): every three of the eight, PATH and HOME among them, still pass it."""
+    from itertools import combinations
+
+    assert len(rules._ENV_OUTPUT_GATE) == len(rules.ENV_OUTPUT_NAMES) - rules.ENV_OUTPUT_LEAST + 1
+    for names in combinations(rules.ENV_OUTPUT_NAMES, rules.ENV_OUTPUT_LEAST):
+        output = "\n".join(f"{name}=v{k}" for k, name in enumerate(names))
+        found = [f for f in rules.rule_env_dump(_with_output("python3 /tmp/show.py", output))
+                 if f.rule == "tool output shows the environment"]
+        assert len(found) == 1, names
+
+
 @pytest.mark.parametrize("output", [
     "/usr/local/bin:/usr/bin:/bin",  # echo $PATH
     "/home/agent",  # printenv HOME
