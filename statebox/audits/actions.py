@@ -712,10 +712,18 @@ def resolved_text(text: str, *, is_shell: bool = True) -> str:
     return "\n".join(out)
 
 
-@lru_cache(maxsize=TEXT_CACHE)
 def accesses(text: str, *, is_shell: bool = True, cwd: str = WORKDIR) -> list[Access]:
     """Everything an action's text does: shell commands (if shell, run from `cwd`), plus code-level calls anywhere,
-    plus the calls its programs make once the names they build at run time are folded."""
+    plus the calls its programs make once the names they build at run time are folded.
+
+    Cached under one key per (text, is_shell, cwd) however it is called: `lru_cache` keys `accesses(t)` and
+    `accesses(t, cwd=WORKDIR)` apart, and a shell command's tool call and its shell event ask in those two
+    spellings, so every command was read twice."""
+    return _accesses(text, is_shell, cwd)
+
+
+@lru_cache(maxsize=TEXT_CACHE)
+def _accesses(text: str, is_shell: bool, cwd: str) -> list[Access]:
     out: list[Access] = []
     written = text  # as written: a heredoc's `#!` line says it is a script (shell_runs.is_script)
     text = strip_comments(text)

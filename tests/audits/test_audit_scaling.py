@@ -185,9 +185,13 @@ def test_each_command_of_a_long_session_is_read_once_however_many_passes_ask(tmp
     from statebox.audits import actions
 
     folder = long_session(tmp_path / "a", ACTIONS["code walk outside"], 5000)
-    for kept in (actions.resolved_text, actions.accesses, actions.segments, rules._with_resolved):
+    for kept in (actions.resolved_text, actions._accesses, actions.segments, rules._with_resolved):
         kept.cache_clear()  # whatever other tests read of these commands: counted from nothing
     verdict_of(load_attempt(folder, default_prefilter()))
     info = actions.resolved_text.cache_info()
     assert info.misses <= 2 * 5000 + 100, info  # a command is read as shell and, holding `(`, as a program
     assert info.hits >= 5000, info  # the later passes found each reading kept
+    # its tool call and its shell event ask for its accesses in two spellings (`accesses(t)`, `accesses(t,
+    # cwd=...)`): one reading serves both (keyed apart, each command's accesses were read twice)
+    read = actions._accesses.cache_info()
+    assert read.misses <= 5000 + 100 and read.hits >= 5000, read
