@@ -678,8 +678,11 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
         events.append(Event.model_construct(seq=_next_seq(events), kind=EventKind.final_answer, time=None,
                                             source=RESPONSE_FILE, line=1, text=text, data={}))
         sources.append(RESPONSE_FILE)
-    events.sort(key=lambda e: (0 if e.source == EVENTS_FILE or e.source not in WITNESS_LOGS + (RESPONSE_FILE,) else 1, e.seq))
+    events.sort(key=lambda e: (0 if e.source == EVENTS_FILE or e.source not in _WITNESSES else 1, e.seq))
     return AuditLog(derive(events), facts, sources, folder.names())
+
+
+_WITNESSES = frozenset(WITNESS_LOGS + (RESPONSE_FILE,))  # their events sort after the agent's own log's
 
 
 def _read_apart(path: Path, data: bytes, spans: list[tuple[int, int]], keep: Callable[[int], bool] | None,
