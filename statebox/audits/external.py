@@ -51,11 +51,11 @@ from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, RUN
 from statebox.audits.events import AttemptFacts, AuditLog, derive, new_event, sniff_object
 from statebox.audits import inspect_admission
 from statebox.audits.verdict import AuditedAttempt, audit_run, verdict_of
+from statebox.collector import collector_paused
 from statebox.errors import DataError, UserError
 from statebox.json_text import decoded_lines, json_value, jsonl_lines, line_loads
 from statebox.replace_file import temporary_beside
 from statebox.schema import Event, Finding
-from statebox.collector import collector_paused
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl
 from statebox.sessions import atif_trajectory, claude_session, codex_rollout, inspect_sample
 from statebox.userfiles import read_upto

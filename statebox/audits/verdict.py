@@ -22,10 +22,10 @@ from statebox.audits.honeytokens import (HONEYTOKENS_DIR, PLAN_FILE, DecoyEviden
                                          evidence_findings)
 from statebox.audits.llm_pass import second_pass
 from statebox.audits.rules import ALWAYS_PARSE, OUTPUT_TRIGGERS, run_rules, static_triggers
+from statebox.collector import collector_paused
 from statebox.errors import UserError
 from statebox.replace_file import replace_text
 from statebox.schema import Finding, Prediction, Verdict
-from statebox.collector import collector_paused
 
 _PREFILTER: Prefilter | None = None
 

@@ -42,10 +42,10 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 import numpy as np
 
+from statebox.collector import collector_paused
 from statebox.harness.store import ResultRow
 from statebox.schema import Item, ScoreReport
 from statebox.scoring.chance import KINDS
-from statebox.collector import collector_paused
 from statebox.scoring.judge import make_judge
 from statebox.scoring.predictions import PredictionLine, match
 from statebox.scoring.report import (

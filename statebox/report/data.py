@@ -33,6 +33,7 @@ from typing import Any, Iterator, cast
 import orjson
 
 from statebox.attempt_folder import ATTEMPTS_DIR, EVENTS_FILE, RUN_CONFIG_FILE, open_attempt_file, read_attempt_file
+from statebox.collector import collector_paused
 from statebox.report.aggregate import AgentDatasetScore, ScoreAccumulator, add_comparisons
 from statebox.report.attribution import AttributionAccumulator, FailureAttribution, probe_parents
 from statebox.errors import UserError
@@ -41,7 +42,6 @@ from statebox.harness.store import RESULTS_FILE, ResultRow, check_store_file
 from statebox.harness.trust import TrustPlan
 from statebox.harness.trust_results import outcome_from_rows
 from statebox.schema import Item
-from statebox.collector import collector_paused
 from statebox.userfiles import as_read_text
 
 MAX_EVENTS_PER_ATTEMPT = 300

@@ -61,5 +61,3 @@ def table_from_rows(names: tuple[str, ...], rows: list[dict[str, float]]) -> dic
 
 def nan_if_none(value: float | None) -> float:
     return NAN if value is None else float(value)
-
-
