@@ -20,7 +20,9 @@ audited nothing), as `statebox audit` runs: every pattern compiled, every cache 
 built within the round, as ripgrep compiles its patterns within its own. Interpreter start-up and imports
 are left out (a fixed cost of Python, not of reading: `import_cpu_s` reports it). Why: rounds repeated in one
 process answered from what the round before had cached (the text caches held every command of the corpus,
-RE2's automaton every state it needs), and the best of them was 0.25 s where a first audit takes 0.36 s.
+RE2's automaton every state it needs), and the best of them was 0.25 s where a first audit took 0.33 s.
+`audit_cpu_s_warmed_process` is the same audit in a process that first audited another corpus (DIR/warmup,
+seed 1, a tenth of the size): what a long audit costs per MB once started.
 
 Also measured, with no target of the issue's but what most users run: the same sessions written as the CLIs'
 own files (Claude Code session files and Codex rollouts, `statebox audit FOLDER`: every line is parsed, there
