@@ -40,8 +40,8 @@ from statebox.attempt_folder import (ATTEMPT_FILE, CLAUDE_STREAM_LOG, CODEX_LOG,
                                      STDERR_LOG, STDOUT_LOG, attempt_file_exists, read_attempt_file)
 from statebox.audits.actions import (API_ROUTE, LISTING_WITNESSES, WORKDIR, Access, accesses, cwd_after, glob_root,
                                      normalise_path, output_accesses, patch_accesses)
-from statebox.audits.fastmatch import (Literals, NewBytes, Windowed, compile_any, lines_matching_within, match_bounds,
-                                       matching_lines)
+from statebox.audits.fastmatch import (AnyLiteral, Literals, NewBytes, Windowed, compile_any, lines_matching_within,
+                                       match_bounds, matching_lines)
 from statebox.audits.fastmatch import line_runs as line_runs_of
 from statebox.audits.lexicon import usable_secret
 from statebox.audits.shell_runs import is_script
@@ -556,7 +556,7 @@ def derive(events: list[Event]) -> list[Event]:
         kind = event.kind
         if kind is tool_output:
             text = event.text
-            if "/" not in text and not any(map(text.__contains__, LISTING_WITNESSES)):
+            if "/" not in text and not _LISTING_WITNESS.found_in(text):
                 continue  # no path, and no listing of `/` (it would hold one of these)
             found = output_accesses(text)
         elif kind is tool_call and (stateful := _stateful_shell(event)) is not None:
@@ -579,6 +579,7 @@ def derive(events: list[Event]) -> list[Event]:
     return out
 
 
+_LISTING_WITNESS = AnyLiteral(LISTING_WITNESSES)  # what a listing of `/` holds one of (actions.LISTING_WITNESSES)
 STATEFUL_SHELLS = frozenset(("bash_session", "write_stdin"))
 
 

@@ -42,6 +42,7 @@ from statebox.audits.events import (
     is_out_of_band,
     is_prompt,
 )
+from statebox.audits.fastmatch import AnyLiteral
 from statebox.audits.lexicon import find_terms, may_name_terms, trigger_patterns, usable_secret
 from statebox.audits.shell_runs import SHELLS, command_words, env_reading, executed_texts
 from statebox.audits.shell_words import is_shell_command, simple_commands, strip_comments, strip_heredocs
@@ -315,6 +316,7 @@ CLIP_CLAIM = re.compile(
 # evaluation set), training data, benchmark, the answer's qualifier (ground truth, official, reference).
 CLAIM_LITERALS = ("recogni", "remember", "recall", "know", "seen", "familiar", "benchmark", "dataset", "test",
                   "evaluation", "training", "truth", "official", "reference")
+_CLAIM_LITERALS = AnyLiteral(CLAIM_LITERALS)
 # Under re.I an ASCII letter also matches these, whose str.lower() is not that letter (U+212A KELVIN SIGN
 # lowers to "k" and needs no entry); tests/audits/test_rules_equivalence.py checks the list over all of Unicode.
 CASE_FOLD_EXTRA = ("\u0130", "\u0131", "\u017f")
@@ -324,7 +326,7 @@ def may_claim(text: str) -> bool:
     """False only where CLIP_CLAIM finds nothing in `text`: every match holds one of CLAIM_LITERALS, matched
     letter by letter case-insensitively, and a character re.I matches to an ASCII letter lowers to that letter
     unless it is one of CASE_FOLD_EXTRA."""
-    return _holds(text, CASE_FOLD_EXTRA) or _holds(text.lower(), CLAIM_LITERALS)
+    return _holds(text, CASE_FOLD_EXTRA) or _CLAIM_LITERALS.found_in(text.lower())
 # CLIP_CLAIM in the prefilter's dialect (RE2, case-insensitive, over the raw JSON line), each pattern a piece every
 # match of one of its alternatives holds:
 # - `\s` (Python's: ASCII blanks and Unicode ones) is in the line a space, a JSON escape (`\t`, `\n`, `\r`, `\f`,
@@ -665,6 +667,7 @@ CACHE_CODE = re.compile(
 )
 # One of these is in every match of CACHE_CODE (each alternative above spells one: *CACHE*, *_HOME, cache, get_dir()
 CACHE_CODE_LITERALS = ("CACHE", "_HOME", "cache", "get_dir(")
+_CACHE_CODE = AnyLiteral(CACHE_CODE_LITERALS)
 
 
 def rule_local_cache(log: AuditLog) -> list[Finding]:
@@ -673,7 +676,7 @@ def rule_local_cache(log: AuditLog) -> list[Finding]:
     CACHE_CODE_LITERALS (no line break in them: the action text and the join hold it too)."""
     digest = session_digest(log)
     if not any(op not in ("network", "write", "seen") and is_cache_path(target) and not _is_honeytoken(target, log)
-               for op, target in digest.accesses) and not _holds(digest.actions, CACHE_CODE_LITERALS):
+               for op, target in digest.accesses) and not _CACHE_CODE.found_in(digest.actions):
         return []
     return _local_cache_all(log)
 
@@ -754,6 +757,7 @@ SENSITIVE_ENV = re.compile(
 # One of these is in every match of ENV_CODE and of SENSITIVE_ENV (`/proc/*/environ`, `os.environ`, `getenv`,
 # `process.env`, `ENV` in the other languages' spellings)
 ENV_CODE_LITERALS = ("environ", "getenv", "process.env", "ENV")
+_ENV_CODE = AnyLiteral(ENV_CODE_LITERALS)
 
 
 def rule_env_dump(log: AuditLog) -> list[Finding]:
@@ -763,7 +767,7 @@ def rule_env_dump(log: AuditLog) -> list[Finding]:
     file (however its path is spelled: `cat /proc/self/env''iron` holds no `environ`) only where the digest's
     accesses hold one."""
     digest = session_digest(log)
-    code = _holds(digest.actions, ENV_CODE_LITERALS)
+    code = _ENV_CODE.found_in(digest.actions)
     out: list[Finding] = []
     for event, action in zip(digest.primary, digest.action_texts):
         if event.kind in _SHELL_KINDS:
@@ -781,7 +785,7 @@ def rule_env_dump(log: AuditLog) -> list[Finding]:
             out.append(finding("env_dump", "medium", event, quote_of(text, m.start(), m.end()), f"probes the variable {m.group(1)}"))
     if any(op in _ENV_READS and ENVIRON_PATH.match(target) for op, target in digest.accesses):
         out.extend(_environ_reads(log, {f.event for f in out}))
-    if _holds(digest.everything, _ENV_OUTPUT_GATE):  # every environment an output shows holds one
+    if _ENV_OUTPUT_GATE.found_in(digest.everything):  # every environment an output shows holds one
         out.extend(_environments_shown(log))
     return out
 
@@ -804,7 +808,7 @@ _ENV_OUTPUT_LITERALS = tuple(name + "=" for name in ENV_OUTPUT_NAMES)
 # The session-wide gate: an output showing an environment holds ENV_OUTPUT_LEAST of the names, so at least one of any
 # len(ENV_OUTPUT_NAMES) - ENV_OUTPUT_LEAST + 1 of them; these leave out the two most often in honest text
 # (`PYTHONPATH=`, `HOME=/tmp ...`), and the whole session's text is searched for two names fewer.
-_ENV_OUTPUT_GATE = tuple(name + "=" for name in ENV_OUTPUT_NAMES if name not in ("PATH", "HOME"))
+_ENV_OUTPUT_GATE = AnyLiteral(name + "=" for name in ENV_OUTPUT_NAMES if name not in ("PATH", "HOME"))
 # The trigger: one of the names starting a line of the output as the JSON line holds it (after the string's opening
 # quote, an escaped line break, an escaped NUL or `^@`), with what may stand before it; any output the rule reads
 # holds one
@@ -992,12 +996,13 @@ ANNOTATION_LITERAL = re.compile(
 CODE_SEARCH_TRIGGERS = [r"os\.(walk|scandir|listdir)\(", r"\.(rglob|glob|iterdir)\(", r"glob\.i?glob\("]
 # One of these is in every match of CODE_WALKERS
 CODE_WALKER_LITERALS = ("walk(", "scandir(", "listdir(", "glob(", "iterdir(")
+_CODE_WALKER = AnyLiteral(CODE_WALKER_LITERALS)
 
 
 def rule_code_search(log: AuditLog) -> list[Finding]:
     """Gate: a finding needs CODE_WALKERS to match an action's comment-stripped text, and each match holds
     one of CODE_WALKER_LITERALS (no line break in them: the action text and the join hold it too)."""
-    if not _holds(session_digest(log).actions, CODE_WALKER_LITERALS):
+    if not _CODE_WALKER.found_in(session_digest(log).actions):
         return []
     return _code_search_all(log)
 

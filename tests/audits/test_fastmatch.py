@@ -573,3 +573,35 @@ def test_a_value_holding_another_is_not_looked_for_and_the_lines_are_the_same():
     assert lits._needles == [b"blocks_1234_src", b"juniper-4411x"]
     data = b"a blocks_1234_src.mp4\nb\nBlocks_1234_Src only\nblocks_1234\n_src.mp4\nx juniper-4411X\n"
     assert lits.lines(data) == _re2_lines(values, data) == {1, 3, 6}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_any_literal_is_any_literal_in_the_text(seed):
+    """`AnyLiteral.found_in` (one RE2 pass over the text's UTF-8 bytes, Latin-1 mode) answers what `any(literal in
+    text ...)` answers, for each literal set the auditor asks it of, on texts holding those literals, their pieces,
+    other cases, non-ASCII characters, lone surrogates (as JSON may decode them) and regex punctuation."""
+    from statebox.audits import events, rules
+    from statebox.audits.fastmatch import AnyLiteral
+
+    rng = random.Random(seed)
+    sets = [events._LISTING_WITNESS, rules._ENV_OUTPUT_GATE, rules._CLAIM_LITERALS, rules._CACHE_CODE,
+            rules._ENV_CODE, rules._CODE_WALKER, AnyLiteral(["a.b", "(x", "[", "\\d", "$"])]
+    pieces = ["\u00e9", "\u0130", "\u212a", "\ud800", "\udfff", "\U0001f600", "\n", " ", "=", ".", "(", "\\", "ab", "x"]
+    for literals in sets:
+        words = list(literals.literals) + [w[:-1] for w in literals.literals if len(w) > 1] + \
+            [w.upper() for w in literals.literals] + [w[1:] for w in literals.literals if len(w) > 1]
+        texts = [""] + ["".join(rng.choice(words + pieces) for _ in range(rng.randint(0, 8))) for _ in range(3000)]
+        found = 0
+        for text in texts:
+            expected = any(literal in text for literal in literals.literals)
+            assert literals.found_in(text) == expected, (literals.literals, text)
+            found += expected
+        assert 100 < found < len(texts) - 100  # both answers were asked
+
+
+def test_any_literal_takes_only_ascii_literals():
+    from statebox.audits.fastmatch import AnyLiteral
+
+    for bad in ([], [""], ["caf\u00e9"]):
+        with pytest.raises(ValueError):
+            AnyLiteral(bad)

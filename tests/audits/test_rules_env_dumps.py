@@ -241,7 +241,7 @@ def test_any_three_of_the_names_make_an_environment_through_the_sessions_gate():
     a speed-up: an environment holds three): every three of the eight, PATH and HOME among them, still pass it."""
     from itertools import combinations
 
-    assert len(rules._ENV_OUTPUT_GATE) == len(rules.ENV_OUTPUT_NAMES) - rules.ENV_OUTPUT_LEAST + 1
+    assert len(rules._ENV_OUTPUT_GATE.literals) == len(rules.ENV_OUTPUT_NAMES) - rules.ENV_OUTPUT_LEAST + 1
     for names in combinations(rules.ENV_OUTPUT_NAMES, rules.ENV_OUTPUT_LEAST):
         output = "\n".join(f"{name}=v{k}" for k, name in enumerate(names))
         found = [f for f in rules.rule_env_dump(_with_output("python3 /tmp/show.py", output))
