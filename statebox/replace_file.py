@@ -14,9 +14,35 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
+
+
+def _created_beside(path: Path, suffix: str) -> tuple[int, str]:
+    """A fresh file of this call's own beside `path` (same folder, so a rename is atomic), with the mode `open(path,
+    "w")` would have given, not mkstemp's 0600: its descriptor and name. mkstemp opens with `O_EXCL | O_NOFOLLOW`."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    try:
+        os.fchmod(fd, FILE_MODE)
+    except BaseException:
+        os.close(fd)
+        os.unlink(tmp)
+        raise
+    return fd, tmp
+
+
+@contextmanager
+def _renamed_over(tmp: str, path: Path) -> Iterator[None]:
+    """On a clean exit `tmp` is renamed over `path`; on an error it is removed (quietly if its writer already did),
+    and what stood at `path` is untouched."""
+    try:
+        yield
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
 
 
 @contextmanager
@@ -24,18 +50,9 @@ def replacing(path: Path | str) -> Iterator[BinaryIO]:
     """A binary handle on a fresh temporary file beside `path`; on a clean exit it is flushed and renamed over
     `path`, on an error removed (what stood at `path` is untouched)."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)  # O_EXCL | O_NOFOLLOW, 0600
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), FILE_MODE)  # what `open(path, "w")` would have given, not mkstemp's 0600
-            yield handle
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    fd, tmp = _created_beside(path, ".tmp")
+    with _renamed_over(tmp, path), os.fdopen(fd, "wb") as handle:  # closed (flushed) before the rename
+        yield handle
 
 
 def replace_file(path: Path | str, data: bytes) -> None:
@@ -48,16 +65,16 @@ def replace_text(path: Path | str, text: str) -> None:
     replace_file(path, text.encode("utf-8"))
 
 
-def temporary_beside(path: Path | str) -> str:
-    """A fresh, empty file of this process's own beside `path` (same folder, so a rename is atomic), for a writer
-    that must be handed a file name (inspect_ai's `write_eval_log`); the caller renames it over `path` or removes it."""
+@contextmanager
+def replacing_by_name(path: Path | str) -> Iterator[str]:
+    """The name of a fresh, empty file of this process's own beside `path` (keeping its suffix), for a writer that
+    must be handed a file name (inspect_ai's `write_eval_log`): renamed over `path` on a clean exit, removed on an
+    error."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{path.suffix}", dir=path.parent)
-    try:
-        os.fchmod(fd, FILE_MODE)
-    finally:
-        os.close(fd)
-    return tmp
+    fd, tmp = _created_beside(path, f".tmp{path.suffix}")
+    os.close(fd)
+    with _renamed_over(tmp, path):
+        yield tmp
 
 
 def _umask() -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from statebox.attempt_folder import write_json
-from statebox.replace_file import FILE_MODE, replace_file, replace_text, replacing, temporary_beside
+from statebox.replace_file import FILE_MODE, replace_file, replace_text, replacing, replacing_by_name
 
 
 def _victim(tmp_path: Path) -> Path:
@@ -69,10 +69,22 @@ def test_the_file_gets_the_mode_open_would_give_it(tmp_path):
     assert mode == stat.S_IMODE(reference.stat().st_mode) == FILE_MODE
 
 
-def test_temporary_beside_is_fresh_each_time_and_keeps_the_suffix(tmp_path):
+def test_a_name_to_write_is_fresh_each_time_keeps_the_suffix_and_replaces_the_target(tmp_path):
+    """`replacing_by_name` (inspect_ai's writer must be handed a name): a fresh empty file each time, never the link
+    planted at the old name; renamed over the target on a clean exit, removed on an error."""
+    victim = _victim(tmp_path)
     target = tmp_path / "scored.eval"
-    (tmp_path / ".scored.eval.tmp.eval").symlink_to(_victim(tmp_path))
-    first, second = temporary_beside(target), temporary_beside(target)
-    assert first != second and first.endswith(".eval") and Path(first).parent == tmp_path
-    for name in (first, second):
-        assert stat.S_ISREG(os.lstat(name).st_mode) and os.path.getsize(name) == 0
+    (tmp_path / ".scored.eval.tmp.eval").symlink_to(victim)
+    with replacing_by_name(target) as first:
+        with replacing_by_name(target) as second:
+            assert first != second and first.endswith(".eval") and Path(first).parent == tmp_path
+            for name in (first, second):
+                assert stat.S_ISREG(os.lstat(name).st_mode) and os.path.getsize(name) == 0
+            Path(second).write_text("second")
+        Path(first).write_text("first")
+    assert target.read_text() == "first" and victim.read_text() == "the user's own file\n"
+    with pytest.raises(RuntimeError):
+        with replacing_by_name(target) as name:
+            Path(name).write_text("half")
+            raise RuntimeError("the writer failed")
+    assert target.read_text() == "first" and not Path(name).exists()

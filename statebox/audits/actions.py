@@ -441,12 +441,20 @@ def _through(out: list[Access], links: list[tuple[int, str, str]]) -> list[Acces
         if access.op == "network":
             continue
         for made_at, link, target in links:
-            if made_at <= n and (access.target == link or access.target.startswith(link + "/")):
-                rest = access.target[len(link):].lstrip("/")
-                led = Access(access.op, posixpath.join(target, rest) if rest else target, access.via, access.pattern)
+            led_to = _led_through(access.target, link, target) if made_at <= n else None
+            if led_to is not None:
+                led = Access(access.op, led_to, access.via, access.pattern)
                 if led not in mapped:
                     mapped.append(led)
     return mapped
+
+
+def _led_through(path: str, link: str, target: str) -> str | None:
+    """Where `path` leads when `link` points at `target` (`link/x` -> `target/x`), or None where it is not under it."""
+    if path != link and not path.startswith(link + "/"):
+        return None
+    rest = path[len(link):].lstrip("/")
+    return posixpath.join(target, rest) if rest else target
 
 
 def _positional(args: list[str]) -> list[str]:
@@ -573,10 +581,9 @@ def _through_code_links(code: str) -> list[Access]:
         link = normalise_path(name)
         points = normalise_path(target, posixpath.dirname(link))
         for m in itertools.chain(STRING_PATH.finditer(code, end), _RELATIVE_LITERAL.finditer(code, end)):
-            path = normalise_path(m.group(2))
-            if path.startswith(link + "/") or path == link:
-                rest = path[len(link):].lstrip("/")
-                out.append(Access("access", posixpath.join(points, rest) if rest else points, "symlink"))
+            led_to = _led_through(normalise_path(m.group(2)), link, points)
+            if led_to is not None:
+                out.append(Access("access", led_to, "symlink"))
     return out
 
 

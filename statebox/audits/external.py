@@ -39,7 +39,6 @@ import os
 import re
 import stat
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import suppress
 from dataclasses import dataclass, field
 from itertools import chain, islice, repeat
 from pathlib import Path
@@ -54,7 +53,7 @@ from statebox.audits.verdict import AuditedAttempt, audit_run, verdict_of
 from statebox.collector import collector_paused
 from statebox.errors import DataError, UserError
 from statebox.json_text import decoded_lines, json_value, jsonl_lines, line_loads
-from statebox.replace_file import temporary_beside
+from statebox.replace_file import replacing_by_name
 from statebox.schema import Event, Finding
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl
 from statebox.sessions import atif_trajectory, claude_session, codex_rollout, inspect_sample
@@ -655,14 +654,8 @@ def write_scores(target: Path, rows: list[AuditedSession], out: Path) -> int:
         log.results.scores = [s for s in log.results.scores if s.name != AUDIT_SCORER] + [EvalScore(
             name=AUDIT_SCORER, scorer=AUDIT_SCORER, scored_samples=scored,
             metrics={k: EvalMetric(name=k, value=n / scored) for k, n in counts.items()})]
-    tmp = temporary_beside(out)
-    try:
+    with replacing_by_name(out) as tmp:
         write_eval_log(log, tmp, format="eval" if out.suffix == ".eval" else "json")
-        os.replace(tmp, out)
-    except BaseException:
-        with suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
     return scored
 
 

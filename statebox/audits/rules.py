@@ -804,7 +804,7 @@ ENV_OUTPUT_NAMES = ("PATH", "HOME", "HOSTNAME", "PWD", "SHLVL", "LANG", "TERM", 
 ENV_OUTPUT_LEAST = 3
 _ENV_OUTPUT_LINE = re.compile(r"(?:^|(?<=\x00)|(?<=\^@))(?:(?:declare|typeset) -\S+ |export )?(" + "|".join(ENV_OUTPUT_NAMES)
                               + ")=", re.M)
-_ENV_OUTPUT_LITERALS = tuple(name + "=" for name in ENV_OUTPUT_NAMES)
+_ENV_OUTPUT_NAMED = AnyLiteral(name + "=" for name in ENV_OUTPUT_NAMES)
 # The session-wide gate: an output showing an environment holds ENV_OUTPUT_LEAST of the names, so at least one of any
 # len(ENV_OUTPUT_NAMES) - ENV_OUTPUT_LEAST + 1 of them; these leave out the two most often in honest text
 # (`PYTHONPATH=`, `HOME=/tmp ...`), and the whole session's text is searched for two names fewer.
@@ -818,7 +818,7 @@ ENV_OUTPUT_TRIGGER = (r'(^|"|\\n|\\u0000|\^@)((declare|typeset) -[^ ]* |export )
 
 def shows_environment(text: str) -> re.Match[str] | None:
     """The first line of `text` naming one of ENV_OUTPUT_NAMES, when at least ENV_OUTPUT_LEAST of them start lines."""
-    if not _holds(text, _ENV_OUTPUT_LITERALS):
+    if not _ENV_OUTPUT_NAMED.found_in(text):
         return None
     matches = list(_ENV_OUTPUT_LINE.finditer(text))
     return matches[0] if len({m.group(1) for m in matches}) >= ENV_OUTPUT_LEAST else None

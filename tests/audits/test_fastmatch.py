@@ -584,8 +584,8 @@ def test_any_literal_is_any_literal_in_the_text(seed):
     from statebox.audits.fastmatch import AnyLiteral
 
     rng = random.Random(seed)
-    sets = [events._LISTING_WITNESS, rules._ENV_OUTPUT_GATE, rules._CLAIM_LITERALS, rules._CACHE_CODE,
-            rules._ENV_CODE, rules._CODE_WALKER, AnyLiteral(["a.b", "(x", "[", "\\d", "$"])]
+    sets = [events._LISTING_WITNESS, rules._ENV_OUTPUT_GATE, rules._ENV_OUTPUT_NAMED, rules._CLAIM_LITERALS,
+            rules._CACHE_CODE, rules._ENV_CODE, rules._CODE_WALKER, AnyLiteral(["a.b", "(x", "[", "\\d", "$"])]
     pieces = ["\u00e9", "\u0130", "\u212a", "\ud800", "\udfff", "\U0001f600", "\n", " ", "=", ".", "(", "\\", "ab", "x"]
     for literals in sets:
         words = list(literals.literals) + [w[:-1] for w in literals.literals if len(w) > 1] + \
