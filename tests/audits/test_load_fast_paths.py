@@ -410,6 +410,18 @@ def test_a_call_of_a_command_and_its_description_reads_as_the_full_lookup_reads_
     assert quick == call({"command": command})
 
 
+@pytest.mark.parametrize("command", [["bash", "-lc", "cat /data/annotations/qa.json"], ["cat", "/data/annotations/qa.json"]])
+def test_an_argv_command_beside_a_description_is_still_read(command):
+    """An attack on the Bash fast path: the command as an argv list (Codex's `shell` spelling) beside a
+    `description` is no string, so it takes the full lookup, which reads the argv as the shell text that runs it."""
+    from statebox.audits.events import _tool_call_accesses, new_event
+
+    args = {"command": command, "description": "List files"}
+    found = _tool_call_accesses(new_event(0, EventKind.tool_call, "events.jsonl", 1, json.dumps(args),
+                                          {"tool": "Bash", "input": args}))
+    assert ("read", "/data/annotations/qa.json") in [(a.op, a.target) for a in found]
+
+
 def test_a_runs_attempt_folders_are_those_the_path_calls_found(tmp_path):
     """`attempt_dirs` finds the attempt folders of a run through links, broken links, a link loop and plain
     files: those a folder (or a link to one) holding attempt.json or events.jsonl, in name order."""
