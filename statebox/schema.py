@@ -208,6 +208,7 @@ FindingCategory = Literal[
     "qa_metadata",
     "original_filename",
     "honeytoken",
+    "audit_limit",  # a session past the auditor's limits, read in part (audits/session_limits.py)
 ]
 VerdictLabel = Literal["clean", "suspicious", "contaminated"]
 

@@ -44,6 +44,8 @@ from statebox.audits.fastmatch import (AnyLiteral, Literals, NewBytes, Windowed,
                                        match_bounds, matching_lines)
 from statebox.audits.fastmatch import line_runs as line_runs_of
 from statebox.audits.lexicon import usable_secret
+from statebox.audits import session_limits
+from statebox.audits.session_limits import first_lines, past_derived, past_events, past_lines
 from statebox.audits.shell_runs import is_script
 from statebox.errors import DataError, UserError
 from statebox.json_text import has_long_digits, json_value
@@ -154,6 +156,8 @@ class AuditLog:
     # the attempt folder's names when one listing of it answers for the file system (`_Listing.authoritative`),
     # else None: lets the caller skip asking the file system about names the folder does not hold
     folder_names: frozenset[str] | None = field(default=None, repr=False, compare=False)
+    # what of the session was left unread, one note per limit passed (session_limits): each is an `audit_limit` finding
+    limits: list[str] = field(default_factory=list)
     # what the rules derive from one event (its action text, its accesses), computed once for all rules
     _memo: dict[tuple[str, int], tuple[Event, Any]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -273,18 +277,28 @@ def _parser(fmt: str) -> Callable[[Iterable[str]], list[tuple[int, EventDraft]]]
 def read_session_file(path: Path, fmt: str | None = None, *, first_seq: int = 0,
                       keep: Callable[[int], bool] | None = None, data: bytes | None = None,
                       spans: list[tuple[int, int]] | None = None,
-                      reply_only: dict[int, dict[str, Any]] | None = None) -> list[Event]:
+                      reply_only: dict[int, dict[str, Any]] | None = None,
+                      limits: list[str] | None = None) -> list[Event]:
     """Events of one file, numbered from `first_seq` (events.jsonl keeps its own numbers).
 
     `keep(line_no)` (from the prefilter) skips lines that cannot matter; those lines are
     then never even decoded. `data`/`spans`: the file's bytes and line spans when the
     caller already read them for the prefilter (each file is read once). `reply_only`: gateway
     lines of which only the reply half is read (line -> that half, read by `Prefilter.witness_lines`).
+    `limits`: told when a file past `SESSION_LINE_LIMIT` lines is read up to it (a gateway log, whose lines
+    the gateway's own request budget bounds, is read whole: `session_log` caps the events it makes).
     """
     fmt = fmt or detect_format(path)
     source = path.name
     if fmt == "events":
-        return _read_events_jsonl(path, keep, data)
+        return _read_events_jsonl(path, keep, data, limits=limits)
+    if fmt != "gateway":
+        data = path.read_bytes() if data is None else data
+        data, lines = first_lines(data, session_limits.SESSION_LINE_LIMIT)
+        if lines is not None:
+            spans = None  # the caller's spans are the whole file's
+            if limits is not None:
+                limits.append(past_lines(source, lines, session_limits.SESSION_LINE_LIMIT))
     if keep is not None and fmt == "gateway":
         # kept lines go to orjson as bytes, without the conversation items read before (gateway_log.parse_kept_lines)
         data = path.read_bytes() if data is None else data
@@ -326,14 +340,20 @@ def line_spans(data: bytes) -> list[tuple[int, int]]:
 
 
 def _read_events_jsonl(path: Path, keep: Callable[[int], bool] | None, data: bytes | None = None,
-                       kept: set[int] | None = None) -> list[Event]:
+                       kept: set[int] | None = None, limits: list[str] | None = None) -> list[Event]:
     """Events of an events.jsonl. `keep(line_no)`: whether a line may matter. `kept`: the same as a set of
     line numbers; then only those lines are visited, and the shape check of the skipped ones is one pass
-    over their first bytes (the first error in the file is still the one raised)."""
+    over their first bytes (the first error in the file is still the one raised). A file past
+    `SESSION_LINE_LIMIT` lines is read up to it, on both paths alike, and `limits` told."""
     events: list[Event] = []
-    lines = (path.read_bytes() if data is None else data).split(b"\n")
+    data, total = first_lines(path.read_bytes() if data is None else data, session_limits.SESSION_LINE_LIMIT)
+    lines = data.split(b"\n")
     # the last line holding bytes (the split leaves an empty part after a final newline)
     last = len(lines) - (2 if len(lines) > 1 and not lines[-1] else 1)
+    if total is not None:
+        last = len(lines)  # cut short: no line read is the file's last, so none is forgiven as torn
+        if limits is not None:
+            limits.append(past_lines(path.name, total, session_limits.SESSION_LINE_LIMIT))
     if kept is None:
         for index, raw in enumerate(lines):
             if keep is not None and not keep(index + 1):
@@ -539,19 +559,23 @@ _OP_KIND = {"read": EventKind.file_read, "list": EventKind.file_read, "search": 
             "network": EventKind.network_attempt}
 
 
-def derive(events: list[Event]) -> list[Event]:
+def derive(events: list[Event], limits: list[str] | None = None) -> list[Event]:
     """Insert, after each action, the file/network events its text implies (sharing its seq); after each
     tool output, the places it shows were listed (op `seen`, whatever the command's spelling).
 
     A stateful shell (STATEFUL_SHELLS: Inspect's `bash_session`, a Codex `write_stdin` session) keeps its folder from
     one call to the next: `cd /proc/self` in one call, `cat environ` in the next reads /proc/self/environ. Its calls
     are read in order from where the last one left it (`actions.cwd_after`); every line naming such a tool is kept
-    on the fast path (rules.RUNTIME_NAME_TRIGGERS), so both paths read the same calls."""
+    on the fast path (rules.RUNTIME_NAME_TRIGGERS), so both paths read the same calls.
+
+    At most DERIVED_EVENT_LIMIT events are added (session_limits says why): past it the later events are kept as
+    they are, without the places they imply, and `limits` is told."""
     out: list[Event] = []
     shells: dict[tuple[str, str], str] = {}  # (tool, session) -> the folder its last command left it in
     append = out.append
     tool_output, shell_command, tool_call = EventKind.tool_output, EventKind.shell_command, EventKind.tool_call
-    for event in events:
+    room = session_limits.DERIVED_EVENT_LIMIT
+    for index, event in enumerate(events):
         append(event)
         kind = event.kind
         if kind is tool_output:
@@ -570,6 +594,12 @@ def derive(events: list[Event]) -> list[Event]:
             continue
         if not found:
             continue
+        if len(found) > room:
+            if limits is not None:
+                limits.append(past_derived(session_limits.DERIVED_EVENT_LIMIT))
+            out.extend(events[index + 1:])
+            return out
+        room -= len(found)
         seq, source, line, time = event.seq, event.source, event.line, event.time
         for acc in found:
             op = acc.op
@@ -615,6 +645,20 @@ def all_accesses(event: Event) -> list[Access]:
 # ---------------------------------------------------------------------------
 
 
+def session_log(events: list[Event], facts: AttemptFacts, sources: list[str],
+                folder_names: frozenset[str] | None = None, limits: list[str] | None = None) -> AuditLog:
+    """One session's events, within the limits (session_limits), derived: what every reader hands the rules.
+
+    `limits`: what its readers already cut (lines past SESSION_LINE_LIMIT); to it are added the events past
+    SESSION_EVENT_LIMIT (the rest dropped before derivation) and the places past DERIVED_EVENT_LIMIT."""
+    limits = list(limits or [])
+    most = session_limits.SESSION_EVENT_LIMIT
+    if len(events) > most:
+        limits.append(past_events(len(events), most))
+        events = events[:most]
+    return AuditLog(derive(events, limits), facts, sources, folder_names, limits)
+
+
 def load_session_file(path: Path, facts: AttemptFacts | None = None, fmt: str | None = None) -> AuditLog:
     """A lone session file in any known format."""
     path = Path(path)
@@ -622,8 +666,9 @@ def load_session_file(path: Path, facts: AttemptFacts | None = None, fmt: str | 
         raise UserError(f"{path}: no such session file or attempt folder")
     if fmt is not None and fmt not in FORMATS:
         raise UserError(f"unknown session format {fmt!r} (known: {', '.join(FORMATS)})")
-    events = read_session_file(path, fmt)
-    return AuditLog(derive(events), facts or AttemptFacts(attempt_id=path.stem), [path.name])
+    limits: list[str] = []
+    events = read_session_file(path, fmt, limits=limits)
+    return session_log(events, facts or AttemptFacts(attempt_id=path.stem), [path.name], limits=limits)
 
 
 def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> AuditLog:
@@ -635,18 +680,19 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
         else AttemptFacts(attempt_id=attempt_dir.name)
     events: list[Event] = []
     sources: list[str] = []
+    limits: list[str] = []
     primary = attempt_dir / EVENTS_FILE
     secret_re = prefilter.secret_pattern(facts) if prefilter else None
     data = folder.nonempty_bytes(EVENTS_FILE)
     if data is not None:
         kept = prefilter.keep_lines(data, secret_re, extra=True) if prefilter else None
-        events.extend(_read_events_jsonl(primary, None, data, kept))
+        events.extend(_read_events_jsonl(primary, None, data, kept, limits))
         sources.append(primary.name)
     else:
         for name in RAW_CLI_LOGS:
             raw = folder.file_bytes(name)
             if raw is not None:
-                events.extend(read_session_file(attempt_dir / name, first_seq=_next_seq(events), data=raw))
+                events.extend(read_session_file(attempt_dir / name, first_seq=_next_seq(events), data=raw, limits=limits))
                 sources.append(name)
     for name in WITNESS_LOGS:
         data = folder.nonempty_bytes(name)
@@ -672,7 +718,7 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
             else:
                 events.extend(_read_apart(path, data, spans, keep, reply_only, oob, _next_seq(events)))
         else:
-            events.extend(read_session_file(path, first_seq=_next_seq(events), keep=keep, data=data))
+            events.extend(read_session_file(path, first_seq=_next_seq(events), keep=keep, data=data, limits=limits))
         sources.append(name)
     text = folder.response_text()
     if text and not any(e.kind is EventKind.final_answer and e.text.strip() == text for e in events):
@@ -680,7 +726,7 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
                                             source=RESPONSE_FILE, line=1, text=text, data={}))
         sources.append(RESPONSE_FILE)
     events.sort(key=lambda e: (0 if e.source == EVENTS_FILE or e.source not in _WITNESSES else 1, e.seq))
-    return AuditLog(derive(events), facts, sources, folder.names())
+    return session_log(events, facts, sources, folder.names(), limits)
 
 
 _WITNESSES = frozenset(WITNESS_LOGS + (RESPONSE_FILE,))  # their events sort after the agent's own log's

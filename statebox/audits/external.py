@@ -47,8 +47,10 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, RUN_CONFIG_FILE
-from statebox.audits.events import AttemptFacts, AuditLog, derive, new_event, sniff_object
+from statebox.audits.events import AttemptFacts, AuditLog, new_event, session_log, sniff_object
 from statebox.audits import inspect_admission
+from statebox.audits import session_limits
+from statebox.audits.session_limits import first_lines, past_lines
 from statebox.audits.verdict import AuditedAttempt, audit_run, verdict_of
 from statebox.collector import collector_paused
 from statebox.errors import DataError, UserError
@@ -321,20 +323,28 @@ def events_of(drafts: Iterable[tuple[int, EventDraft]], source: str) -> list[Eve
     return [new_event(seq, d.kind, source, line, d.text, dict(d.data)) for seq, (line, d) in enumerate(drafts)]
 
 
+def session_lines(path: Path) -> tuple[bytes, list[str]]:
+    """A CLI's session file, up to SESSION_LINE_LIMIT lines (session_limits), and the note it leaves when cut."""
+    most = session_limits.SESSION_LINE_LIMIT
+    data, lines = first_lines(read_capped(path), most)
+    return data, [past_lines(path.name, lines, most)] if lines is not None else []
+
+
 def claude_sessions(path: Path) -> Iterator[ExternalSession]:
-    data = read_capped(path)
+    data, limits = session_lines(path)
     first = _first_object(data)
     session_file = first is not None and claude_session.looks_like_session(first)
     loads, lines = line_loads(data), decoded_lines(data)  # lines decoded as they are parsed, never all held
     drafts = claude_session.parse_lines(lines, loads) if session_file else claude_stream.parse_lines(lines, loads)
     del data
-    log = AuditLog(derive(events_of(drafts, path.name)), AttemptFacts(attempt_id=path.stem, agent="claude-code"), [path.name])
+    log = session_log(events_of(drafts, path.name), AttemptFacts(attempt_id=path.stem, agent="claude-code"), [path.name],
+                      limits=limits)
     del drafts  # not held while the session is judged (this generator waits at its yield meanwhile)
     yield ExternalSession(path.stem, "claude", path, log, keys=[path.stem, path.name])
 
 
 def codex_sessions(path: Path) -> Iterator[ExternalSession]:
-    data = read_capped(path)
+    data, limits = session_lines(path)
     first = _first_object(data)
     loads = line_loads(data)
     if first is not None and codex_rollout.looks_like_rollout(first):
@@ -344,7 +354,7 @@ def codex_sessions(path: Path) -> Iterator[ExternalSession]:
         drafts = codex_jsonl.parse_lines(decoded_lines(data), loads)
         sid = path.stem
     del data
-    log = AuditLog(derive(events_of(drafts, path.name)), AttemptFacts(attempt_id=sid, agent="codex"), [path.name])
+    log = session_log(events_of(drafts, path.name), AttemptFacts(attempt_id=sid, agent="codex"), [path.name], limits=limits)
     del drafts  # not held while the session is judged (this generator waits at its yield meanwhile)
     yield ExternalSession(sid, "codex", path, log, keys=[sid, path.stem, path.name])
 
@@ -372,7 +382,7 @@ def harbor_sessions(path: Path) -> Iterator[ExternalSession]:
         facts.original_stem = Path(facts.original_name).stem if facts.original_name else ""
         if not facts.question:
             facts.question = next((atif_trajectory.text_of(s.message) for s in trajectory.steps if s.source == "user"), "")
-        log = AuditLog(derive(events_of(atif_trajectory.step_drafts(trajectory), file.name)), facts, [file.name])
+        log = session_log(events_of(atif_trajectory.step_drafts(trajectory), file.name), facts, [file.name])
         recorded = list(own.get("findings") or []) if own else None
         score = own.get("score") if own else (result.get("verifier_result") or {}).get("rewards") \
             if isinstance(result.get("verifier_result"), dict) else None
@@ -451,7 +461,7 @@ def inspect_sessions(path: Path, log: "EvalLog | None" = None) -> Iterator[Exter
         completion = sample.output.completion if sample.output is not None else ""
         drafts = inspect_sample.sample_drafts(list(sample.messages or []), completion or "")
         source = f"{path.name}#{name}"
-        audit_log = AuditLog(derive(events_of(drafts, source)), facts, [source])
+        audit_log = session_log(events_of(drafts, source), facts, [source])
         recorded = list(meta.get("findings") or []) if is_export else None
         scores = {k: v.value for k, v in (sample.scores or {}).items() if k != AUDIT_SCORER}
         yield ExternalSession(name, "inspect", path, audit_log,
