@@ -984,7 +984,11 @@ class Prefilter:
                         reply_only[n] = reply
         if self.output is not None:
             keep |= _requests_matching(self.output, data, gateway_spans, read, dict(zip(owners, (cut for cut, _ in replies))))
-        for i in _replies_matching(self.static, data, replies):
+        # the replies are searched with events.jsonl's pattern (the static triggers and the always-parsed kinds):
+        # it finds a match wherever the static triggers alone do, so it keeps every reply they keep (a reply naming
+        # an always-parsed kind is read too: more read, never less), and a fresh process builds one automaton's
+        # states for both logs instead of two (~10 ms of a 0.3 s audit)
+        for i in _replies_matching(self.static_or_always or self.static, data, replies):
             n = owners[i]
             reply = halves[i]
             if reply_only is not None and n not in keep and reply is not None:

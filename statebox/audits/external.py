@@ -50,7 +50,7 @@ from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, RUN
 from statebox.audits.events import AttemptFacts, AuditLog, new_event, session_log, sniff_object
 from statebox.audits import inspect_admission
 from statebox.audits import session_limits
-from statebox.audits.session_limits import first_lines, past_lines
+from statebox.audits.session_limits import first_lines, past_bytes, past_lines, past_steps
 from statebox.audits.verdict import AuditedAttempt, audit_run, verdict_of
 from statebox.collector import collector_paused
 from statebox.errors import DataError, UserError
@@ -363,13 +363,25 @@ def harbor_sessions(path: Path) -> Iterator[ExternalSession]:
     """One trajectory file, or every `trajectory.json` of a job / trial folder."""
     files = [path] if path.is_file() else [f.path for f in discover(path, "harbor")]
     for file in files:
-        try:
-            trajectory = atif_trajectory.parse_trajectory(read_capped(file))
-        except (ValueError, ValidationError) as exc:
-            raise DataError(file, None, f"not a readable ATIF trajectory ({str(exc).splitlines()[0][:160]})") from None
         trial_dir = file.parent.parent if file.parent.name == "agent" else file.parent
         trial = trial_dir.name
         result = _trial_result(trial_dir)
+        most = session_limits.DOCUMENT_BYTES_LIMIT
+        with open_regular(file) as fh:
+            size = os.fstat(fh.fileno()).st_size
+            raw = read_upto(fh, most + 1)
+        if len(raw) > most:  # judged unread (session_limits): flagged, and the job's other trials audited
+            facts = AttemptFacts(attempt_id=trial, agent="harbor", item_id=str(result.get("task_name") or ""))
+            note = past_bytes(file.name, max(size, len(raw)), most)
+            yield ExternalSession(trial, "harbor", file, session_log([], facts, [file.name], limits=[note]), keys=[trial])
+            continue
+        steps_most = session_limits.SESSION_LINE_LIMIT  # a step is a trajectory's line
+        try:
+            trajectory, steps = atif_trajectory.parse_trajectory(raw, steps_most)
+        except (ValueError, ValidationError) as exc:
+            raise DataError(file, None, f"not a readable ATIF trajectory ({str(exc).splitlines()[0][:160]})") from None
+        del raw
+        limits = [past_steps(file.name, steps, steps_most)] if steps > steps_most else []
         extra = {**({"task_name": result["task_name"]} if isinstance(result.get("task_name"), str) else {}),
                  **(trajectory.extra or {})}
         raw_own = extra.get("statebox")
@@ -382,7 +394,7 @@ def harbor_sessions(path: Path) -> Iterator[ExternalSession]:
         facts.original_stem = Path(facts.original_name).stem if facts.original_name else ""
         if not facts.question:
             facts.question = next((atif_trajectory.text_of(s.message) for s in trajectory.steps if s.source == "user"), "")
-        log = session_log(events_of(atif_trajectory.step_drafts(trajectory), file.name), facts, [file.name])
+        log = session_log(events_of(atif_trajectory.step_drafts(trajectory), file.name), facts, [file.name], limits=limits)
         recorded = list(own.get("findings") or []) if own else None
         score = own.get("score") if own else (result.get("verifier_result") or {}).get("rewards") \
             if isinstance(result.get("verifier_result"), dict) else None

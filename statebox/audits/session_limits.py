@@ -22,6 +22,10 @@ SESSION_LINE_LIMIT = 50_000  # lines of one session file parsed (cut at `\n`; a 
 # so the fast path (candidate lines only) and the full one (every line) cut at the same line of a flooded log
 SESSION_EVENT_LIMIT = 2 * SESSION_LINE_LIMIT
 DERIVED_EVENT_LIMIT = 100_000  # events derivation may add to one session (commands' accesses, outputs' places)
+# bytes of one session held as a single JSON document (a Harbor trajectory.json), which cannot be cut by lines: its
+# JSON is read whole as Python objects (8x its bytes for small steps), and only its first SESSION_LINE_LIMIT steps
+# then become models and events
+DOCUMENT_BYTES_LIMIT = 256 << 20
 
 AUDIT_LIMIT_RULE = "session past the audit's limits: read in part, the rest unjudged"
 
@@ -30,7 +34,10 @@ def first_lines(data: bytes, limit: int) -> tuple[bytes, int | None]:
     """`data` cut after its `limit`-th line (newline kept), and how many lines it holds when that is more than
     `limit`; else `data` itself and None. A last line without a newline counts as a line.
 
-    Counting newlines is one C pass (~10 GB/s); only a file past the limit is walked to its cut."""
+    A file of at most `limit` bytes holds at most `limit` lines and is not counted (most are: 3 ms of a 0.3 s audit
+    went to counting them); a longer one costs one C pass, and only a file past the limit is walked to its cut."""
+    if len(data) <= limit:
+        return data, None
     newlines = data.count(b"\n")
     lines = newlines + (1 if data and not data.endswith(b"\n") else 0)
     if lines <= limit:
@@ -44,6 +51,15 @@ def first_lines(data: bytes, limit: int) -> tuple[bytes, int | None]:
 def past_lines(source: str, lines: int, limit: int) -> str:
     """The note a session file cut by `first_lines` leaves (`AuditLog.limits`)."""
     return f"{source}: {lines:,} lines, the audit read the first {limit:,}"
+
+
+def past_bytes(source: str, size: int, limit: int) -> str:
+    """The note a session document over `limit` bytes leaves: none of it is read."""
+    return f"{source}: over {limit:,} bytes ({size:,} or more), the limit for one session document; not read"
+
+
+def past_steps(source: str, steps: int, limit: int) -> str:
+    return f"{source}: {steps:,} steps, the audit read the first {limit:,}"
 
 
 def past_events(events: int, limit: int) -> str:

@@ -122,9 +122,15 @@ def step_drafts(trajectory: AtifTrajectoryIn) -> list[tuple[int, EventDraft]]:
     return out
 
 
-def parse_trajectory(raw: bytes | str) -> AtifTrajectoryIn:
-    """A trajectory document; a malformed one raises ValueError (the caller names the file)."""
+def parse_trajectory(raw: bytes | str, max_steps: int | None = None) -> tuple[AtifTrajectoryIn, int]:
+    """A trajectory document and how many steps it holds; a malformed one raises ValueError (the caller names the
+    file). `max_steps`: only the first ones are made models (each step's models and events are what a long
+    trajectory costs: 200,000 small steps took 1.6 GB)."""
     value = json_value(raw)
     if not looks_like_atif(value):
         raise ValueError("not an ATIF trajectory (no schema_version 'ATIF-...' with steps)")
-    return AtifTrajectoryIn.model_validate(value)
+    steps = value["steps"]
+    held = len(steps)
+    if max_steps is not None and held > max_steps:
+        value["steps"] = steps[:max_steps]
+    return AtifTrajectoryIn.model_validate(value), held

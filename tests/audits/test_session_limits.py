@@ -183,3 +183,44 @@ def test_a_flood_at_the_real_limits_is_read_up_to_them(tmp_path: Path) -> None:
     assert len(log.events) - len(read) <= session_limits.DERIVED_EVENT_LIMIT
     assert log.limits[0] == f"events.jsonl: {2 * lines + 2:,} lines, the audit read the first {lines:,}"
     assert audit_attempt(folder, write=False).verdict == "suspicious"
+
+
+def _trajectory(path: Path, steps: int, output: str = "/workspace/a") -> Path:
+    """A Harbor trial's ATIF trajectory: the question, then `steps` agent steps each running a command."""
+    path.parent.mkdir(parents=True)
+    doc = {"schema_version": "ATIF-v1.4", "session_id": path.parent.parent.name, "agent": {"name": "terminus", "version": "1"},
+           "steps": [{"step_id": 1, "source": "user", "message": "How many blocks are on the table?"}] + [
+               {"step_id": i + 2, "source": "agent", "message": "",
+                "tool_calls": [{"tool_call_id": f"c{i}", "function_name": "bash_command",
+                                "arguments": {"keystrokes": f"python3 /workspace/count.py --frame {i}\n"}}],
+                "observation": {"results": [{"source_call_id": f"c{i}", "content": output}]}} for i in range(steps)]}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_a_trajectory_past_the_step_limit_is_flagged_and_the_jobs_other_trials_audited(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    job = tmp_path / "job"
+    _trajectory(job / "long__trial" / "agent" / "trajectory.json", 30)
+    _trajectory(job / "short__trial" / "agent" / "trajectory.json", 3)
+    assert {r.row.verdict.verdict for r in audit_path(job, None)} == {"clean"}
+    monkeypatch.setattr(session_limits, "SESSION_LINE_LIMIT", 20)
+    rows = {r.row.attempt: r.row.verdict for r in audit_path(job, None)}
+    assert rows["short__trial"].verdict == "clean"
+    assert rows["long__trial"].verdict == "suspicious"
+    assert "trajectory.json: 31 steps, the audit read the first 20" in [f.quote for f in _limit_findings(rows["long__trial"])]
+
+
+def test_a_trajectory_over_the_document_limit_is_flagged_unread_and_the_jobs_other_trials_audited(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    job = tmp_path / "job"
+    big = _trajectory(job / "big__trial" / "agent" / "trajectory.json", 3, output="4 blocks " * 2000)
+    _trajectory(job / "small__trial" / "agent" / "trajectory.json", 3)
+    monkeypatch.setattr(session_limits, "DOCUMENT_BYTES_LIMIT", 10_000)
+    result = CliRunner().invoke(app, ["audit", str(job), "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {a["attempt"]: a for a in json.loads(result.stdout)["attempts"]}
+    assert rows["small__trial"]["verdict"] == "clean"
+    assert rows["big__trial"]["verdict"] == "suspicious"
+    [finding] = rows["big__trial"]["findings"]
+    assert finding["category"] == "audit_limit" and f"({big.stat().st_size:,} or more)" in finding["quote"]
