@@ -9,7 +9,7 @@ plots), and `audits` may not import `harness` (layer rules); the styling follows
 
 Every string in the page came from a session, so every one is hostile: all text is HTML-escaped, the
 page loads nothing (a Content-Security-Policy of `default-src 'none'`, inline style and script only),
-and event texts are cut to `EVENT_CHARS`.
+and event texts are cut to `EVENT_CHARS`; a session shows at most `findings_shown.FINDINGS_SHOWN` findings (the agent sets how many it makes).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from statebox.audits.external import AuditedSession
+from statebox.audits.findings_shown import shown_indexes
 from statebox.replace_file import replace_text
 from statebox.schema import Event, Finding
 
@@ -101,7 +102,8 @@ def proving_events(session: AuditedSession) -> Callable[[Finding], Event | None]
 
 def _event_html(event: Event | None, finding: Finding) -> str:
     if event is None:
-        why = "recorded by the run (not in this log)" if finding.rule.startswith("recorded by the run") else "host evidence"
+        why = "recorded by the run (not in this log)" if finding.rule.startswith("recorded by the run") \
+            else "the session's size: read in part" if finding.category == "audit_limit" else "host evidence"
         return f'<div class="meta">no event: {_e(why)}</div>'
     where = f"{event.source}:{event.line}" if event.line is not None else event.source
     text = event.text if len(event.text) <= EVENT_CHARS else event.text[:EVENT_CHARS] + f"\n[... {len(event.text) - EVENT_CHARS} more characters]"
@@ -145,11 +147,15 @@ def _session_html(s: AuditedSession) -> str:
     v = s.row.verdict
     cats = sorted({f.category for f in v.findings})
     proving_event = proving_events(s)
+    shown = [v.findings[i] for i in shown_indexes([(f.category, f.severity) for f in v.findings])]
     findings = "".join(
         f'<tr><td>{_e(f.category)}</td><td class="sev {_e(f.severity)}">{_e(f.severity)}</td><td>{_e(f.rule)}</td>'
-        f"<td><pre>{_e(f.quote)}</pre>{_event_html(proving_event(f), f)}</td></tr>" for f in v.findings)
+        f"<td><pre>{_e(f.quote)}</pre>{_event_html(proving_event(f), f)}</td></tr>" for f in shown)
+    more = len(v.findings) - len(shown)
+    rest = f'<div class="meta">{more:,} more finding(s), less severe or later: in the verdict JSON (--json)</div>' \
+        if more else ""
     table = (f"<table><tr><th>category</th><th>severity</th><th>rule</th><th>quote and the event that proves it</th></tr>"
-             f"{findings}</table>") if findings else "<p>No findings.</p>"
+             f"{findings}</table>{rest}") if findings else "<p>No findings.</p>"
     notes = "".join(f'<div class="meta">note: {_e(n)}</div>' for n in s.row.notes)
     score = f' · task score {_e(s.task_score)}' if s.task_score else ""
     return (f'<details class="s" data-agent="{_e(s.row.agent or "-")}" data-verdict="{_e(v.verdict)}" '

@@ -255,7 +255,8 @@ PAGE_JS = r"""// statebox report: filters, search, sorting, pagination and on-de
       div.querySelector(".metrics").innerHTML = vis(JSON.stringify(t.m || {}));
       if (t.f && t.f.length) {
         div.querySelector(".findings").innerHTML = "<p><b>Audit findings:</b></p><ul>" + t.f.map(f =>
-          `<li><b>${vis(f.category)}</b> (${vis(f.severity)}, event #${vis(f.event)}): <code>${vis(f.quote || f.detail || "")}</code></li>`).join("") + "</ul>";
+          `<li><b>${vis(f.category)}</b> (${vis(f.severity)}, event #${vis(f.event)}): <code>${vis(f.quote || f.detail || "")}</code></li>`).join("") + "</ul>" +
+          (t.fm ? `<p>${vis(t.fm)} more finding(s), less severe or later: in the attempt's verdict.json</p>` : "");
       }
       div.querySelector(".transcript").innerHTML = eventsHtml(t);
       div.classList.add("loaded");

@@ -33,6 +33,7 @@ from typing import Any, Iterator, cast
 import orjson
 
 from statebox.attempt_folder import ATTEMPTS_DIR, EVENTS_FILE, RUN_CONFIG_FILE, open_attempt_file, read_attempt_file
+from statebox.audits.findings_shown import shown_indexes
 from statebox.collector import collector_paused
 from statebox.report.aggregate import AgentDatasetScore, ScoreAccumulator, add_comparisons
 from statebox.report.attribution import AttributionAccumulator, FailureAttribution, probe_parents
@@ -269,18 +270,23 @@ def encode_transcript(transcript: dict[str, Any], row: ResultRow | None) -> str:
 
 def _row_tail(row: Any) -> str:
     """`"resp":...,"m":...,"f":[...]}`: the stored metrics JSON text is spliced as it is
-    (no decode/re-encode); findings are cut to what the page shows."""
+    (no decode/re-encode); findings are cut to what the page shows (`findings_shown`: `fm` says how many more the
+    attempt's verdict holds)."""
+    more = 0
     if row.findings:
+        shown = [row.findings[i] for i in shown_indexes([(str(f.get("category")), str(f.get("severity")))
+                                                          for f in row.findings])]
+        more = len(row.findings) - len(shown)
         findings = _dumps([
             {k: (str(v)[:300] if k == "quote" else v) for k, v in f.items() if k in ("category", "severity", "event", "quote", "rule", "detail")}
-            for f in row.findings
+            for f in shown
         ], default=str).decode()
     else:
         findings = "[]"
     metrics = getattr(row, "metrics_json", None)
     if not metrics or metrics[0] != "{" or "NaN" in metrics or "Infinity" in metrics:
         metrics = _dumps(row.metrics, default=str).decode()
-    return f'"resp":{_encode_str(row.response[:MAX_TEXT])},"m":{metrics},"f":{findings}}}'
+    return f'"resp":{_encode_str(row.response[:MAX_TEXT])},"m":{metrics},"f":{findings},"fm":{more}}}'
 
 
 # ---------------------------------------------------------------- chunk sink
