@@ -49,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, RUN_CONFIG_FILE
 from statebox.audits.events import AttemptFacts, AuditLog, new_event, session_log, sniff_object
 from statebox.audits import inspect_admission
+from statebox.audits.findings_shown import shown_indexes
 from statebox.audits import session_limits
 from statebox.audits.session_limits import first_lines, past_bytes, past_lines, past_steps
 from statebox.audits.verdict import AuditedAttempt, audit_run, verdict_of
@@ -687,7 +688,10 @@ def explanation(verdict: str, action: str, findings: list[dict[str, Any]]) -> st
     if not findings:
         return head + "; no findings"
     lines = [head + ";"]
-    for f in findings:
+    shown = shown_indexes([(str(f.get("category")), str(f.get("severity"))) for f in findings])
+    for f in (findings[i] for i in shown):
         where = f" [event {f['event']}]" if f.get("event") is not None else ""
         lines.append(f"- {f.get('category')} / {f.get('severity')} ({f.get('rule')}){where}: {str(f.get('quote') or '')[:200]!r}")
+    if len(findings) > len(shown):  # the score's metadata keeps them all (findings_shown says why)
+        lines.append(f"- and {len(findings) - len(shown):,} more finding(s), less severe or later")
     return "\n".join(lines)

@@ -1,7 +1,8 @@
 """Which of a session's findings a page shows: the agent decides how many its session makes.
 
 60,000 distinct code walks made 50,000 findings, a 16 MB audit page for one session; a run of such attempts
-made a report of gigabytes. A page shows at most FINDINGS_SHOWN per session and says how many more the verdict
+made a report of gigabytes. A page (the audit's HTML, the run report's transcript, an Inspect score's explanation)
+shows at most FINDINGS_SHOWN per session and says how many more the verdict
 holds (the verdict JSON keeps them all). Chosen: every `audit_limit` finding (why the session was read in part),
 then the most severe, earliest first; shown in the verdict's order."""
 

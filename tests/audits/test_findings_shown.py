@@ -8,7 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from statebox.audits.audit_report import audit_report_html
-from statebox.audits.external import AuditedSession
+from statebox.audits.external import AuditedSession, explanation
 from statebox.audits.findings_shown import FINDINGS_SHOWN, shown_indexes
 from statebox.audits.events import AttemptFacts, AuditLog
 from statebox.audits.verdict import AuditedAttempt
@@ -57,3 +57,12 @@ def test_the_run_reports_transcript_carries_the_cap_and_the_count() -> None:
     assert {"audit_limit", "qa_metadata"} <= {f["category"] for f in data["f"]}
     few = SimpleNamespace(findings=findings[:3], response="4", metrics={}, metrics_json="{}")
     assert json.loads(encode_transcript({"lines": []}, few))["fm"] == 0  # type: ignore[arg-type]
+
+
+def test_the_inspect_scores_explanation_lists_the_cap_and_says_how_many_more() -> None:
+    findings = [f.model_dump() for f in _findings()]
+    text = explanation("contaminated", "void", findings)
+    assert text.count("\n- ") == FINDINGS_SHOWN + 1
+    assert "qa_metadata / high" in text and "audit_limit / medium" in text
+    assert text.endswith(f"- and {MANY + 1 - FINDINGS_SHOWN:,} more finding(s), less severe or later")
+    assert explanation("suspicious", "flag", findings[:2]).count("\n- ") == 2
