@@ -285,14 +285,14 @@ def read_session_file(path: Path, fmt: str | None = None, *, first_seq: int = 0,
     then never even decoded. `data`/`spans`: the file's bytes and line spans when the
     caller already read them for the prefilter (each file is read once). `reply_only`: gateway
     lines of which only the reply half is read (line -> that half, read by `Prefilter.witness_lines`).
-    `limits`: told when a file past `SESSION_LINE_LIMIT` lines is read up to it (a gateway log, whose lines
-    the gateway's own request budget bounds, is read whole: `session_log` caps the events it makes).
+    `limits`: told when a file past `SESSION_LINE_LIMIT` lines is read up to it (a gateway log given with its
+    `spans` was cut by the caller: `spans_within`).
     """
     fmt = fmt or detect_format(path)
     source = path.name
     if fmt == "events":
         return _read_events_jsonl(path, keep, data, limits=limits)
-    if fmt != "gateway":
+    if fmt != "gateway" or spans is None:
         data = path.read_bytes() if data is None else data
         data, lines = first_lines(data, session_limits.SESSION_LINE_LIMIT)
         if lines is not None:
@@ -337,6 +337,29 @@ def line_spans(data: bytes) -> list[tuple[int, int]]:
             return spans
         spans.append((start, nl))
         start = nl + 1
+
+
+def spans_within(data: bytes, limit: int) -> tuple[bytes, list[tuple[int, int]], int | None]:
+    """`line_spans(data)` of at most `limit` lines: the data cut after them, their spans, and how many lines the data
+    holds when that is more (else None).
+
+    Why not `first_lines`: a gateway log is cut into spans anyway, so counting its lines first would read every byte
+    once more (25 ms of a 0.3 s audit); and its spans, cut only after, would hold a tuple per line of a handed-over
+    log of empty lines (2 GiB of them: ~240 GB)."""
+    spans: list[tuple[int, int]] = []
+    find = data.find
+    start = 0
+    while len(spans) < limit:
+        nl = find(b"\n", start)
+        if nl < 0:
+            spans.append((start, len(data)))
+            return data, spans, None
+        spans.append((start, nl))
+        start = nl + 1
+    if start >= len(data):  # the limit-th line ended the data (with its newline)
+        spans.append((start, len(data)))  # the empty part after it, as line_spans gives it
+        return data, spans, None
+    return data[:start], spans + [(start, start)], data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
 
 
 def _read_events_jsonl(path: Path, keep: Callable[[int], bool] | None, data: bytes | None = None,
@@ -685,8 +708,12 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
     secret_re = prefilter.secret_pattern(facts) if prefilter else None
     data = folder.nonempty_bytes(EVENTS_FILE)
     if data is not None:
+        # cut before the prefilter too: its set of candidate lines would hold every line of a flood
+        data, total = first_lines(data, session_limits.SESSION_LINE_LIMIT)
+        if total is not None:
+            limits.append(past_lines(EVENTS_FILE, total, session_limits.SESSION_LINE_LIMIT))
         kept = prefilter.keep_lines(data, secret_re, extra=True) if prefilter else None
-        events.extend(_read_events_jsonl(primary, None, data, kept, limits))
+        events.extend(_read_events_jsonl(primary, None, data, kept))
         sources.append(primary.name)
     else:
         for name in RAW_CLI_LOGS:
@@ -703,7 +730,11 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
         lines: set[int] | None = None
         gateway = name.startswith("gateway")
         reply_only: dict[int, dict[str, Any]] | None = {} if gateway and prefilter is not None else None
-        spans = line_spans(data) if gateway else None
+        spans = None
+        if gateway:
+            data, spans, total = spans_within(data, session_limits.SESSION_LINE_LIMIT)
+            if total is not None:
+                limits.append(past_lines(name, total, session_limits.SESSION_LINE_LIMIT))
         if prefilter is not None:
             lines = prefilter.witness_lines(data, secret_re, spans, reply_only)
             if lines is None:

@@ -19,13 +19,14 @@ import pytest
 from typer.testing import CliRunner
 
 from statebox.audits import session_limits
-from statebox.audits.events import derived_access, load_attempt, load_session_file
+from statebox.audits.events import derived_access, line_spans, load_attempt, load_session_file, spans_within
 from statebox.audits.external import audit_path
 from statebox.audits.session_limits import first_lines
 from statebox.audits.verdict import audit_attempt, audit_run
 from statebox.cli import app
 
 CLI_FILES = Path(__file__).parent / "cli_session_files"
+CORPUS = Path(__file__).parent / "corpus"
 
 
 def _attempt(folder: Path, actions: list[tuple[str, str]], outputs: list[str] | None = None) -> Path:
@@ -224,3 +225,30 @@ def test_a_trajectory_over_the_document_limit_is_flagged_unread_and_the_jobs_oth
     assert rows["big__trial"]["verdict"] == "suspicious"
     [finding] = rows["big__trial"]["findings"]
     assert finding["category"] == "audit_limit" and f"({big.stat().st_size:,} or more)" in finding["quote"]
+
+
+@pytest.mark.parametrize("data", [b"", b"\n", b"a", b"a\n", b"a\nb", b"a\nb\n", b"\n\n\n", b"a\n\nb\n\n", b"x" * 5 + b"\ny"])
+def test_spans_within_gives_line_spans_up_to_the_limit(data: bytes) -> None:
+    lines = len(line_spans(data))
+    for limit in range(1, lines + 2):
+        cut, spans, total = spans_within(data, limit)
+        if total is None:
+            assert (cut, spans) == (data, line_spans(data))
+        else:
+            assert spans[:limit] == line_spans(data)[:limit] and cut == data[:spans[limit - 1][1] + 1]
+            assert spans == line_spans(cut) and total == first_lines(data, limit)[1]
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_gateway_log_past_the_line_limit_is_cut_alike_on_both_paths_and_flagged(
+        tmp_path: Path, fast: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "a"
+    shutil.copytree(CORPUS / "honest_opencv__gateway", folder)
+    gateway = (folder / "gateway.jsonl").read_bytes()
+    lines = gateway.count(b"\n")
+    assert audit_attempt(folder, fast=fast, write=False).verdict == "clean"
+    monkeypatch.setattr(session_limits, "SESSION_LINE_LIMIT", lines - 2)
+    verdict = audit_attempt(folder, fast=fast, write=False)
+    assert verdict.verdict == "suspicious"
+    assert [f.quote for f in _limit_findings(verdict)] == [f"gateway.jsonl: {lines:,} lines, the audit read the first {lines - 2:,}"]
+    assert max(e.line or 0 for e in load_attempt(folder, None).events if e.source == "gateway.jsonl") <= lines - 2
