@@ -38,13 +38,13 @@ import orjson
 
 from statebox.attempt_folder import (ATTEMPT_FILE, CLAUDE_STREAM_LOG, CODEX_LOG, EVENTS_FILE, GATEWAY_LOG, RESPONSE_FILE,
                                      STDERR_LOG, STDOUT_LOG, attempt_file_exists, read_attempt_file)
+from statebox.audits import session_limits
 from statebox.audits.actions import (API_ROUTE, LISTING_WITNESSES, WORKDIR, Access, accesses, cwd_after, glob_root,
                                      normalise_path, output_accesses, patch_accesses)
 from statebox.audits.fastmatch import (AnyLiteral, Literals, NewBytes, Windowed, compile_any, lines_matching_within,
                                        match_bounds, matching_lines)
 from statebox.audits.fastmatch import line_runs as line_runs_of
 from statebox.audits.lexicon import usable_secret
-from statebox.audits import session_limits
 from statebox.audits.session_limits import first_lines, past_derived, past_events, past_lines
 from statebox.audits.shell_runs import is_script
 from statebox.errors import DataError, UserError

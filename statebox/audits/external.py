@@ -47,10 +47,9 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, RUN_CONFIG_FILE
+from statebox.audits import inspect_admission, session_limits
 from statebox.audits.events import AttemptFacts, AuditLog, new_event, session_log, sniff_object
-from statebox.audits import inspect_admission
 from statebox.audits.findings_shown import shown_indexes
-from statebox.audits import session_limits
 from statebox.audits.session_limits import first_lines, past_bytes, past_lines, past_steps
 from statebox.audits.verdict import AuditedAttempt, audit_run, verdict_of
 from statebox.collector import collector_paused
