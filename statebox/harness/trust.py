@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -46,7 +46,6 @@ from statebox.benchmarks.synthetic import groundtruth as gt
 from statebox.benchmarks.synthetic.families import FAMILIES, family_module
 from statebox.benchmarks.synthetic.impossible import Donor, make_impossible, opaque_id
 from statebox.errors import UserError
-from statebox.harness.store import ResultRow
 from statebox.replace_file import replace_text
 from statebox.schema import Item, resolve_video
 
