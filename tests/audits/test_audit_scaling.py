@@ -10,6 +10,7 @@ the same count on any machine.
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 
 from statebox.audits import rules
 from statebox.audits.audit_report import audit_report_html, proving_events
+from statebox.audits.findings_shown import FINDINGS_SHOWN, shown_indexes
 from statebox.audits.events import ACTION_KINDS, AuditLog, derived_access, load_attempt
 from statebox.audits.external import AuditedSession
 from statebox.audits.rules import _accesses, _EventPlaces, inside_allowed, is_primary_action
@@ -175,7 +177,11 @@ def test_the_report_finds_every_findings_event_in_one_pass(tmp_path: Path) -> No
         same_seq = [e for e in list.__iter__(events) if e.seq == finding.event]
         own = [e for e in same_seq if "derived_from" not in (e.data or {})]
         assert lookup(finding) is (own or same_seq)[0]
-    assert "cat /data/annotations/qa_299.json" in page
+    # the page shows the first FINDINGS_SHOWN (all equally severe here), each with its event, and counts the rest
+    shown = [verdict.findings[i] for i in shown_indexes([(f.category, f.severity) for f in verdict.findings])]
+    assert len(shown) == FINDINGS_SHOWN and "cat /data/annotations/qa_0.json" in page
+    assert html.escape(lookup(shown[-1]).text) in page  # type: ignore[union-attr]
+    assert f"{len(verdict.findings) - FINDINGS_SHOWN:,} more finding(s)" in page
 
 
 def test_each_command_of_a_long_session_is_read_once_however_many_passes_ask(tmp_path: Path) -> None:
