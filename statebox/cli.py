@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # typer vendors click (typer._click): its group's methods tak
 COMMANDS: dict[str, str] = {
     "score": "Score predictions exactly as each benchmark's released code does (plus CIs, chance, breakdowns).",
     "run": "Run agents on a benchmark or the generated suite; rerun the same command to resume.",
-    "audit": "Check sessions for the seven contamination categories and honeytokens; write verdicts.",
+    "audit": "Check sessions for the seven contamination categories and honeytokens (a session past the audit's limits is flagged); write verdicts.",
     "report": "Write the HTML report of a run and print its leaderboard.",
     "view": "Serve a run's report on localhost with progress, rows as they are written, and attempts in flight "
             "(reads the run folder only).",

@@ -1,4 +1,5 @@
-"""The seven contamination categories of the VSTAT harness, plus proof-grade honeytokens.
+"""The seven contamination categories of the VSTAT harness, plus proof-grade honeytokens, plus `audit_limit`: a
+session past the auditor's limits (audits/session_limits.py), read in part and so never clean.
 
 Each rule is a small function over the normalised session (`AuditLog`) that
 returns `Finding`s with the event that proves them, a quote and a severity:

@@ -64,7 +64,7 @@ def register(app: typer.Typer) -> None:
         full: bool = typer.Option(False, "--full", help="statebox run folders: parse every line of every log (no "
                                   "prefilter), the reference reading; for folders another tool wrote. Several times slower."),
     ) -> None:
-        """Check sessions for the seven contamination categories and honeytokens; write verdicts."""
+        """Check sessions for the seven contamination categories and honeytokens (a session past the audit's limits is flagged); write verdicts."""
         policy = load_policy(policy_name)
         if not target.exists():
             raise UserError(f"{target}: no such run folder, attempt folder or session file")
