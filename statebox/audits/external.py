@@ -38,6 +38,7 @@ import json
 import os
 import re
 import stat
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain, islice, repeat
@@ -112,7 +113,8 @@ def read_capped(path: Path, cap: int = MAX_LOG_BYTES) -> bytes:
 
 def _head(path: Path) -> bytes:
     try:
-        with open_regular(path) as fh:
+        with open_regular(path, cap=sys.maxsize) as fh:  # its size is judged where it is read (a file over the cap
+            # was taken for none of ours here, and left out of a folder's audit without a word)
             return fh.read(HEAD_BYTES)
     except UserError:
         return b""
@@ -324,9 +326,16 @@ def events_of(drafts: Iterable[tuple[int, EventDraft]], source: str) -> list[Eve
 
 
 def session_lines(path: Path) -> tuple[bytes, list[str]]:
-    """A CLI's session file, up to SESSION_LINE_LIMIT lines (session_limits), and the note it leaves when cut."""
+    """A CLI's session file, up to SESSION_LINE_LIMIT lines (session_limits), and the note it leaves when cut; one
+    over MAX_LOG_BYTES is not read at all (no bytes, and the note saying so), so it is flagged, not an error that
+    would end the audit of every other session."""
+    with open_regular(path, cap=sys.maxsize) as fh:  # at most the cap + 1 bytes are read, whatever its size
+        size = os.fstat(fh.fileno()).st_size
+        data = read_upto(fh, MAX_LOG_BYTES + 1)
+    if len(data) > MAX_LOG_BYTES:
+        return b"", [past_bytes(path.name, max(size, len(data)), MAX_LOG_BYTES)]
     most = session_limits.SESSION_LINE_LIMIT
-    data, lines = first_lines(read_capped(path), most)
+    data, lines = first_lines(data, most)
     return data, [past_lines(path.name, lines, most)] if lines is not None else []
 
 
@@ -367,7 +376,7 @@ def harbor_sessions(path: Path) -> Iterator[ExternalSession]:
         trial = trial_dir.name
         result = _trial_result(trial_dir)
         most = session_limits.DOCUMENT_BYTES_LIMIT
-        with open_regular(file) as fh:
+        with open_regular(file, cap=sys.maxsize) as fh:  # at most `most` + 1 bytes are read, whatever its size
             size = os.fstat(fh.fileno()).st_size
             raw = read_upto(fh, most + 1)
         if len(raw) > most:  # judged unread (session_limits): flagged, and the job's other trials audited

@@ -54,8 +54,8 @@ def past_lines(source: str, lines: int, limit: int) -> str:
 
 
 def past_bytes(source: str, size: int, limit: int) -> str:
-    """The note a session document over `limit` bytes leaves: none of it is read."""
-    return f"{source}: over {limit:,} bytes ({size:,} or more), the limit for one session document; not read"
+    """The note a session file over `limit` bytes leaves: none of it is read."""
+    return f"{source}: over {limit:,} bytes ({size:,} or more), the most the audit reads of this session file; not read"
 
 
 def past_steps(source: str, steps: int, limit: int) -> str:

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from statebox.audits import session_limits
 from statebox.audits.events import derived_access, line_spans, load_attempt, load_session_file, spans_within
+from statebox.audits import external
 from statebox.audits.external import audit_path
 from statebox.audits.session_limits import first_lines
 from statebox.audits.verdict import audit_attempt, audit_run
@@ -252,3 +253,38 @@ def test_a_gateway_log_past_the_line_limit_is_cut_alike_on_both_paths_and_flagge
     assert verdict.verdict == "suspicious"
     assert [f.quote for f in _limit_findings(verdict)] == [f"gateway.jsonl: {lines:,} lines, the audit read the first {lines - 2:,}"]
     assert max(e.line or 0 for e in load_attempt(folder, None).events if e.source == "gateway.jsonl") <= lines - 2
+
+
+def test_a_trajectory_over_the_two_gib_log_cap_is_flagged_too_not_an_error(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the document limit's bytes are read, so a file past every other cap is judged as one past that limit."""
+    job = tmp_path / "job"
+    huge = _trajectory(job / "huge__trial" / "agent" / "trajectory.json", 3)
+    with huge.open("r+b") as fh:
+        fh.truncate(3 << 30)  # sparse: 3 GiB on paper, a few KB on disk
+    _trajectory(job / "small__trial" / "agent" / "trajectory.json", 3)
+    monkeypatch.setattr(session_limits, "DOCUMENT_BYTES_LIMIT", 10_000)
+    rows = {r.row.attempt: r.row.verdict for r in audit_path(job, None)}
+    assert rows["small__trial"].verdict == "clean"
+    assert rows["huge__trial"].verdict == "suspicious"
+    assert f"({3 << 30:,} or more)" in _limit_findings(rows["huge__trial"])[0].quote
+
+
+def test_a_cli_session_file_over_the_log_cap_is_flagged_unread_and_the_folders_others_audited(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: discovery read a file's head through the 2 GiB cap, took a bigger file for none of ours and left it
+    out of the folder's audit without a word."""
+    for name in ("claude-code-honest", "codex-honest"):
+        [source] = sorted((CLI_FILES / name).rglob("*.jsonl"))
+        copy = tmp_path / name / source.name
+        copy.parent.mkdir(parents=True)
+        shutil.copy(source, copy)
+    [big] = sorted((tmp_path / "claude-code-honest").glob("*.jsonl"))
+    with big.open("r+b") as fh:
+        fh.truncate(3 << 30)  # sparse: the session's own lines, then zeros to 3 GiB
+    monkeypatch.setattr(external, "MAX_LOG_BYTES", 1 << 20)
+    rows = {r.fmt: r.row.verdict for r in audit_path(tmp_path, None)}
+    assert rows["codex"].verdict == "clean"
+    assert rows["claude"].verdict == "suspicious"
+    assert [f.quote for f in _limit_findings(rows["claude"])] == [
+        session_limits.past_bytes(big.name, 3 << 30, 1 << 20)]
