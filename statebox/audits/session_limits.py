@@ -12,8 +12,8 @@ counted wrong when flagged attempts are). Stopping the audit instead would let a
 end the audit of the whole run; reading on would let it exhaust memory; passing the unread rest would let it hide
 the cheat past the cut. So the limit fails closed for that attempt alone.
 
-The limits are two orders of magnitude above what an honest session reaches (the held-out sessions hold at most a
-few hundred events; a long Claude Code session a few thousand)."""
+The limits are far above what an honest session reaches: the held-out sessions, recorded from the real CLIs,
+hold at most 49 lines of `events.jsonl`; a session of a thousand tool calls would hold a few thousand."""
 
 from __future__ import annotations
 
