@@ -272,16 +272,24 @@ class Found:
     path: Path
 
 
-def discover(root: Path, only: str | None = None) -> list[Found]:
+def discover(root: Path, only: str | None = None, passed_over: list[str] | None = None) -> list[Found]:
     """Every log under ROOT (links never followed, at most MAX_FILES files looked at), with its format;
-    `only` keeps one format. A statebox run or attempt folder is one entry, its insides not walked."""
+    `only` keeps one format. A statebox run or attempt folder is one entry, its insides not walked.
+
+    `passed_over` is told of what could have held a session and was not read: a link named like a log (`.eval`,
+    `.json`, `.jsonl`) and a folder that could not be listed. Without it the audit's rows were all the user saw,
+    and a session behind a link or in an unreadable folder was missing from them without a word."""
     root = Path(root)
     if root.is_file():
         fmt = file_format(root)
         return [Found(fmt, root)] if fmt and (only in (None, fmt)) else []
     found: list[Found] = []
     seen = 0
-    for folder, dirs, files in os.walk(root, followlinks=False):
+
+    def unlisted(error: OSError) -> None:
+        if passed_over is not None:
+            passed_over.append(f"{error.filename}: a folder that could not be listed ({error.strerror or error})")
+    for folder, dirs, files in os.walk(root, followlinks=False, onerror=unlisted):
         here = Path(folder)
         if is_statebox_folder(here) and not (here / "agent" / "trajectory.json").is_file():
             if only in (None, "statebox"):
@@ -294,7 +302,11 @@ def discover(root: Path, only: str | None = None) -> list[Found]:
             if seen > MAX_FILES:
                 raise UserError(f"{root}: more than {MAX_FILES} files; point statebox audit at a smaller folder")
             path = here / name
-            if path.is_symlink() or not (name.endswith((".eval", ".json", ".jsonl"))):
+            if not name.endswith((".eval", ".json", ".jsonl")):
+                continue
+            if path.is_symlink():
+                if passed_over is not None:
+                    passed_over.append(f"{path}: a symbolic link (never followed)")
                 continue
             fmt = file_format(path)
             if fmt and only in (None, fmt):
@@ -577,18 +589,21 @@ Progress = Callable[[int, int, int], None]  # (files done, files found, sessions
 
 def audit_path(target: Path, policy: Any, *, fmt: str | None = None, items: dict[str, SessionFacts] | None = None,
                flags: SessionFacts | None = None, keep_logs: bool = False, jobs: int = 1,
-               progress: Progress | None = None) -> list[AuditedSession]:
+               progress: Progress | None = None, passed_over: list[str] | None = None) -> list[AuditedSession]:
     """Audit every session under TARGET (a file or a folder of any supported format); nothing is written.
 
     `flags`: facts from the command line, for a target holding one session only. `keep_logs`: each row keeps
     its session's events (the HTML report shows the event behind each finding); without it a row holds its
     verdict only, so a folder of thousands of sessions is audited in the memory of one. `jobs` > 1 reads and
     judges the files found in that many worker processes (same rows, same order; a statebox run folder among
-    them is audited by `audit_run` with as many). `progress` is told after each file."""
-    found = [Found("statebox", target)] if fmt == "statebox" else discover(target, fmt)
+    them is audited by `audit_run` with as many). `progress` is told after each file; `passed_over`, of what
+    could have held a session and was not read (`discover`)."""
+    found = [Found("statebox", target)] if fmt == "statebox" else discover(target, fmt, passed_over)
     if not found:
         what = f"no {fmt} logs" if fmt else "no Inspect logs, ATIF trajectories, Claude Code or Codex session files or statebox runs"
-        raise UserError(f"{target}: {what} found")
+        unread = f" (not read: {passed_over[0]}{f'; and {len(passed_over) - 1} more' if len(passed_over) > 1 else ''})" \
+            if passed_over else ""
+        raise UserError(f"{target}: {what} found{unread}")
     items = items or {}
     lone = flags if len(found) == 1 else None  # given only where the target is one file (and one session: _audit_file)
     out: list[AuditedSession] = []

@@ -157,8 +157,11 @@ def _audit_other(target: Path, policy, fmt: Optional[str], items_file: Optional[
     given = external.SessionFacts(id="flags", question=flags["question"] or "", original_name=flags["original_name"] or "",
                                   item_id=flags["item_id"] or "", honeytoken_values=list(flags["honeytoken_value"] or []),
                                   honeytoken_paths=list(flags["honeytoken_path"] or [])) if any(flags.values()) else None
+    passed_over: list[str] = []
     sessions = external.audit_path(target, policy, fmt=fmt, items=items, flags=given, keep_logs=keep_logs, jobs=jobs,
-                                   progress=progress)
+                                   progress=progress, passed_over=passed_over)
+    for what in passed_over:
+        typer.echo(f"note: not read: {what}", err=True)
     if scores_out is not None:
         n = external.write_scores(target, sessions, scores_out)
         typer.echo(f"note: {n} samples scored as {external.AUDIT_SCORER} in {scores_out}", err=True)

@@ -12,6 +12,7 @@ Most tests lower the limits (the same code at a size a test reads in millisecond
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from statebox.audits.external import audit_path
 from statebox.audits.session_limits import first_lines
 from statebox.audits.verdict import audit_attempt, audit_run
 from statebox.cli import app
+from statebox.errors import UserError
 
 CLI_FILES = Path(__file__).parent / "cli_session_files"
 CORPUS = Path(__file__).parent / "corpus"
@@ -288,3 +290,31 @@ def test_a_cli_session_file_over_the_log_cap_is_flagged_unread_and_the_folders_o
     assert rows["claude"].verdict == "suspicious"
     assert [f.quote for f in _limit_findings(rows["claude"])] == [
         session_limits.past_bytes(big.name, 3 << 30, 1 << 20)]
+
+
+def test_what_could_hold_a_session_and_was_not_read_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log behind a link (never followed) or in a folder that cannot be listed was left out of the rows without a
+    word: each is now a note on stderr (never in --json's output), or part of the error line when nothing was read."""
+    [source] = sorted((CLI_FILES / "claude-code-honest").rglob("*.jsonl"))
+    root = tmp_path / "logs"
+    (root / "real").mkdir(parents=True)
+    shutil.copy(source, root / "real" / source.name)
+    (root / "linked.jsonl").symlink_to(source)
+    (root / "locked").mkdir()
+    listing = os.scandir
+
+    def refusing(path=".") -> object:  # type: ignore[no-untyped-def]
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return listing(path)
+    monkeypatch.setattr(os, "scandir", refusing)
+    result = CliRunner().invoke(app, ["audit", str(root), "--json"])
+    assert result.exit_code == 0, result.output
+    assert [a["verdict"] for a in json.loads(result.stdout)["attempts"]] == ["clean"]
+    assert f"note: not read: {root / 'linked.jsonl'}: a symbolic link (never followed)" in result.stderr
+    assert f"note: not read: {root / 'locked'}: a folder that could not be listed (Permission denied)" in result.stderr
+    (root / "real" / source.name).unlink()
+    alone = CliRunner().invoke(app, ["audit", str(root), "--json"])  # the command's own error (exit 2 from `main`)
+    assert isinstance(alone.exception, UserError)
+    assert "found (not read: " in str(alone.exception)
+    assert str(alone.exception).endswith("a symbolic link (never followed); and 1 more)")
