@@ -9,7 +9,8 @@ plots), and `audits` may not import `harness` (layer rules); the styling follows
 
 Every string in the page came from a session, so every one is hostile: all text is HTML-escaped, the
 page loads nothing (a Content-Security-Policy of `default-src 'none'`, inline style and script only),
-and event texts are cut to `EVENT_CHARS`; a session shows at most `findings_shown.FINDINGS_SHOWN` findings (the agent sets how many it makes).
+and event texts are cut to `EVENT_CHARS`; a session shows at most `findings_shown.FINDINGS_SHOWN` findings (the
+agent sets how many it makes).
 """
 
 from __future__ import annotations
