@@ -28,6 +28,7 @@ import json
 import os
 import re
 import shlex
+import sys
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -45,7 +46,7 @@ from statebox.audits.fastmatch import (AnyLiteral, Literals, NewBytes, Windowed,
                                        match_bounds, matching_lines)
 from statebox.audits.fastmatch import line_runs as line_runs_of
 from statebox.audits.lexicon import usable_secret
-from statebox.audits.session_limits import first_lines, past_derived, past_events, past_lines
+from statebox.audits.session_limits import cut_to_lines, past_derived, past_events, past_lines
 from statebox.audits.shell_runs import is_script
 from statebox.errors import DataError, UserError
 from statebox.json_text import has_long_digits, json_value
@@ -290,31 +291,24 @@ def read_session_file(path: Path, fmt: str | None = None, *, first_seq: int = 0,
     """
     fmt = fmt or detect_format(path)
     source = path.name
-    if fmt == "events":
-        return _read_events_jsonl(path, keep, data, limits=limits)
+    data = path.read_bytes() if data is None else data
     if fmt != "gateway" or spans is None:
-        data = path.read_bytes() if data is None else data
-        data, lines = first_lines(data, session_limits.SESSION_LINE_LIMIT)
-        if lines is not None:
+        data, cut = cut_to_lines(data, source, limits)
+        if cut:
             spans = None  # the caller's spans are the whole file's
-            if limits is not None:
-                limits.append(past_lines(source, lines, session_limits.SESSION_LINE_LIMIT))
+        if fmt == "events":
+            return _read_events_jsonl(path, keep, data, cut=cut)
     if keep is not None and fmt == "gateway":
         # kept lines go to orjson as bytes, without the conversation items read before (gateway_log.parse_kept_lines)
-        data = path.read_bytes() if data is None else data
         spans = line_spans(data) if spans is None else spans
         drafts = gateway_log.parse_kept_lines(data, spans, keep, reply_only)
     elif keep is not None and fmt == "text":
         # skipped lines become empty ones (never decoded): the parser keeps its numbering and ignores them
-        data = path.read_bytes() if data is None else data
         spans = line_spans(data) if spans is None else spans
         drafts = _parser(fmt)(data[start:end].decode("utf-8", "replace") if keep(n) else ""
                               for n, (start, end) in enumerate(spans, start=1))
-    elif data is not None:  # the bytes the caller read through its door, read as the file would be
+    else:  # the bytes read (by the caller, through its door), read as the file would be
         drafts = _parser(fmt)(as_text_file(data))
-    else:
-        with path.open("r", encoding="utf-8", errors="replace") as fh:
-            drafts = _parser(fmt)(fh)
     events: list[Event] = []
     seq = first_seq
     for line_no, draft in drafts:
@@ -327,16 +321,7 @@ def read_session_file(path: Path, fmt: str | None = None, *, first_seq: int = 0,
 def line_spans(data: bytes) -> list[tuple[int, int]]:
     """(start, end) of every line of `data`, newline excluded: `data.split(b"\\n")` as offsets, without
     copying a gateway log's long lines (each repeats the whole conversation) only to throw most away."""
-    spans: list[tuple[int, int]] = []
-    find = data.find
-    start = 0
-    while True:
-        nl = find(b"\n", start)
-        if nl < 0:
-            spans.append((start, len(data)))
-            return spans
-        spans.append((start, nl))
-        start = nl + 1
+    return spans_within(data, sys.maxsize)[1]
 
 
 def spans_within(data: bytes, limit: int) -> tuple[bytes, list[tuple[int, int]], int | None]:
@@ -363,20 +348,16 @@ def spans_within(data: bytes, limit: int) -> tuple[bytes, list[tuple[int, int]],
 
 
 def _read_events_jsonl(path: Path, keep: Callable[[int], bool] | None, data: bytes | None = None,
-                       kept: set[int] | None = None, limits: list[str] | None = None) -> list[Event]:
+                       kept: set[int] | None = None, cut: bool = False) -> list[Event]:
     """Events of an events.jsonl. `keep(line_no)`: whether a line may matter. `kept`: the same as a set of
     line numbers; then only those lines are visited, and the shape check of the skipped ones is one pass
-    over their first bytes (the first error in the file is still the one raised). A file past
-    `SESSION_LINE_LIMIT` lines is read up to it, on both paths alike, and `limits` told."""
+    over their first bytes (the first error in the file is still the one raised). `cut`: the data was cut at
+    SESSION_LINE_LIMIT (`session_limits.cut_to_lines`, by the caller), so its last line is not the file's."""
     events: list[Event] = []
-    data, total = first_lines(path.read_bytes() if data is None else data, session_limits.SESSION_LINE_LIMIT)
-    lines = data.split(b"\n")
-    # the last line holding bytes (the split leaves an empty part after a final newline)
-    last = len(lines) - (2 if len(lines) > 1 and not lines[-1] else 1)
-    if total is not None:
-        last = len(lines)  # cut short: no line read is the file's last, so none is forgiven as torn
-        if limits is not None:
-            limits.append(past_lines(path.name, total, session_limits.SESSION_LINE_LIMIT))
+    lines = (path.read_bytes() if data is None else data).split(b"\n")
+    # the last line holding bytes (the split leaves an empty part after a final newline); none when cut short:
+    # no line read is the file's last, so none is forgiven as torn
+    last = len(lines) if cut else len(lines) - (2 if len(lines) > 1 and not lines[-1] else 1)
     if kept is None:
         for index, raw in enumerate(lines):
             if keep is not None and not keep(index + 1):
@@ -709,11 +690,9 @@ def load_attempt(attempt_dir: Path, prefilter: "Prefilter | None" = None) -> Aud
     data = folder.nonempty_bytes(EVENTS_FILE)
     if data is not None:
         # cut before the prefilter too: its set of candidate lines would hold every line of a flood
-        data, total = first_lines(data, session_limits.SESSION_LINE_LIMIT)
-        if total is not None:
-            limits.append(past_lines(EVENTS_FILE, total, session_limits.SESSION_LINE_LIMIT))
+        data, cut = cut_to_lines(data, EVENTS_FILE, limits)
         kept = prefilter.keep_lines(data, secret_re, extra=True) if prefilter else None
-        events.extend(_read_events_jsonl(primary, None, data, kept))
+        events.extend(_read_events_jsonl(primary, None, data, kept, cut))
         sources.append(primary.name)
     else:
         for name in RAW_CLI_LOGS:

@@ -51,7 +51,7 @@ from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, RUN
 from statebox.audits import inspect_admission, session_limits
 from statebox.audits.events import AttemptFacts, AuditLog, new_event, session_log, sniff_object
 from statebox.audits.findings_shown import shown_indexes
-from statebox.audits.session_limits import first_lines, past_bytes, past_lines, past_steps
+from statebox.audits.session_limits import cut_to_lines, past_bytes, past_steps
 from statebox.audits.verdict import AuditedAttempt, audit_run, verdict_of
 from statebox.collector import collector_paused
 from statebox.errors import DataError, UserError
@@ -337,18 +337,24 @@ def events_of(drafts: Iterable[tuple[int, EventDraft]], source: str) -> list[Eve
     return [new_event(seq, d.kind, source, line, d.text, dict(d.data)) for seq, (line, d) in enumerate(drafts)]
 
 
-def session_lines(path: Path) -> tuple[bytes, list[str]]:
-    """A CLI's session file, up to SESSION_LINE_LIMIT lines (session_limits), and the note it leaves when cut; one
-    over MAX_LOG_BYTES is not read at all (no bytes, and the note saying so), so it is flagged, not an error that
+def read_within(path: Path, most: int) -> tuple[bytes, str | None]:
+    """A session file's bytes, or (b"", the note saying so) where it holds more than `most`: at most `most` + 1
+    bytes are read whatever its size, so a file over a limit is flagged (`audit_limit`), never an error that
     would end the audit of every other session."""
-    with open_regular(path, cap=sys.maxsize) as fh:  # at most the cap + 1 bytes are read, whatever its size
+    with open_regular(path, cap=sys.maxsize) as fh:
         size = os.fstat(fh.fileno()).st_size
-        data = read_upto(fh, MAX_LOG_BYTES + 1)
-    if len(data) > MAX_LOG_BYTES:
-        return b"", [past_bytes(path.name, max(size, len(data)), MAX_LOG_BYTES)]
-    most = session_limits.SESSION_LINE_LIMIT
-    data, lines = first_lines(data, most)
-    return data, [past_lines(path.name, lines, most)] if lines is not None else []
+        data = read_upto(fh, most + 1)
+    if len(data) > most:
+        return b"", past_bytes(path.name, max(size, len(data)), most)
+    return data, None
+
+
+def session_lines(path: Path) -> tuple[bytes, list[str]]:
+    """A CLI's session file, up to SESSION_LINE_LIMIT lines (session_limits), and the notes it leaves when cut;
+    one over MAX_LOG_BYTES is not read at all."""
+    data, unread = read_within(path, MAX_LOG_BYTES)
+    limits = [unread] if unread is not None else []
+    return cut_to_lines(data, path.name, limits)[0], limits
 
 
 def claude_sessions(path: Path) -> Iterator[ExternalSession]:
@@ -387,14 +393,10 @@ def harbor_sessions(path: Path) -> Iterator[ExternalSession]:
         trial_dir = file.parent.parent if file.parent.name == "agent" else file.parent
         trial = trial_dir.name
         result = _trial_result(trial_dir)
-        most = session_limits.DOCUMENT_BYTES_LIMIT
-        with open_regular(file, cap=sys.maxsize) as fh:  # at most `most` + 1 bytes are read, whatever its size
-            size = os.fstat(fh.fileno()).st_size
-            raw = read_upto(fh, most + 1)
-        if len(raw) > most:  # judged unread (session_limits): flagged, and the job's other trials audited
+        raw, unread = read_within(file, session_limits.DOCUMENT_BYTES_LIMIT)
+        if unread is not None:  # judged unread (session_limits): flagged, and the job's other trials audited
             facts = AttemptFacts(attempt_id=trial, agent="harbor", item_id=str(result.get("task_name") or ""))
-            note = past_bytes(file.name, max(size, len(raw)), most)
-            yield ExternalSession(trial, "harbor", file, session_log([], facts, [file.name], limits=[note]), keys=[trial])
+            yield ExternalSession(trial, "harbor", file, session_log([], facts, [file.name], limits=[unread]), keys=[trial])
             continue
         steps_most = session_limits.SESSION_LINE_LIMIT  # a step is a trajectory's line
         try:

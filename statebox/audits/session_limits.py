@@ -48,6 +48,17 @@ def first_lines(data: bytes, limit: int) -> tuple[bytes, int | None]:
     return data[:at + 1], lines
 
 
+def cut_to_lines(data: bytes, source: str, notes: list[str] | None) -> tuple[bytes, bool]:
+    """`data` up to SESSION_LINE_LIMIT lines (`first_lines`), and whether it was cut; `notes` (`AuditLog.limits`)
+    is told of a cut. The one place a session file's lines are limited, whichever reader holds it."""
+    data, lines = first_lines(data, SESSION_LINE_LIMIT)
+    if lines is None:
+        return data, False
+    if notes is not None:
+        notes.append(past_lines(source, lines, SESSION_LINE_LIMIT))
+    return data, True
+
+
 def past_lines(source: str, lines: int, limit: int) -> str:
     """The note a session file cut by `first_lines` leaves (`AuditLog.limits`)."""
     return f"{source}: {lines:,} lines, the audit read the first {limit:,}"

@@ -232,14 +232,21 @@ def test_a_trajectory_over_the_document_limit_is_flagged_unread_and_the_jobs_oth
 
 @pytest.mark.parametrize("data", [b"", b"\n", b"a", b"a\n", b"a\nb", b"a\nb\n", b"\n\n\n", b"a\n\nb\n\n", b"x" * 5 + b"\ny"])
 def test_spans_within_gives_line_spans_up_to_the_limit(data: bytes) -> None:
-    lines = len(line_spans(data))
+    def split_spans(data: bytes) -> list[tuple[int, int]]:  # `data.split(b"\n")` as offsets: the reference
+        out, at = [], 0
+        for part in data.split(b"\n"):
+            out.append((at, at + len(part)))
+            at += len(part) + 1
+        return out
+    assert line_spans(data) == split_spans(data)
+    lines = len(split_spans(data))
     for limit in range(1, lines + 2):
         cut, spans, total = spans_within(data, limit)
         if total is None:
-            assert (cut, spans) == (data, line_spans(data))
+            assert (cut, spans) == (data, split_spans(data))
         else:
-            assert spans[:limit] == line_spans(data)[:limit] and cut == data[:spans[limit - 1][1] + 1]
-            assert spans == line_spans(cut) and total == first_lines(data, limit)[1]
+            assert spans[:limit] == split_spans(data)[:limit] and cut == data[:spans[limit - 1][1] + 1]
+            assert spans == split_spans(cut) and total == first_lines(data, limit)[1]
 
 
 @pytest.mark.parametrize("fast", [True, False])
