@@ -103,6 +103,12 @@ class AttemptFacts:
     honeytoken_values: list[str] = field(default_factory=list)
     honeytoken_paths: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        # only a distinctive decoy path is one (`usable_secret`, as `secret_literals` keeps for the prefilter): "0",
+        # "" or "/" is in every text or prefixes every path, so the full reading flagged every line holding it
+        # while the fast one never searched for it
+        self.honeytoken_paths = [p for p in self.honeytoken_paths if isinstance(p, str) and usable_secret(p)]
+
     @classmethod
     def from_attempt_json(cls, path: Path, data: bytes | None = None) -> "AttemptFacts":
         """The facts of attempt.json at `path` (its bytes `data` when the caller read them through its door)."""
@@ -121,7 +127,7 @@ class AttemptFacts:
             workspace_video=str(raw.get("workspace_video") or ""),
             question=str(raw.get("question") or ""),
             honeytoken_values=[str(v) for v in secret.get("honeytoken_values") or []],
-            honeytoken_paths=[str(v) for v in secret.get("honeytoken_paths") or []],
+            honeytoken_paths=[v for v in secret.get("honeytoken_paths") or [] if isinstance(v, str)],
         )
 
 

@@ -26,6 +26,7 @@ from statebox.schema import EventKind
 from statebox.json_text import json_value
 from statebox.sessions import EventDraft, clip, parse_json_lines
 from statebox.sessions import claude_stream
+from statebox.sessions.shapes import list_of, name_at, object_at
 
 # attachments the CLI renders from its own state (never from a file or tool the agent touched)
 HARNESS_ATTACHMENTS = {"environment", "model", "total_tokens_reminder", "date", "session_context", "remote_session_change",
@@ -39,12 +40,12 @@ SESSION_KEYS = ("sessionId", "parentUuid")
 
 def looks_like_session(obj: dict[str, Any]) -> bool:
     """A session-file line (camelCase `sessionId` / `parentUuid`; stream-json says `session_id`)."""
-    return any(k in obj for k in SESSION_KEYS) or obj.get("type") in ("queue-operation", "file-history-snapshot", "summary")
+    return any(k in obj for k in SESSION_KEYS) or name_at(obj, "type") in ("queue-operation", "file-history-snapshot", "summary")
 
 
 def parse_line(obj: dict[str, Any], line_no: int = 0) -> list[EventDraft]:
     """One session-file line; unknown bookkeeping becomes a short `message` naming its type."""
-    kind = obj.get("type")
+    kind = name_at(obj, "type")
     if kind in ("user", "assistant"):
         if kind == "user" and obj.get("isMeta"):  # the CLI's own caveats / reminders in a user turn
             return [EventDraft(EventKind.message, clip(_text_of(obj)), {"role": "system", "meta": True})]
@@ -62,7 +63,7 @@ def parse_line(obj: dict[str, Any], line_no: int = 0) -> list[EventDraft]:
     if kind == "attachment":
         return _attachment(obj)
     if kind == "api-request-shape":
-        system = (obj.get("shape") or {}).get("system")
+        system = object_at(obj, "shape").get("system")
         texts = [str(b.get("text", "")) for b in system or [] if isinstance(b, dict)] if isinstance(system, list) else []
         return [EventDraft(EventKind.message, clip("\n".join(texts)), {"role": "system"})] if texts else []
     if kind == "system":
@@ -92,10 +93,10 @@ def _attachment(obj: dict[str, Any]) -> list[EventDraft]:
 
 
 def _text_of(obj: dict[str, Any]) -> str:
-    content = (obj.get("message") or {}).get("content")
+    content = object_at(obj, "message").get("content")
     if isinstance(content, str):
         return content
-    return "\n".join(str(b.get("text", "")) for b in content or [] if isinstance(b, dict) and b.get("type") == "text")
+    return "\n".join(str(b.get("text", "")) for b in list_of(content) if isinstance(b, dict) and b.get("type") == "text")
 
 
 class ClaudeSessionNormaliser:

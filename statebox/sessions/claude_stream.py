@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable
 from statebox.attempt_folder import CLAUDE_STREAM_LOG
 from statebox.json_text import json_value
 from statebox.sessions import EventDraft, clip, parse_json_lines
+from statebox.sessions.shapes import list_of, name_at, object_at, text_of
 from statebox.schema import EventKind
 
 RAW_LOG = CLAUDE_STREAM_LOG
@@ -29,7 +30,7 @@ _NETWORK_TOOLS = {"WebFetch": "url", "WebSearch": "query"}
 
 def parse_line(obj: dict[str, Any], line_no: int = 0) -> list[EventDraft]:
     """Normalise one stream-json object; unknown shapes become a `message` so nothing is lost."""
-    kind = obj.get("type")
+    kind = name_at(obj, "type")
     if kind == "system":
         return _system(obj)
     if kind == "assistant":
@@ -70,14 +71,14 @@ def parse_lines(lines: Iterable[str], loads: Callable[[str], Any] = json_value) 
 
 
 def _blocks(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    content = (obj.get("message") or {}).get("content")
+    content = object_at(obj, "message").get("content")
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
-    return [b for b in content or [] if isinstance(b, dict)]
+    return [b for b in list_of(content) if isinstance(b, dict)]
 
 
 def _system(obj: dict[str, Any]) -> list[EventDraft]:
-    subtype = obj.get("subtype", "")
+    subtype = text_of(obj.get("subtype"))
     if subtype == "init":
         data = {k: obj.get(k) for k in ("model", "tools", "cwd", "permissionMode", "claude_code_version", "apiKeySource")}
         return [EventDraft(EventKind.message, f"claude-code session start (model {obj.get('model')})", data)]
@@ -89,18 +90,18 @@ def _system(obj: dict[str, Any]) -> list[EventDraft]:
 
 
 def _assistant_block(block: dict[str, Any], obj: dict[str, Any]) -> list[EventDraft]:
-    btype = block.get("type")
+    btype = name_at(block, "type")
     if btype == "text":
-        return [EventDraft(EventKind.model_text, clip(block.get("text", "")), {"message_id": _message_id(obj)})]
+        return [EventDraft(EventKind.model_text, clip(text_of(block.get("text"))), {"message_id": _message_id(obj)})]
     if btype in ("thinking", "redacted_thinking"):
-        return [EventDraft(EventKind.model_text, clip(block.get("thinking", "")), {"thinking": True})]
+        return [EventDraft(EventKind.model_text, clip(text_of(block.get("thinking"))), {"thinking": True})]
     if btype in ("tool_use", "server_tool_use"):
         return _tool_use(block)
     return [EventDraft(EventKind.message, clip(json.dumps(block)[:2000]), {"block_type": btype})]
 
 
 def _tool_use(block: dict[str, Any]) -> list[EventDraft]:
-    name = str(block.get("name", ""))
+    name = text_of(block.get("name"))
     raw_args = block.get("input")
     args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
     call_id = block.get("id", "")
@@ -121,14 +122,15 @@ def _tool_use(block: dict[str, Any]) -> list[EventDraft]:
 
 
 def _user_block(block: dict[str, Any], obj: dict[str, Any]) -> list[EventDraft]:
-    if block.get("type") == "tool_result":
+    btype = name_at(block, "type")
+    if btype == "tool_result":
         data = {"call_id": block.get("tool_use_id", ""), "is_error": bool(block.get("is_error"))}
         extra = obj.get("tool_use_result")
         if isinstance(extra, dict) and ("stdout" in extra or "stderr" in extra):
             data["stderr"] = clip(str(extra.get("stderr", "")), 4000)
         return [EventDraft(EventKind.tool_output, clip(_result_text(block.get("content"))), data)]
-    if block.get("type") == "text":
-        return [EventDraft(EventKind.message, clip(block.get("text", "")), {"role": "user"})]
+    if btype == "text":
+        return [EventDraft(EventKind.message, clip(text_of(block.get("text"))), {"role": "user"})]
     return []
 
 
@@ -137,7 +139,7 @@ def _result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     parts: list[str] = []
-    for item in content or []:
+    for item in list_of(content):
         if isinstance(item, dict) and item.get("type") == "text":
             parts.append(str(item.get("text", "")))
         elif isinstance(item, dict) and item.get("type") == "image":
@@ -157,4 +159,4 @@ def _result(obj: dict[str, Any]) -> list[EventDraft]:
 
 
 def _message_id(obj: dict[str, Any]) -> str:
-    return str((obj.get("message") or {}).get("id", ""))
+    return text_of(object_at(obj, "message").get("id"))

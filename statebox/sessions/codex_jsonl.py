@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable
 from statebox.attempt_folder import CODEX_LOG
 from statebox.json_text import json_value
 from statebox.sessions import EventDraft, clip, parse_json_lines
+from statebox.sessions.shapes import list_of, text_of
 from statebox.schema import EventKind
 
 RAW_LOG = CODEX_LOG
@@ -40,7 +41,8 @@ def parse_line(obj: dict[str, Any], line_no: int = 0) -> list[EventDraft]:
     if etype == "turn.completed":
         return [EventDraft(EventKind.message, "turn completed", {"usage": obj.get("usage") or {}})]
     if etype == "turn.failed":
-        message = str((obj.get("error") or {}).get("message", "turn failed"))
+        error = obj.get("error")
+        message = text_of(error.get("message", "turn failed")) if isinstance(error, dict) else text_of(error) or "turn failed"
         return [EventDraft(EventKind.error, clip(message), {"type": etype})]
     if etype == "error":
         return [EventDraft(EventKind.error, clip(str(obj.get("message", ""))), {"type": etype})]
@@ -84,7 +86,7 @@ def _item_completed(item: dict[str, Any]) -> list[EventDraft]:
     if itype == "file_change":
         return [
             EventDraft(EventKind.file_write, str(c.get("path", "")), {"call_id": call_id, "path": str(c.get("path", "")), "change": c.get("kind")})
-            for c in item.get("changes") or []
+            for c in list_of(item.get("changes"))
             if isinstance(c, dict)
         ]
     if itype == "mcp_tool_call":

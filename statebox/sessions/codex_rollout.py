@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable
 from statebox.json_text import json_value
 from statebox.schema import EventKind
 from statebox.sessions import EventDraft, clip, parse_json_lines
+from statebox.sessions.shapes import list_of, name_at, object_at
 from statebox.sessions.tool_calls import output_draft, shell_script, tool_call_drafts
 
 ENVELOPES = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
@@ -42,13 +43,13 @@ _EVENT_COPIES = {"user_message", "agent_message", "agent_reasoning", "agent_reas
 
 def looks_like_rollout(obj: dict[str, Any]) -> bool:
     """A rollout line: an envelope type this module knows, or an old bare item / session header."""
-    if obj.get("type") in ENVELOPES and "payload" in obj:
+    if name_at(obj, "type") in ENVELOPES and "payload" in obj:
         return True
-    return obj.get("type") in ITEMS and ("call_id" in obj or "role" in obj or "summary" in obj)
+    return name_at(obj, "type") in ITEMS and ("call_id" in obj or "role" in obj or "summary" in obj)
 
 
 def parse_line(obj: dict[str, Any], line_no: int = 0) -> list[EventDraft]:
-    etype = obj.get("type")
+    etype = name_at(obj, "type")
     payload = obj.get("payload") if isinstance(obj.get("payload"), dict) else None
     if payload is None and etype in ITEMS:  # an old rollout's bare item
         return _item(obj)
@@ -78,7 +79,7 @@ def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     parts = []
-    for block in content or []:
+    for block in list_of(content):
         if isinstance(block, dict) and isinstance(block.get("text"), str):
             parts.append(block["text"])
         elif isinstance(block, dict) and block.get("type") in ("input_image", "image"):
@@ -87,7 +88,7 @@ def _text(content: Any) -> str:
 
 
 def _item(item: dict[str, Any]) -> list[EventDraft]:
-    itype = item.get("type")
+    itype = name_at(item, "type")
     call_id = str(item.get("call_id") or item.get("id") or "")
     if itype == "message":
         role = str(item.get("role", ""))
@@ -96,7 +97,7 @@ def _item(item: dict[str, Any]) -> list[EventDraft]:
             return [EventDraft(EventKind.model_text, clip(text), {"item_id": item.get("id")})]
         return [EventDraft(EventKind.message, clip(text), {"role": "system" if role == "developer" else role or "user"})]
     if itype == "reasoning":
-        summary = "\n".join(str(s.get("text", "")) for s in item.get("summary") or [] if isinstance(s, dict))
+        summary = "\n".join(str(s.get("text", "")) for s in list_of(item.get("summary")) if isinstance(s, dict))
         content = _text(item.get("content")) if item.get("content") else ""
         text = "\n".join(t for t in (summary, content) if t)
         return [EventDraft(EventKind.model_text, clip(text), {"thinking": True})] if text else []
@@ -131,13 +132,13 @@ def _output(raw: Any) -> tuple[str, bool]:
     except ValueError:
         return text, False
     if isinstance(value, dict) and "output" in value:
-        code = (value.get("metadata") or {}).get("exit_code") if isinstance(value.get("metadata"), dict) else None
+        code = object_at(value, "metadata").get("exit_code")
         return str(value.get("output", "")), code not in (0, None)
     return text, False
 
 
 def _event(payload: dict[str, Any]) -> list[EventDraft]:
-    ptype = payload.get("type")
+    ptype = name_at(payload, "type")
     if ptype == "task_complete":
         last = payload.get("last_agent_message")
         return [EventDraft(EventKind.final_answer, clip(str(last)), {"from": "task_complete"})] if last else []

@@ -41,6 +41,7 @@ from statebox.attempt_folder import GATEWAY_LOG
 from statebox.json_text import json_value
 from statebox.sessions import EventDraft, clip, parse_json_line, parse_json_lines
 from statebox.sessions.conversation_splice import Splicer
+from statebox.sessions.shapes import list_of, name_at, object_at, text_of
 from statebox.schema import ACTION_KINDS, EventKind
 
 RAW_LOG = GATEWAY_LOG
@@ -68,6 +69,16 @@ def _key(obj: Any) -> bytes:
         return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
     except TypeError:
         return json.dumps(obj, sort_keys=True, default=str).encode()
+
+
+def _line_loads(raw: str | bytes) -> Any:
+    """A whole line as `parse_json_line` reads it: orjson, and what orjson refuses (a lone surrogate escape, NaN)
+    as json reads it (`json_value`), so a line valid to json is read on both of the auditor's paths, never taken
+    for an unparsed prompt on one while the other reads its reply half (`reply_half`)."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json_value(raw)
 
 
 def looks_like_gateway(obj: dict[str, Any]) -> bool:
@@ -296,7 +307,7 @@ class GatewayNormaliser:
                 out.append(EventDraft(EventKind.message, clip(text), {"role": "system"}))
             self._system = text
         message = self._chat_or_anthropic_message
-        for msg in self._new_items("messages", req.get("messages") or []):
+        for msg in self._new_items("messages", list_of(req.get("messages"))):
             # an assistant turn adds nothing (it repeats a response already read): half the items, not walked
             if isinstance(msg, dict) and msg.get("role") != "assistant":
                 message(msg, out)
@@ -383,7 +394,7 @@ class GatewayNormaliser:
             for block in resp["content"]:
                 if not isinstance(block, dict):
                     continue
-                btype = block.get("type")
+                btype = name_at(block, "type")
                 if btype == "text":
                     out.append(EventDraft(EventKind.model_text, clip(str(block.get("text", ""))), {"role": "assistant"}))
                 elif btype == "thinking":
@@ -392,10 +403,10 @@ class GatewayNormaliser:
                     out.append(_tool_call(str(block.get("name", "")), block.get("input"), block.get("id", "")))
                 elif isinstance(btype, str) and is_provider_tool_block(btype):
                     out.append(_provider_tool(btype, block))
-        for item in resp.get("output") or []:  # OpenAI Responses
+        for item in list_of(resp.get("output")):  # OpenAI Responses
             if not isinstance(item, dict):
                 continue
-            itype = item.get("type")
+            itype = name_at(item, "type")
             if itype == "message":
                 text = _text_of(item.get("content"))
                 if text:
@@ -406,18 +417,18 @@ class GatewayNormaliser:
                     out.append(EventDraft(EventKind.model_text, clip(text), {"thinking": True}))
             elif itype in ("function_call", "custom_tool_call", "local_shell_call"):
                 args = item.get("arguments", item.get("input", item.get("action")))
-                out.append(_tool_call(str(item.get("name", itype)), args, item.get("call_id", "")))
+                out.append(_tool_call(text_of(item.get("name", itype)), args, item.get("call_id", "")))
             elif isinstance(itype, str) and is_provider_tool_item(itype):
                 out.append(_provider_tool(itype, item))
-        for choice in resp.get("choices") or []:  # OpenAI Chat Completions
-            message = (choice or {}).get("message") or {}
+        for choice in list_of(resp.get("choices")):  # OpenAI Chat Completions
+            message = object_at(choice, "message")
             text = _text_of(message.get("content"))
             if text:
                 out.append(EventDraft(EventKind.model_text, clip(text), {"role": "assistant"}))
-            for call in message.get("tool_calls") or []:
-                fn = (call or {}).get("function") or {}
-                out.append(_tool_call(str(fn.get("name", "")), fn.get("arguments"), call.get("id", "")))
-            for note in message.get("annotations") or []:  # a search model's citations: it searched the web
+            for call in list_of(message.get("tool_calls")):
+                fn = object_at(call, "function")
+                out.append(_tool_call(str(fn.get("name", "")), fn.get("arguments"), call.get("id", "") if isinstance(call, dict) else ""))
+            for note in list_of(message.get("annotations")):  # a search model's citations: it searched the web
                 if isinstance(note, dict) and note.get("type") == "url_citation":
                     out.append(_provider_tool("url_citation", note.get("url_citation") or note))
         if not any((d.data or {}).get("gateway") == "provider_tool" for d in out):
@@ -516,7 +527,7 @@ def _text_of(content: Any) -> str:
 
 def parse_lines(lines: Iterable[str]) -> list[tuple[int, EventDraft]]:
     """Normalise a whole gateway log: (1-based line number, draft)."""
-    return parse_json_lines(lines, GatewayNormaliser().feed, loads=_loads)
+    return parse_json_lines(lines, GatewayNormaliser().feed, loads=_line_loads)
 
 
 def parse_raw_lines(lines: Iterable[bytes | memoryview]) -> list[tuple[int, EventDraft]]:
@@ -616,7 +627,7 @@ def parse_kept_lines(data: bytes, spans: list[tuple[int, int]], keep: Callable[[
             try:
                 obj = _loads(view[start:end])
             except orjson.JSONDecodeError:
-                out.extend(parse_json_line(n, str(view[start:end], "utf-8", "replace"), normaliser.feed, loads=_loads))
+                out.extend(parse_json_line(n, str(view[start:end], "utf-8", "replace"), normaliser.feed, loads=_line_loads))
                 continue
             splicer.learn(data, start, end)
         if isinstance(obj, dict):

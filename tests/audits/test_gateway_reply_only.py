@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
+from pathlib import Path
 
 import orjson
 import pytest
 
 from statebox.audits import events as audit_events
 from statebox.audits import rules
-from statebox.audits.verdict import audit_attempt, default_prefilter
+from statebox.audits.verdict import audit_attempt, audit_run, default_prefilter
 from statebox.sessions import gateway_log
 from tests.audits.test_fast_path_differential import Turn, honest, session
 
@@ -248,3 +250,24 @@ def test_the_gateways_own_fields_and_an_honest_conversation_keep_no_line_for_the
     kept = with_output.witness_lines(data, None, spans, {})
     assert kept == without.witness_lines(data, None, spans, {})
     assert len(kept) < len([s for s in spans if s[1] > s[0]])  # some line is not read at all
+
+
+@pytest.mark.parametrize("where", [("time",), ("request", "max_tokens"), ("request", "messages", 1, "content", 0, "name")])
+def test_a_lone_surrogate_in_a_request_does_not_hide_the_reply(tmp_path, where):
+    """orjson refuses a lone surrogate escape that json reads (the gateway writes one wherever the client's text
+    held one). The full path kept such a line whole as an unparsed message (a prompt, no evidence) while the fast
+    path read its reply half: the reply's self-recognition was suspicious on one path, clean on the other.
+    Read as json reads it (`gateway_log._line_loads`), the line is the same on both."""
+    src = Path(__file__).parent / "corpus" / "cheat_self_recognition__gateway"
+    dst = tmp_path / "attempts" / src.name
+    shutil.copytree(src, dst)
+    lines = (dst / "gateway.jsonl").read_text().split("\n")
+    obj = json.loads(lines[1])
+    inner = obj
+    for key in where[:-1]:
+        inner = inner[key]
+    inner[where[-1]] = "\ud800x"
+    lines[1] = json.dumps(obj)
+    (dst / "gateway.jsonl").write_text("\n".join(lines))
+    for full in (False, True):
+        assert [r.verdict.verdict for r in audit_run(tmp_path, None, write=False, full=full)] == ["suspicious"]

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from statebox.attempt_folder import ATTEMPT_FILE, EVENTS_FILE, RESPONSE_FILE, STDOUT_LOG
 from statebox.audits.events import AttemptFacts, _attempt_json, _Listing, load_attempt
-from statebox.audits.verdict import default_prefilter
+from statebox.audits.verdict import audit_run, default_prefilter
 from statebox.errors import DataError
 from statebox.schema import EventKind
 
@@ -442,3 +443,19 @@ def test_a_runs_attempt_folders_are_those_the_path_calls_found(tmp_path):
     expected = sorted(p for p in base.iterdir()
                       if p.is_dir() and ((p / ATTEMPT_FILE).exists() or (p / EVENTS_FILE).exists()))
     assert attempt_dirs(tmp_path / "run") == expected == [base / "Z0", base / "a1", base / "b2", base / "link-to-b2"]
+
+
+@pytest.mark.parametrize("decoy", [0, -1, "0", "", "/", "///"])
+def test_a_decoy_path_that_names_nothing_is_no_decoy_on_either_path(tmp_path, decoy):
+    """`secret.honeytoken_paths` holding 0 was the path "0": the full path flagged every text holding a 0 (an honest
+    session contaminated) while the prefilter never searched for it (`usable_secret`); "" and "/" matched every text
+    or every path on both. Only a distinctive path is a decoy (`AttemptFacts.__post_init__`)."""
+    src = Path(__file__).parent / "corpus" / "honest_opencv__gateway"
+    shutil.copytree(src, tmp_path / "attempts" / src.name)
+    path = tmp_path / "attempts" / src.name / ATTEMPT_FILE
+    facts = json.loads(path.read_text())
+    facts["secret"]["honeytoken_paths"].append(decoy)
+    path.write_text(json.dumps(facts))
+    assert AttemptFacts.from_attempt_json(path).honeytoken_paths == facts["secret"]["honeytoken_paths"][:-1]
+    for full in (False, True):
+        assert [r.verdict.verdict for r in audit_run(tmp_path, None, write=False, full=full)] == ["clean"]
