@@ -52,6 +52,7 @@ from statebox.errors import DataError, UserError
 from statebox.json_text import has_long_digits, json_value
 from statebox.schema import ACTION_KINDS, Event, EventKind
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl, gateway_log, text_log
+from statebox.sessions.shapes import list_of, object_at, text_of
 from statebox.userfiles import as_read_text, as_text_file
 
 PROMPT_KINDS = {EventKind.model_request}
@@ -108,6 +109,14 @@ class AttemptFacts:
         # "" or "/" is in every text or prefixes every path, so the full reading flagged every line holding it
         # while the fast one never searched for it
         self.honeytoken_paths = [p for p in self.honeytoken_paths if isinstance(p, str) and usable_secret(p)]
+        # the facts searched for as literals (`secret_literals`), in the logs' bytes
+        for name, values in (("item_id", [self.item_id]), ("original_name", [self.original_name]),
+                             ("original_stem", [self.original_stem]), ("honeytoken_values", self.honeytoken_values),
+                             ("honeytoken_paths", self.honeytoken_paths)):
+            if not all(value.isascii() or _is_text(value) for value in values):
+                # a lone surrogate escape (`"\ud800"`, valid JSON): no file statebox writes holds one, the bytes the
+                # prefilter searches cannot, and the literal search could not even be compiled (a traceback)
+                raise UserError(f"session {self.attempt_id!a}: its {name} is not text (a lone surrogate escape)")
 
     @classmethod
     def from_attempt_json(cls, path: Path, data: bytes | None = None) -> "AttemptFacts":
@@ -115,20 +124,32 @@ class AttemptFacts:
         raw = _attempt_json(path, data)
         if not isinstance(raw, dict):
             raise DataError(path, None, "attempt.json must be an object")
-        secret = raw.get("secret") or {}
-        attempt = raw.get("attempt") or {}
-        return cls(
-            attempt_id=str(raw.get("attempt_id") or path.parent.name),
-            agent=str(attempt.get("agent") or raw.get("agent") or ""),
-            item_id=str(secret.get("item_id") or raw.get("item_id") or attempt.get("item_id") or ""),
-            original_name=str(secret.get("original_name") or ""),
-            original_stem=str(secret.get("original_stem") or ""),
-            dataset=str(secret.get("dataset") or attempt.get("dataset") or ""),
-            workspace_video=str(raw.get("workspace_video") or ""),
-            question=str(raw.get("question") or ""),
-            honeytoken_values=[str(v) for v in secret.get("honeytoken_values") or []],
-            honeytoken_paths=[v for v in secret.get("honeytoken_paths") or [] if isinstance(v, str)],
-        )
+        # a value of another JSON type than statebox writes reads as absent (sessions.shapes), never as a traceback
+        secret, attempt = object_at(raw, "secret"), object_at(raw, "attempt")
+        try:
+            return cls(
+                attempt_id=text_of(raw.get("attempt_id") or path.parent.name),
+                agent=text_of(attempt.get("agent") or raw.get("agent") or ""),
+                item_id=text_of(secret.get("item_id") or raw.get("item_id") or attempt.get("item_id") or ""),
+                original_name=text_of(secret.get("original_name") or ""),
+                original_stem=text_of(secret.get("original_stem") or ""),
+                dataset=text_of(secret.get("dataset") or attempt.get("dataset") or ""),
+                workspace_video=text_of(raw.get("workspace_video") or ""),
+                question=text_of(raw.get("question") or ""),
+                honeytoken_values=[text_of(v) for v in list_of(secret.get("honeytoken_values"))],
+                honeytoken_paths=[v for v in list_of(secret.get("honeytoken_paths")) if isinstance(v, str)],
+            )
+        except UserError as exc:  # a fact that is not text (`__post_init__`): named with the file
+            raise DataError(path, None, str(exc)) from None
+
+
+def _is_text(value: str) -> bool:
+    """Whether `value` encodes as UTF-8 (holds no lone surrogate)."""
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _attempt_json(path: Path, data: bytes | None = None) -> Any:
@@ -212,6 +233,11 @@ def is_out_of_band(event: Event) -> bool:
 def is_prompt(event: Event) -> bool:
     if is_out_of_band(event):
         return False  # the agent wrote that request itself: its words are evidence, not instructions
+    if (event.data or {}).get("unparsed"):
+        # a line its format could not read is no prompt the harness gave: a broken gateway line holds the agent's own
+        # reply too, and as a "prompt" before the reply's action it excused every echo of itself (clean on the full
+        # reading, which keeps it, suspicious on the fast one, which reads only its reply half)
+        return False
     if event.kind in PROMPT_KINDS:
         return True
     return event.kind is EventKind.message and (event.data or {}).get("role") not in ("assistant",)

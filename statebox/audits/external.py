@@ -60,6 +60,7 @@ from statebox.replace_file import replacing_by_name
 from statebox.schema import Event, Finding
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl
 from statebox.sessions import atif_trajectory, claude_session, codex_rollout, inspect_sample
+from statebox.sessions.shapes import list_of
 from statebox.userfiles import read_upto
 
 if TYPE_CHECKING:  # inspect_ai is heavy: imported where an Inspect log is read (see _inspect_reader)
@@ -70,6 +71,7 @@ MAX_LOG_BYTES = 2 * 1024**3  # one log file; an Inspect log of a large eval is b
 MAX_ITEMS_BYTES = 64 * 1024**2
 MAX_FILES = 200_000  # files looked at in one folder walk
 HEAD_BYTES = 64 * 1024  # what is read of a file to tell its format
+HARBOR_TRAJECTORY = "trajectory.json"  # a Harbor trial's session file
 CARRIED_PREFIX = "recorded by the run"
 _ATIF_HEAD = re.compile(rb'"schema_version"\s*:\s*"ATIF')
 _INSPECT_HEAD = re.compile(rb'"eval"\s*:\s*\{')
@@ -218,7 +220,7 @@ def file_format(path: Path) -> str | None:
             return "harbor"
         if _INSPECT_HEAD.search(head) and b'"version"' in head:
             return "inspect"
-        return None
+        return _document_format(path, head)
     if name.endswith(".jsonl"):
         first = _first_object(head)
         if first is None and b"\n" not in head.strip() and len(head) == HEAD_BYTES:
@@ -231,6 +233,29 @@ def file_format(path: Path) -> str | None:
         if codex_rollout.looks_like_rollout(first):
             return "codex"
         return None
+    return None
+
+
+def _document_format(path: Path, head: bytes) -> str | None:
+    """The format of a JSON document whose head names none: read whole and judged by its shape.
+
+    Why: the head's patterns are a fast yes, not a no. An ATIF `schema_version` after 64 KiB of `extra`, an
+    Inspect log whose `samples` come before its `eval`, or a key spelled with an escape (`"\\u0041TIF-v1.4"`)
+    is still that format to its reader, and was taken for none of ours: in a Harbor job the trial's row went
+    missing without a word, and a lone Inspect log was read as a plain session file and judged clean. Only a
+    head that is the whole file and holds no escape is a final no; a document over DOCUMENT_BYTES_LIMIT is not
+    read to be sniffed (`discover` names it as not read)."""
+    if len(head) < HEAD_BYTES and b"\\u" not in head:
+        return None
+    try:
+        raw, unread = read_within(path, session_limits.DOCUMENT_BYTES_LIMIT)
+        obj = json_value(raw) if unread is None else None
+    except (UserError, ValueError):  # gone or replaced since its head was read, or no JSON
+        return None
+    if atif_trajectory.looks_like_atif(obj):
+        return "harbor"
+    if isinstance(obj, dict) and isinstance(obj.get("eval"), dict) and "version" in obj:
+        return "inspect"
     return None
 
 
@@ -260,7 +285,7 @@ def detect(path: Path) -> str:
     if path.is_dir():
         if is_statebox_folder(path):
             return "statebox"
-        if (path / "agent" / "trajectory.json").is_file() or (path / "trajectory.json").is_file():
+        if (path / "agent" / HARBOR_TRAJECTORY).is_file() or (path / HARBOR_TRAJECTORY).is_file():
             return "harbor"
         return "folder"
     return file_format(path) or "session-file"
@@ -291,7 +316,7 @@ def discover(root: Path, only: str | None = None, passed_over: list[str] | None 
             passed_over.append(f"{error.filename}: a folder that could not be listed ({error.strerror or error})")
     for folder, dirs, files in os.walk(root, followlinks=False, onerror=unlisted):
         here = Path(folder)
-        if is_statebox_folder(here) and not (here / "agent" / "trajectory.json").is_file():
+        if is_statebox_folder(here) and not (here / "agent" / HARBOR_TRAJECTORY).is_file():
             if only in (None, "statebox"):
                 found.append(Found("statebox", here))
             dirs[:] = []
@@ -311,6 +336,10 @@ def discover(root: Path, only: str | None = None, passed_over: list[str] | None 
             fmt = file_format(path)
             if fmt and only in (None, fmt):
                 found.append(Found(fmt, path))
+            elif fmt is None and name == HARBOR_TRAJECTORY and passed_over is not None:
+                # Harbor's name for a trial's session: not one here is a trial missing from the rows
+                passed_over.append(f"{path}: named like a Harbor trajectory, but no ATIF trajectory (no "
+                                   f"\"schema_version\": \"ATIF-...\" and steps, or over {session_limits.DOCUMENT_BYTES_LIMIT} bytes)")
     return found
 
 
@@ -418,7 +447,7 @@ def harbor_sessions(path: Path) -> Iterator[ExternalSession]:
         if not facts.question:
             facts.question = next((atif_trajectory.text_of(s.message) for s in trajectory.steps if s.source == "user"), "")
         log = session_log(events_of(atif_trajectory.step_drafts(trajectory), file.name), facts, [file.name], limits=limits)
-        recorded = list(own.get("findings") or []) if own else None
+        recorded = list(list_of(own.get("findings"))) if own else None
         score = own.get("score") if own else (result.get("verifier_result") or {}).get("rewards") \
             if isinstance(result.get("verifier_result"), dict) else None
         yield ExternalSession(name, "harbor", file, log, keys=[name, trajectory.session_id, trial],
@@ -497,7 +526,7 @@ def inspect_sessions(path: Path, log: "EvalLog | None" = None) -> Iterator[Exter
         drafts = inspect_sample.sample_drafts(list(sample.messages or []), completion or "")
         source = f"{path.name}#{name}"
         audit_log = session_log(events_of(drafts, source), facts, [source])
-        recorded = list(meta.get("findings") or []) if is_export else None
+        recorded = list(list_of(meta.get("findings"))) if is_export else None
         scores = {k: v.value for k, v in (sample.scores or {}).items() if k != AUDIT_SCORER}
         yield ExternalSession(name, "inspect", path, audit_log,
                               keys=[name, str(sample.id), f"{sample.id}@epoch{sample.epoch}"],

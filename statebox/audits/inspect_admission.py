@@ -51,6 +51,7 @@ from typing import IO, Any, BinaryIO, cast
 
 from statebox.errors import DataError
 from statebox.json_text import json_value
+from statebox.sessions.shapes import list_of
 from statebox.userfiles import read_upto
 
 MiB = 1024 * 1024
@@ -317,7 +318,7 @@ class _Tally:
         pools = sample.get("events_data")
         messages = _length(pools.get("messages")) if isinstance(pools, dict) else 0
         calls = _length(pools.get("calls")) if isinstance(pools, dict) else 0
-        for event in sample.get("events") or []:
+        for event in list_of(sample.get("events")):  # a number there is inspect_ai's to refuse, not a traceback
             if isinstance(event, dict):
                 self.refs += _expanded(event.get("input_refs"), messages)
                 call = event.get("call")

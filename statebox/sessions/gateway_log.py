@@ -527,7 +527,24 @@ def _text_of(content: Any) -> str:
 
 def parse_lines(lines: Iterable[str]) -> list[tuple[int, EventDraft]]:
     """Normalise a whole gateway log: (1-based line number, draft)."""
-    return parse_json_lines(lines, GatewayNormaliser().feed, loads=_line_loads)
+    normaliser = GatewayNormaliser()
+    return [draft for n, line in enumerate(lines, start=1) for draft in _line_drafts(n, line, normaliser)]
+
+
+def _line_drafts(n: int, line: str, normaliser: "GatewayNormaliser") -> list[tuple[int, EventDraft]]:
+    """One line's drafts (`parse_json_line`), and where the line is no JSON, what its reply half says.
+
+    Why the reply half: the fast path reads a line kept for its reply from the top-level `response` key to the
+    line's end (`top_level_reply`), which parses on its own where the request half before it is broken; the full
+    reading took the whole line for an unparsed message and lost the reply's tool calls (a cheat in them passed
+    as clean on the reference path, and the two paths disagreed). Read here from the same text both paths decode."""
+    drafts = parse_json_line(n, line, normaliser.feed, loads=_line_loads)
+    if len(drafts) == 1 and drafts[0][1].data.get("unparsed"):
+        raw = line.strip().encode("utf-8", "surrogatepass")
+        reply = top_level_reply(raw, memoryview(raw), 0, len(raw))[1]
+        if reply is not None:
+            drafts.extend((n, draft) for draft in normaliser.feed_reply(reply))
+    return drafts
 
 
 def parse_raw_lines(lines: Iterable[bytes | memoryview]) -> list[tuple[int, EventDraft]]:
@@ -627,7 +644,7 @@ def parse_kept_lines(data: bytes, spans: list[tuple[int, int]], keep: Callable[[
             try:
                 obj = _loads(view[start:end])
             except orjson.JSONDecodeError:
-                out.extend(parse_json_line(n, str(view[start:end], "utf-8", "replace"), normaliser.feed, loads=_line_loads))
+                out.extend(_line_drafts(n, str(view[start:end], "utf-8", "replace"), normaliser))
                 continue
             splicer.learn(data, start, end)
         if isinstance(obj, dict):

@@ -37,7 +37,8 @@ HOSTILE_ATTEMPT_JSON = [
     b'{"secret": {"item_id": -9223372036854775809}}',  # one below int64
     b'{"secret": {"honeytoken_values": [18446744073709551616, "tok-1"]}}',  # one above uint64
     b'{"question": NaN, "secret": {"item_id": Infinity}}',  # json reads these, orjson refuses
-    b'{"question": "\\ud800 lone surrogate", "secret": {"original_name": "\\udc00x.mp4"}}',
+    # (a lone surrogate in a fact searched for as a literal is refused: tests/audits/test_misshapen_lines.py)
+    b'{"question": "\\ud800 lone surrogate", "workspace_video": "\\udc00x.mp4"}',
     b'{"question": "q", "question": "second wins", "agent": "a"}',  # duplicate keys
     b'{"secret": {"item_id": 1e400, "original_stem": 1.5e-400}}',
     b'{"question": "caf\xc3\xa9 \xe2\x84\xaa", "secret": {"item_id": 12345678901234567}}',

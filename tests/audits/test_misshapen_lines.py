@@ -21,10 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from statebox.attempt_folder import EVENTS_FILE
+from statebox.attempt_folder import ATTEMPT_FILE, EVENTS_FILE
 from statebox.audits import external
+from statebox.audits.events import AttemptFacts
 from statebox.audits.verdict import audit_run
-from statebox.errors import UserError
+from statebox.errors import DataError, UserError
 
 HERE = Path(__file__).parent
 CLI_FILES = HERE / "cli_session_files"
@@ -137,7 +138,38 @@ def _mutated(obj, rng: random.Random):
     return obj
 
 
+_BYTES = [b"\x00", b"\xff\xfe", b"\r", b"\n", b"\\", b'"', b"\xe2\x80\xa8", b"\\ud800", b"{", b"}", b"[", b",", b"NaN"]
+
+
+def _bytes_mutated(data: bytes, rng: random.Random) -> bytes:
+    """`data` with a few bytes changed, inserted or cut, or a line repeated, moved or torn: a log broken as a
+    copy, an editor or a hostile hand breaks one (a line whose request half is broken and whose reply is not)."""
+    b = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        if not b:
+            break
+        at, op = rng.randrange(len(b)), rng.randrange(6)
+        if op == 0:
+            b[at] = rng.randrange(256)
+        elif op == 1:
+            b[at:at] = rng.choice(_BYTES)
+        elif op == 2:
+            del b[at:at + rng.randint(1, 50)]
+        elif op == 3:
+            lines = bytes(b).split(b"\n")
+            lines.insert(rng.randrange(len(lines) + 1), rng.choice(lines))
+            b = bytearray(b"\n".join(lines))
+        elif op == 4:
+            b = b[:at]
+        else:
+            other = rng.randrange(len(b))
+            b[at:at] = b[other:other + rng.randint(1, 200)]
+    return bytes(b)
+
+
 def _mutate_file(data: bytes, rng: random.Random) -> bytes:
+    if rng.random() < 0.4:
+        return _bytes_mutated(data, rng)
     out = []
     for line in data.split(b"\n"):
         if line.strip() and rng.random() < 0.3:
@@ -153,10 +185,10 @@ def _mutate_file(data: bytes, rng: random.Random) -> bytes:
     return b"\n".join(out)
 
 
-SESSION_LOGS = (".jsonl",)  # attempt.json is statebox's facts file: its shape is checked where it is read
+SESSION_LOGS = (".jsonl",)
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(8))
 def test_a_seeded_type_fuzz_of_run_folders_never_ends_in_a_traceback_and_both_paths_agree(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     attempts = sorted(p for p in CORPUS.iterdir() if p.is_dir())
@@ -166,7 +198,9 @@ def test_a_seeded_type_fuzz_of_run_folders_never_ends_in_a_traceback_and_both_pa
         target = run / "attempts" / source.name
         shutil.copytree(source, target)
         for f in sorted(target.iterdir()):
-            if f.suffix in SESSION_LOGS and rng.random() < 0.7:
+            if f.name == ATTEMPT_FILE and rng.random() < 0.3:  # one document: mutated whole
+                f.write_text(json.dumps(_mutated(json.loads(f.read_text()), rng)))
+            elif f.suffix in SESSION_LOGS and rng.random() < 0.7:
                 f.write_bytes(_mutate_file(f.read_bytes(), rng))
         verdicts = []
         for full in (False, True):
@@ -194,3 +228,58 @@ def test_a_seeded_type_fuzz_of_cli_files_never_ends_in_a_traceback(tmp_path: Pat
             external.audit_path(tmp_path / f"c{case}", None, jobs=1)
         except UserError:
             pass
+
+
+# ---------------------------------------------------------------------------------------- attempt.json's facts
+
+
+@pytest.mark.parametrize("edit", ["secret_list", "attempt_number", "values_string", "values_number"])
+def test_facts_of_another_type_read_as_absent(tmp_path: Path, edit: str) -> None:
+    """attempt.json is statebox's own file, but a handed-over run folder's is hostile: `secret` a list or
+    `attempt` a number raised AttributeError; `honeytoken_values` a string was read letter by letter (each a
+    canary), a number raised TypeError."""
+    name = "cheat_filesystem_walk__events"
+    run = tmp_path / "run" / "attempts" / name
+    shutil.copytree(CORPUS / name, run)
+    doc = json.loads((run / "attempt.json").read_text())
+    if edit == "secret_list":
+        doc["secret"] = [doc["secret"]]
+    elif edit == "attempt_number":
+        doc["attempt"] = 7
+    else:
+        doc["secret"]["honeytoken_values"] = "76150" if edit == "values_string" else 76150
+    (run / "attempt.json").write_text(json.dumps(doc))
+    facts = AttemptFacts.from_attempt_json(run / "attempt.json")
+    if edit == "secret_list":
+        assert (facts.original_name, facts.honeytoken_paths) == ("", [])
+    if edit.startswith("values"):
+        assert facts.honeytoken_values == []
+    for full in (False, True):
+        assert [r.verdict.verdict for r in audit_run(run.parent.parent, None, write=False, full=full)] == ["suspicious"]
+
+
+@pytest.mark.parametrize("field", ["original_name", "honeytoken_values", "honeytoken_paths", "item_id"])
+def test_a_fact_holding_a_lone_surrogate_is_one_line_naming_the_file(tmp_path: Path, field: str) -> None:
+    """`"\\ud800"` is valid JSON and no text: the secret's literal search could not be compiled (a traceback). The
+    facts not searched for as literals (the question, the workspace video's name) may hold one, as before."""
+    name = "honest_opencv__shell"
+    run = tmp_path / "run" / "attempts" / name
+    shutil.copytree(CORPUS / name, run)
+    doc = json.loads((run / "attempt.json").read_text())
+    value = "/data/ans\ud800wers.csv"
+    doc["secret"][field] = [value] if field.startswith("honeytoken") else value
+    (run / "attempt.json").write_text(json.dumps(doc))
+    for full in (False, True):
+        with pytest.raises(DataError, match=f"attempt.json: session '{name}': its {field} is not text"):
+            audit_run(run.parent.parent, None, write=False, full=full)
+
+
+def test_a_question_holding_a_lone_surrogate_is_judged_as_before(tmp_path: Path) -> None:
+    name = "honest_opencv__shell"
+    run = tmp_path / "run" / "attempts" / name
+    shutil.copytree(CORPUS / name, run)
+    doc = json.loads((run / "attempt.json").read_text())
+    doc["question"], doc["workspace_video"] = "How many \ud800 blocks?", "v\ud800.mp4"
+    (run / "attempt.json").write_text(json.dumps(doc))
+    for full in (False, True):
+        assert [r.verdict.verdict for r in audit_run(run.parent.parent, None, write=False, full=full)] == ["clean"]
