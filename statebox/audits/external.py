@@ -244,7 +244,7 @@ def _document_format(path: Path, head: bytes) -> str | None:
     is still that format to its reader, and was taken for none of ours: in a Harbor job the trial's row went
     missing without a word, and a lone Inspect log was read as a plain session file and judged clean. Only a
     head that is the whole file and holds no escape is a final no; a document over DOCUMENT_BYTES_LIMIT is not
-    read to be sniffed (`discover` names it as not read)."""
+    read to be sniffed (a `trajectory.json` so passed over is named by `discover` as not read)."""
     if len(head) < HEAD_BYTES and b"\\u" not in head:
         return None
     try:

@@ -39,7 +39,7 @@ import orjson
 
 from statebox.attempt_folder import GATEWAY_LOG
 from statebox.json_text import json_value
-from statebox.sessions import EventDraft, clip, parse_json_line, parse_json_lines
+from statebox.sessions import EventDraft, clip, parse_json_line
 from statebox.sessions.conversation_splice import Splicer
 from statebox.sessions.shapes import list_of, name_at, object_at, text_of
 from statebox.schema import ACTION_KINDS, EventKind
