@@ -89,6 +89,10 @@ def new_event(seq: int, kind: EventKind, source: str, line: int | None, text: st
     return event
 
 
+class FactNotText(UserError):
+    """A secret fact that is not text (`AttemptFacts`): the caller names the file it came from."""
+
+
 @dataclass
 class AttemptFacts:
     """What the auditor knows that the agent must not: from attempt.json or CLI flags."""
@@ -116,7 +120,7 @@ class AttemptFacts:
             if not all(value.isascii() or _is_text(value) for value in values):
                 # a lone surrogate escape (`"\ud800"`, valid JSON): no file statebox writes holds one, the bytes the
                 # prefilter searches cannot, and the literal search could not even be compiled (a traceback)
-                raise UserError(f"session {self.attempt_id!a}: its {name} is not text (a lone surrogate escape)")
+                raise FactNotText(f"session {self.attempt_id!a}: its {name} is not text (a lone surrogate escape)")
 
     @classmethod
     def from_attempt_json(cls, path: Path, data: bytes | None = None) -> "AttemptFacts":
@@ -139,7 +143,7 @@ class AttemptFacts:
                 honeytoken_values=[text_of(v) for v in list_of(secret.get("honeytoken_values"))],
                 honeytoken_paths=[v for v in list_of(secret.get("honeytoken_paths")) if isinstance(v, str)],
             )
-        except UserError as exc:  # a fact that is not text (`__post_init__`): named with the file
+        except FactNotText as exc:  # named with the file
             raise DataError(path, None, str(exc)) from None
 
 

@@ -49,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, RUN_CONFIG_FILE
 from statebox.audits import inspect_admission, session_limits
-from statebox.audits.events import AttemptFacts, AuditLog, new_event, session_log, sniff_object
+from statebox.audits.events import AttemptFacts, AuditLog, FactNotText, new_event, session_log, sniff_object
 from statebox.audits.findings_shown import shown_indexes
 from statebox.audits.session_limits import cut_to_lines, past_bytes, past_steps
 from statebox.audits.verdict import AuditedAttempt, audit_run, verdict_of
@@ -666,7 +666,10 @@ def _audit_file(entry: Found, policy: Any, items: dict[str, SessionFacts], lone:
     hold no cycles, and re-enabled between sessions it scanned every object of the session still held (a
     fifteenth of the CPU of a folder of the CLIs' files); at the end only the rows are left to it."""
     with collector_paused():
-        return _judged_rows(entry, policy, items, lone, keep_logs)
+        try:
+            return _judged_rows(entry, policy, items, lone, keep_logs)
+        except FactNotText as exc:  # a log's metadata (ATIF `extra`, a sample's metadata): the line names the file
+            raise DataError(entry.path, None, str(exc)) from None
 
 
 def _judged_rows(entry: Found, policy: Any, items: dict[str, SessionFacts], lone: SessionFacts | None,

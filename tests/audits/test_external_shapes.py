@@ -118,3 +118,14 @@ def test_a_small_json_file_of_no_format_is_not_read_whole_to_be_sniffed(tmp_path
     (tmp_path / "config.json").write_text(json.dumps({"n": 1}))
     monkeypatch.setattr(external, "read_within", lambda *a, **k: pytest.fail("read whole"))
     assert external.file_format(tmp_path / "config.json") is None
+
+
+def test_a_trajectorys_fact_holding_a_lone_surrogate_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    job = harbor_job(tmp_path / "job", {"a": True})
+    doc = json.loads(_trajectory(job).read_text())
+    doc["extra"]["original_name"] = "clip\ud800.mp4"
+    _trajectory(job).write_text(json.dumps(doc))
+    done = _cli(str(job))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"statebox: error: {_trajectory(job)}: session 'sess-a': its original_name is not text (a lone surrogate escape)"]
