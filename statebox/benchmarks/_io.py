@@ -6,6 +6,7 @@ with the scorer's prediction reader.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,27 @@ def field(row: dict[str, Any], key: str, kinds: tuple[type, ...], path: Path, li
     if not isinstance(value, kinds):
         raise DataError(path, line, f"{prefix}field '{key}' must be {_kinds(kinds)}, got {type_name(value)}")
     return value
+
+
+MAX_NUMBER = 10**15  # a count or a time of these benchmarks is far below; past it a float no longer holds every
+# integer, a square or a ratio of it overflows, and `int()` refuses a text of over 4,300 digits: each was a traceback
+# of the scorer, and an EOC-Bench target of 400 digits (`inf`) scored every answer right without a word
+
+
+def bounded(value: int | float, path: Path, line: int | None, what: str) -> int | float:
+    """`value` when it is a finite number under MAX_NUMBER in size, else a DataError naming the line and the field."""
+    finite = not isinstance(value, float) or math.isfinite(value)
+    if not finite or abs(value) >= MAX_NUMBER:
+        raise DataError(path, line, f"{what} must be a finite number under 10^15, got {shown_number(value)}")
+    return value
+
+
+def shown_number(value: int | float) -> str:
+    """A number as an error line can show it: an integer of hundreds of digits by its size (its `repr` past 4,300
+    digits raises, and a line of them names nothing)."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+    return repr(value)
 
 
 def _kinds(kinds: tuple[type, ...]) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from statebox.benchmarks import LoadResult
-from statebox.benchmarks._io import as_label, field
+from statebox.benchmarks._io import as_label, bounded, field
 from statebox.datafiles import iter_jsonl
 from statebox.errors import DataError
 from statebox.schema import Item, Query
@@ -26,7 +26,7 @@ def load(path: Path) -> LoadResult:
     for line, row in iter_jsonl(path):
         item_id = field(row, "id", (str, int), path, line)
         video = field(row, "video", (str,), path, line)
-        count = field(row, "count", (int,), path, line)
+        count = bounded(field(row, "count", (int,), path, line), path, line, "field 'count'")
         setting = field(row, "setting", (str,), path, line)
         if setting not in SETTINGS:
             raise DataError(path, line, f"field 'setting' must be main or control, got {setting!r}")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from statebox.benchmarks import LoadResult
-from statebox.benchmarks._io import as_label, field
+from statebox.benchmarks._io import as_label, bounded, field
 from statebox.datafiles import read_json_or_jsonl
 from statebox.errors import DataError
 from statebox.schema import AnswerType, Item, MaskRLE, Query, VisualPrompt
@@ -69,7 +69,7 @@ def _item(row: dict[str, Any], path: Path, line: int | None, where: str, unknown
         match = FIRST_NUMBER.search(answers[0])
         if not match:
             raise DataError(path, line, f"{where + ': ' if where else ''}open-ended answer {answers[0]!r} holds no number")
-        target: Any = float(match.group())
+        target: Any = bounded(float(match.group()), path, line, f"{where + ': ' if where else ''}open-ended answer")
         answer_type = "number"
     else:
         target = sorted(a.strip().lower() for a in answers)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from statebox.benchmarks import LoadResult
-from statebox.benchmarks._io import as_label, field
+from statebox.benchmarks._io import as_label, bounded, field
 from statebox.datafiles import iter_jsonl
 from statebox.errors import DataError
 from statebox.schema import Item, Query
@@ -56,6 +56,7 @@ def _items_from_eval_rows(rows: list[tuple[int, dict[str, Any]]], path: Path) ->
         count = field(row, "count", (int, float), path, line)
         if isinstance(count, float) and not count.is_integer():
             raise DataError(path, line, f"field 'count' must be a whole number, got {count}")
+        bounded(count, path, line, "field 'count'")
         key = str(qid)
         if key not in grouped:
             order.append(key)
@@ -118,7 +119,16 @@ def _item_from_data_row(row: dict[str, Any], path: Path, line: int) -> Item:
     counts = field(points, "count", (list,), path, line, where="query_points")
     if len(times) != len(counts) or not times:
         raise DataError(path, line, "query_points: 'time' and 'count' must be non-empty and of equal length")
-    queries = [Query(index=i, time=float(t), target=int(c)) for i, (t, c) in enumerate(zip(times, counts))]
+    queries = []
+    for i, (t, c) in enumerate(zip(times, counts)):
+        try:  # as before, a number's text is taken too (`float("4.5")`, `int("3")`)
+            time, count = float(t), int(c)
+        except (TypeError, ValueError, OverflowError):
+            raise DataError(path, line, f"query_points: point {i}: time {str(t)[:40]!r} and count {str(c)[:40]!r} "
+                                        "must be numbers, the count a whole one") from None
+        bounded(time, path, line, f"query_points: point {i}: time")
+        bounded(count, path, line, f"query_points: point {i}: count")
+        queries.append(Query(index=i, time=time, target=count))
     return _make_item(key, row, queries, line)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from statebox.benchmarks import LoadResult
-from statebox.benchmarks._io import as_label, field
+from statebox.benchmarks._io import as_label, bounded, field
 from statebox.datafiles import read_json, type_name
 from statebox.errors import DataError
 from statebox.schema import AnswerType, Item, Query
@@ -77,6 +77,10 @@ def _item(doc: dict[str, Any], task: str, index: int, path: Path, where: str) ->
         except ValueError:
             target = answer
             answer_type = "text"
+        if answer_type == "number":
+            bounded(target, path, None, f"{where}: field 'answer'")
+        elif len(answer) > 4000 and answer.lstrip("+-").isdigit():  # a number past the 4,300 digits `int` reads
+            raise DataError(path, None, f"{where}: field 'answer' must be a finite number under 10^15, got {len(answer)} digits")
 
     labels = {"source_task": source_task}
     for key in LABEL_KEYS:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from statebox.benchmarks import load_benchmark
@@ -72,7 +73,7 @@ def print_report(report: ScoreReport) -> None:
     for name, value in report.metrics.items():
         interval = ci.get(name)
         table.add_row(
-            name,
+            _plain(name),
             _fmt(value),
             f"{_fmt(interval[0])} - {_fmt(interval[1])}" if interval else "",
             *[_fmt(chance[k].get(name)) if name in chance[k] else "" for k in chance],
@@ -86,7 +87,7 @@ def print_report(report: ScoreReport) -> None:
         for name in headline:
             groups.add_column(name, justify="right")
         for name, group in report.groups.items():
-            groups.add_row(name, str(group.n), *[_fmt(group.metrics.get(m)) for m in headline])
+            groups.add_row(_plain(name), str(group.n), *[_fmt(group.metrics.get(m)) for m in headline])
         console.print(groups)
     failures = extra.get("parse_failures") or {}
     console.print(f"parse failures: {failures.get('count', 0)} of {failures.get('queries', 0)} queries; "
@@ -94,7 +95,13 @@ def print_report(report: ScoreReport) -> None:
     if extra.get("judge"):
         console.print(f"enumeration judge: {extra['judge']}")
     for warning in report.warnings:
-        console.print(f"[yellow]warning:[/yellow] {warning}")
+        console.print(f"[yellow]warning:[/yellow] {_plain(warning)}")
+
+
+def _plain(text: str) -> str:
+    """Text from the user's files (ids, labels) as the console shows it: never read as rich markup (`[link=...]` in an
+    id), and a lone surrogate (valid JSON) as its escape, which a terminal can be sent (it raised after the table)."""
+    return escape(text.encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 def _fmt(value) -> str:

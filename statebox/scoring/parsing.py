@@ -8,8 +8,9 @@ a stricter or friendlier parser it says so by name (`*_strict`).
 from __future__ import annotations
 
 import difflib
-import json
 import re
+
+from statebox.json_text import json_value
 
 # ---------------------------------------------------------------- number words
 
@@ -40,6 +41,20 @@ def word_numbers(text: str) -> list[int]:
     return values
 
 
+# ---------------------------------------------------------------- numbers too large to be an answer
+
+MAX_DIGITS = 15  # digits of a whole number read from a response: past it (10^15) a float no longer holds every
+# integer, a square or ratio of it overflows and `int()` refuses past 4,300 digits; each was a traceback of the
+# scorer on one response ("1" x 400). The released parsers crash there too; statebox reads it as no number.
+
+
+def _whole(digits: str) -> int | None:
+    """`int(digits)` (`-?\\d+`), or None when it holds more than MAX_DIGITS digits (leading zeros aside)."""
+    if len(digits.lstrip("+-").lstrip("0")) > MAX_DIGITS:
+        return None
+    return int(digits)
+
+
 # ---------------------------------------------------------------- VSTAT (released lmms-eval task)
 
 _VSTAT_LETTER = re.compile(r"\b([A-D])\b")
@@ -55,7 +70,7 @@ def vstat_mcq(response: str) -> str | None:
 def vstat_integer(response: str) -> int | None:
     """The last `-?\\d+` match (so "7.0" parses as 0, as in the released code)."""
     matches = _VSTAT_INTEGER.findall(str(response))
-    return int(matches[-1]) if matches else None
+    return _whole(matches[-1]) if matches else None
 
 
 def vstat_text(response: str) -> str:
@@ -77,12 +92,16 @@ def vcbench_number(response: str) -> int | float | None:
     """
     text = str(response).strip()
     try:
-        return int(text)
+        whole = int(text)
     except ValueError:
         pass
+    else:
+        return whole if abs(whole) < 10**MAX_DIGITS else None
     matches = _DECIMAL.findall(text.replace(",", "")) if re.search(r"\d,\d{3}\b", text) else _DECIMAL.findall(text)
     if matches:
         last = matches[-1]
+        if len(last.split(".")[0].lstrip("-").lstrip("0")) > MAX_DIGITS:
+            return None
         value = float(last)
         return int(value) if "." not in last else value
     words = word_numbers(text)
@@ -109,6 +128,8 @@ def ecbench_normalize(answer: object) -> str:
     for item in found:
         if "." in item:
             normalized.append(str(float(item)).rstrip("0").rstrip("."))
+        elif len(item) > 4000:  # `int()` refuses past 4,300 digits: the same text, read by hand
+            normalized.append(item.lstrip("0") or "0")
         else:
             normalized.append(str(int(item)))
     return ", ".join(sorted(set(normalized), key=float))
@@ -138,7 +159,7 @@ def ecbench_answer_and_clips(response: str) -> tuple[str, object] | None:
     if start < 0 or end <= start:
         return None
     try:
-        data = json.loads(text[start:end + 1])
+        data = json_value(text[start:end + 1])  # json's value; nested too deep to read is no JSON, not a RecursionError
     except ValueError:
         return None
     if isinstance(data, dict) and isinstance(data.get("results"), list) and data["results"]:
@@ -227,6 +248,6 @@ def cpbench_count(response: str) -> int | None:
     text = str(response)
     match = _SIGNED_INT.search(text)
     if match:
-        return int(match.group())
+        return _whole(match.group())
     words = word_numbers(text)
     return words[0] if words else None

@@ -47,12 +47,17 @@ def parse_many(responses: list[str | None]) -> np.ndarray:
     if not responses:
         return out
     distinct = dict.fromkeys(responses)
-    if len(distinct) * 4 <= len(responses):
+    texts = None
+    if len(distinct) * 4 > len(responses):
+        try:
+            texts = np.array(["" if r is None else r for r in responses], dtype=np.dtypes.StringDType())
+        except UnicodeEncodeError:  # a lone surrogate (valid JSON) numpy's strings cannot hold: parsed one by one
+            texts = None
+    if texts is None:
         for text in distinct:
             value = None if text is None else vcbench_number(text)
             distinct[text] = NAN if value is None else value
         return np.fromiter(map(distinct.__getitem__, responses), dtype=np.float64, count=len(responses))
-    texts = np.array(["" if r is None else r for r in responses], dtype=np.dtypes.StringDType())
     simple = np.strings.isdecimal(texts) & (np.strings.str_len(texts) < 16)
     try:
         out[simple] = texts[simple].astype(np.float64)
