@@ -214,21 +214,16 @@ def _normal(item: str) -> str:
 
 
 def _similar(a: str, b: str) -> float:
+    return _similar_at_least(a, b, 0.0)
+
+
+def _similar_at_least(a: str, b: str, threshold: float) -> float:
+    """How similar two normalised items are where that is at least `threshold`; below it, some value below it (0.0
+    where difflib's upper bounds, `real_quick_ratio` and `quick_ratio`, already are: the full ratio cannot be more)."""
     if not a or not b:
         return 0.0
     if a == b:
         return 1.0
-    wa, wb = set(a.split()), set(b.split())
-    if wa and wb and (wa <= wb or wb <= wa):
-        return 0.9
-    return difflib.SequenceMatcher(None, a, b).ratio()
-
-
-def _similar_at_least(a: str, b: str, threshold: float) -> float:
-    """`_similar(a, b)` where it is at least `threshold`; below it, some value below it (0.0 where difflib's upper
-    bounds, `real_quick_ratio` and `quick_ratio`, already are: the full ratio cannot be more)."""
-    if not a or not b or a == b:
-        return _similar(a, b)
     wa, wb = set(a.split()), set(b.split())
     if wa and wb and (wa <= wb or wb <= wa):
         return 0.9

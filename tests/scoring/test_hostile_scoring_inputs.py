@@ -147,11 +147,22 @@ def test_an_id_holding_a_lone_surrogate_or_markup_is_shown_escaped(tmp_path: Pat
     assert "unknown ids" in done.stdout and ("\\ud800" in done.stdout or "[link=http://x]" in done.stdout)
 
 
+def _old_similar(a: str, b: str) -> float:
+    if not a or not b:
+        return 0.0
+    if a == b:
+        return 1.0
+    wa, wb = set(a.split()), set(b.split())
+    if wa and wb and (wa <= wb or wb <= wa):
+        return 0.9
+    return difflib.SequenceMatcher(None, a, b).ratio()
+
+
 def _old_fuzzy(true_answer: str, generated: str) -> tuple[list[str], list[str], list[str]]:
     """The fuzzy judge as it was before it bounded its work: every pair compared, then sorted, then matched."""
     truth, predicted = split_items(true_answer), split_items(generated)
     norm_truth = [judge_module._normal(t) for t in truth]
-    pairs = sorted(((judge_module._similar(judge_module._normal(p), nt), i, j) for i, p in enumerate(predicted)
+    pairs = sorted(((_old_similar(judge_module._normal(p), nt), i, j) for i, p in enumerate(predicted)
                     for j, nt in enumerate(norm_truth)), key=lambda x: (-x[0], x[1], x[2]))
     used_p: set[int] = set()
     used_t: set[int] = set()
