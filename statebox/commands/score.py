@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from enum import Enum
 from pathlib import Path
 
@@ -54,7 +55,7 @@ def register(app: typer.Typer) -> None:
                                    source=str(predictions))
         report.warnings = loaded.warnings + report.warnings
         if as_json:
-            typer.echo(json.dumps(report.model_dump(mode="json")))
+            typer.echo(json.dumps(_strict_json(report.model_dump(mode="json")), allow_nan=False))
         else:
             print_report(report)
 
@@ -96,6 +97,18 @@ def print_report(report: ScoreReport) -> None:
         console.print(f"enumeration judge: {extra['judge']}")
     for warning in report.warnings:
         console.print(f"[yellow]warning:[/yellow] {_plain(warning)}")
+
+
+def _strict_json(value: object) -> object:
+    """`value` with every float that is not finite as null: `json.dumps` writes `Infinity` and `NaN`, which are no
+    JSON values (a strict reader refuses the whole object); a metric over no finite number has no value."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _strict_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_strict_json(item) for item in value]
+    return value
 
 
 def _plain(text: str) -> str:

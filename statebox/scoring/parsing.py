@@ -136,12 +136,16 @@ def ecbench_normalize(answer: object) -> str:
 
 
 def ecbench_numbers(normalized: str) -> list[float]:
+    """The numbers of a normalised answer, for statebox's counting errors (MAE, RMSE) and chance draws; one of
+    10^MAX_DIGITS or more is left out, as the other benchmarks' parsers read it as no number (a 5,000-digit answer
+    was `inf`: an MAE of Infinity, which `--json` wrote as no JSON value)."""
     if not normalized:
         return []
     try:
-        return [float(part) for part in normalized.split(", ")]
+        numbers = [float(part) for part in normalized.split(", ")]
     except ValueError:
         return []
+    return [n for n in numbers if abs(n) < 10.0**MAX_DIGITS]
 
 
 def ecbench_answer_and_clips(response: str) -> tuple[str, object] | None:

@@ -198,3 +198,25 @@ def test_the_fuzzy_judge_compares_each_distinct_pair_once_and_skips_what_cannot_
     verdict = FuzzyJudge().judge("Soba noodle shop, Shindo Dojo", answer)
     assert verdict.tp_items == ["soba noodle shop"] and len(verdict.fp_items) == 20000
     assert len(calls) <= 2  # not 50,000 pairs: distinct pairs once, the rest below difflib's cheap bounds
+
+
+def _ecbench(tmp_path: Path, answer: str = "2") -> Path:
+    header = "video_url,video_id,video_type,question_id,question_type,task_type,question,clips,answer,count_details\n"
+    rows = [f"https://example.org/v{i},{i},cartoon,{i},A,Counting,How many?,\"[0:00:01,0:00:02]\","
+            f"{answer if i == 1 else i},\n" for i in range(1, 6)]
+    path = tmp_path / "ec.csv"
+    path.write_text(header + "".join(rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("where", ["response", "annotation"])
+def test_an_ecbench_count_too_long_is_left_out_of_the_errors_and_the_json_stays_json(tmp_path: Path, where: str) -> None:
+    """A 5,000-digit EC-Bench count read as `inf`: an MAE of Infinity, which `--json` wrote as no JSON value (a strict
+    reader refuses the object); a 400-digit annotation answer (`inf` too) ended the chance draws in a traceback."""
+    data = _ecbench(tmp_path, "1" * 400 if where == "annotation" else "2")
+    preds = [{"id": str(i), "response": ("1" * 5000 if where == "response" and i == 1 else str(i))} for i in range(1, 6)]
+    code, out = _score("--bench", "ecbench", "--data", str(data), "--judge", "fuzzy", "--bootstrap", "20",
+                       "--predictions", str(_jsonl(tmp_path / "p.jsonl", preds)))
+    assert code == 0, out
+    report = json.loads(out, parse_constant=lambda name: pytest.fail(f"{name} in --json"))
+    assert report["metrics"]["counting_mae"] == 0.0  # the other four are right; the long one is no number
