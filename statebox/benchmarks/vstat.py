@@ -111,5 +111,5 @@ def _mcq_letter(answer: str, answer_index: Any) -> str:
         return upper
     try:
         return LETTERS[int(answer_index)]
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):  # OverflowError: an index of 1e999 (inf) in the file
         return upper

@@ -220,3 +220,16 @@ def test_an_ecbench_count_too_long_is_left_out_of_the_errors_and_the_json_stays_
     assert code == 0, out
     report = json.loads(out, parse_constant=lambda name: pytest.fail(f"{name} in --json"))
     assert report["metrics"]["counting_mae"] == 0.0  # the other four are right; the long one is no number
+
+
+def test_a_vstat_answer_index_that_is_no_integer_leaves_the_answer_as_written(tmp_path: Path) -> None:
+    """`answer_index` 1e999 is `inf` to a JSON reader: `int(inf)` raised OverflowError, which the released rule's
+    fallback (the answer as written) did not catch."""
+    rows = [{"source_task": "mcq_task", "video_id": "v0", "video_path": "v0.mp4", "question": "Which?", "answer": "left",
+             "choices": ["left", "right"], "answer_index": index} for index in (1.5e308, 0)]
+    path = tmp_path / "vstat.json"
+    path.write_text(json.dumps({"data": {"mcq_task": rows}}).replace("1.5e+308", "1e999"))
+    preds = _jsonl(tmp_path / "p.jsonl", [{"id": "mcq_task:0", "response": "LEFT"}, {"id": "mcq_task:1", "response": "A"}])
+    code, out = _score("--bench", "vstat", "--data", str(path), "--predictions", str(preds))
+    assert code == 0, out
+    assert json.loads(out)["metrics"]["mcq_acc"] == 0.5  # the second right (index 0: A); the first's target is "LEFT"
