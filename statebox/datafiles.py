@@ -33,6 +33,19 @@ from statebox.userfiles import (
     read_user_text,
 )
 
+
+NUMBER_DIGITS = 15  # the most digits a whole count or time read from a user's file may have (annotations and answers
+# alike): past 10^15 a float no longer holds every integer, a square or a ratio of one overflows, and `int()` refuses a
+# text of over 4,300 digits; each was a traceback of the scorer, and an EOC-Bench target of 400 digits (`inf`) scored
+# every answer right without a word
+MAX_NUMBER = 10**NUMBER_DIGITS
+
+
+def too_many_digits(number: str) -> bool:
+    """Whether the number text `number` (`-?\\d+(\\.\\d+)?`) has more than NUMBER_DIGITS digits before its point, leading
+    zeros aside: read without `int()` or `float()`, which refuse it or overflow."""
+    return len(number.split(".")[0].lstrip("+-").lstrip("0")) > NUMBER_DIGITS
+
 BOM = b"\xef\xbb\xbf"
 
 

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from statebox.datafiles import type_name
+from statebox.datafiles import MAX_NUMBER, NUMBER_DIGITS, type_name
 from statebox.errors import DataError
 
 
@@ -30,16 +30,12 @@ def field(row: dict[str, Any], key: str, kinds: tuple[type, ...], path: Path, li
     return value
 
 
-MAX_NUMBER = 10**15  # a count or a time of these benchmarks is far below; past it a float no longer holds every
-# integer, a square or a ratio of it overflows, and `int()` refuses a text of over 4,300 digits: each was a traceback
-# of the scorer, and an EOC-Bench target of 400 digits (`inf`) scored every answer right without a word
-
-
 def bounded(value: int | float, path: Path, line: int | None, what: str) -> int | float:
-    """`value` when it is a finite number under MAX_NUMBER in size, else a DataError naming the line and the field."""
+    """`value` when it is a finite number under `datafiles.MAX_NUMBER` in size (its comment says why), else a
+    DataError naming the line and the field."""
     finite = not isinstance(value, float) or math.isfinite(value)
     if not finite or abs(value) >= MAX_NUMBER:
-        raise DataError(path, line, f"{what} must be a finite number under 10^15, got {shown_number(value)}")
+        raise DataError(path, line, f"{what} must be a finite number under 10^{NUMBER_DIGITS}, got {shown_number(value)}")
     return value
 
 

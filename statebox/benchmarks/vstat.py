@@ -13,7 +13,7 @@ from typing import Any
 
 from statebox.benchmarks import LoadResult
 from statebox.benchmarks._io import as_label, bounded, field
-from statebox.datafiles import read_json, type_name
+from statebox.datafiles import NUMBER_DIGITS, read_json, too_many_digits, type_name
 from statebox.errors import DataError
 from statebox.schema import AnswerType, Item, Query
 
@@ -79,8 +79,9 @@ def _item(doc: dict[str, Any], task: str, index: int, path: Path, where: str) ->
             answer_type = "text"
         if answer_type == "number":
             bounded(target, path, None, f"{where}: field 'answer'")
-        elif len(answer) > 4000 and answer.lstrip("+-").isdigit():  # a number past the 4,300 digits `int` reads
-            raise DataError(path, None, f"{where}: field 'answer' must be a finite number under 10^15, got {len(answer)} digits")
+        elif answer.lstrip("+-").isdigit() and too_many_digits(answer):  # past the 4,300 digits `int` reads
+            raise DataError(path, None, f"{where}: field 'answer' must be a finite number under 10^{NUMBER_DIGITS}, "
+                                        f"got {len(answer)} digits")
 
     labels = {"source_task": source_task}
     for key in LABEL_KEYS:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import re
 
+from statebox.datafiles import MAX_NUMBER, too_many_digits
 from statebox.json_text import json_value
 
 # ---------------------------------------------------------------- number words
@@ -43,16 +44,11 @@ def word_numbers(text: str) -> list[int]:
 
 # ---------------------------------------------------------------- numbers too large to be an answer
 
-MAX_DIGITS = 15  # digits of a whole number read from a response: past it (10^15) a float no longer holds every
-# integer, a square or ratio of it overflows and `int()` refuses past 4,300 digits; each was a traceback of the
-# scorer on one response ("1" x 400). The released parsers crash there too; statebox reads it as no number.
-
-
 def _whole(digits: str) -> int | None:
-    """`int(digits)` (`-?\\d+`), or None when it holds more than MAX_DIGITS digits (leading zeros aside)."""
-    if len(digits.lstrip("+-").lstrip("0")) > MAX_DIGITS:
-        return None
-    return int(digits)
+    """`int(digits)` (`-?\\d+`), or None when it has more digits than a count may (`datafiles.NUMBER_DIGITS`): past it
+    a float no longer holds every integer and a square or ratio of it overflows, and `int()` refuses past 4,300 digits.
+    The released parsers crash there; statebox reads it as no number."""
+    return None if too_many_digits(digits) else int(digits)
 
 
 # ---------------------------------------------------------------- VSTAT (released lmms-eval task)
@@ -96,11 +92,11 @@ def vcbench_number(response: str) -> int | float | None:
     except ValueError:
         pass
     else:
-        return whole if abs(whole) < 10**MAX_DIGITS else None
+        return whole if abs(whole) < MAX_NUMBER else None
     matches = _DECIMAL.findall(text.replace(",", "")) if re.search(r"\d,\d{3}\b", text) else _DECIMAL.findall(text)
     if matches:
         last = matches[-1]
-        if len(last.split(".")[0].lstrip("-").lstrip("0")) > MAX_DIGITS:
+        if too_many_digits(last):
             return None
         value = float(last)
         return int(value) if "." not in last else value
@@ -137,7 +133,7 @@ def ecbench_normalize(answer: object) -> str:
 
 def ecbench_numbers(normalized: str) -> list[float]:
     """The numbers of a normalised answer, for statebox's counting errors (MAE, RMSE) and chance draws; one of
-    10^MAX_DIGITS or more is left out, as the other benchmarks' parsers read it as no number (a 5,000-digit answer
+    `datafiles.MAX_NUMBER` or more is left out, as the other benchmarks' parsers read it as no number (a 5,000-digit answer
     was `inf`: an MAE of Infinity, which `--json` wrote as no JSON value)."""
     if not normalized:
         return []
@@ -145,7 +141,7 @@ def ecbench_numbers(normalized: str) -> list[float]:
         numbers = [float(part) for part in normalized.split(", ")]
     except ValueError:
         return []
-    return [n for n in numbers if abs(n) < 10.0**MAX_DIGITS]
+    return [n for n in numbers if abs(n) < MAX_NUMBER]
 
 
 def ecbench_answer_and_clips(response: str) -> tuple[str, object] | None:
