@@ -37,6 +37,8 @@ thread). A second signal while stopping is ignored; a third exits at once.
 
 from __future__ import annotations
 
+import faulthandler
+import io
 import os
 import signal
 import subprocess
@@ -52,6 +54,10 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 HANDLED = ("SIGINT", "SIGTERM", "SIGHUP")
+# Not a stop: `kill -USR1 PID` prints every thread's stack to stderr and the command goes on (faulthandler, which
+# writes from the signal handler itself, so it answers even where the main thread is stuck in C). Where a long run
+# is, without installing py-spy; the demo's end-to-end test sends it before it kills a demo that ran out of time.
+STACKS_SIGNAL = "SIGUSR1"
 FORCE_AFTER = 3  # the third signal while stopping exits at once (cleanup is bounded anyway)
 SLICE_S = 0.1  # how long a safe wait blocks between two checks of the stop flag
 UNANSWERED_S = 15.0  # a signal the main thread has not reached a safe point for by then ends the process
@@ -150,6 +156,12 @@ def install(sweep: Callable[[], object] | None = None) -> None:
         if name == "SIGHUP" and signal.getsignal(signum) == signal.SIG_IGN:
             continue
         signal.signal(signum, _handler)
+    stacks = getattr(signal, STACKS_SIGNAL, None)
+    if stacks is not None and sys.stderr is not None:
+        try:
+            faulthandler.register(stacks, file=sys.stderr, all_threads=True)
+        except (AttributeError, OSError, ValueError, io.UnsupportedOperation):  # stderr with no descriptor (captured)
+            pass
     if not _backstop:
         thread = threading.Thread(target=_watch_unanswered, args=(sweep or (lambda: None),),
                                   name="statebox-signal-backstop", daemon=True)

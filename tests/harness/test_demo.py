@@ -15,16 +15,14 @@ import sys
 import pytest
 
 from statebox.benchmarks.synthetic.suite import load_suite
+from tests.cli_deadline import run_statebox
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
 def test_demo_catches_the_cheating_coding_agent(tmp_path, docker_engine):
     out = tmp_path / "demo"
-    proc = subprocess.run(
-        [sys.executable, "-m", "statebox.cli", "demo", "--out", str(out), "--agent", "oracle", "--agent", "claude-code-scripted"],
-        capture_output=True, text=True, timeout=900,
-    )
+    proc = run_statebox(["demo", "--out", str(out), "--agent", "oracle", "--agent", "claude-code-scripted"], timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     assert "statebox demo" in proc.stdout and "report:" in proc.stdout
     assert "demo timing by phase: images " in proc.stdout and "host-side agents (oracle) " in proc.stdout

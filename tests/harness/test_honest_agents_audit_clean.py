@@ -4,22 +4,18 @@ tracker (whose launch command mounts /input, /models and /out) once voided its w
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from statebox.benchmarks.synthetic.suite import load_suite
+from tests.cli_deadline import run_statebox
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
 def test_tracker_sessions_audit_clean(tiny_suite, tmp_path, docker_engine):
-    proc = subprocess.run(
-        [sys.executable, "-m", "statebox.cli", "run", "--agent", "tracker", "--suite", str(tiny_suite), "--limit", "1",
-         "--run-dir", str(tmp_path / "run"), "--concurrency", "2", "--json"],
-        capture_output=True, text=True, timeout=900,
-    )
+    proc = run_statebox(["run", "--agent", "tracker", "--suite", str(tiny_suite), "--limit", "1",
+                         "--run-dir", str(tmp_path / "run"), "--concurrency", "2", "--json"], timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(proc.stdout)["results"]
     expected = {ds.family for ds in load_suite(tiny_suite).datasets}  # every family of the suite as generated

@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from tests.cli_deadline import run_statebox
 from tests.conftest import default_signal_dispositions
 
 STATEBOX = [sys.executable, "-m", "statebox.cli"]
@@ -201,3 +202,26 @@ def test_view_answers_only_to_loopback_names_and_says_why_it_refuses_an_attempt(
         assert status == 200
     finally:
         viewer.stop()
+
+
+def test_sigusr1_prints_every_threads_stack_and_the_command_goes_on(small_run):
+    """`kill -USR1` is where a long command is, not a stop: the stacks on stderr, the page still served."""
+    viewer = Viewer(small_run)
+    try:
+        viewer.get("")
+        viewer.proc.send_signal(signal.SIGUSR1)
+        time.sleep(0.5)
+        assert viewer.proc.poll() is None
+        assert viewer.get("")  # still serving
+    finally:
+        viewer.stop()
+    err = viewer.proc.stderr.read()  # type: ignore[union-attr]
+    assert "most recent call first" in err and "statebox/" in err, err[-2000:]
+    assert viewer.proc.returncode == 130  # the stop afterwards is the usual one
+
+
+def test_a_command_past_its_deadline_fails_the_test_with_its_stacks(small_run):
+    with pytest.raises(pytest.fail.Exception) as failed:
+        run_statebox(["view", str(small_run), "--port", "0"], timeout=5)
+    message = str(failed.value)
+    assert "ran past 5 s" in message and "most recent call first" in message and "statebox/" in message, message[-3000:]
