@@ -51,7 +51,10 @@ def _one_refusal(done: subprocess.CompletedProcess, address: str) -> None:
     assert "--allow-unauthenticated-cluster" in done.stderr
 
 
-def test_doctor_and_prepare_refuse_a_cluster_without_token_auth(open_cluster):
+@pytest.mark.docker
+def test_doctor_and_prepare_refuse_a_cluster_without_token_auth(open_cluster, docker_engine):
+    # the allowed doctor asks each node's engine for the sandbox image: without an engine it fails (as it should),
+    # so the test needs one (`make test-fast` ran it without one and failed)
     env = open_cluster.driver_env()  # the driver has a token: the cluster asks for none, which is what counts
     for cmd in (["cluster", "doctor", "--no-probe"], ["cluster", "prepare", "--image", "sandbox"]):
         _one_refusal(subprocess.run(STATEBOX + [*cmd, "--cluster", open_cluster.address], capture_output=True, text=True,
