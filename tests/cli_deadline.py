@@ -3,7 +3,8 @@
 Why: a long end-to-end test that hit its deadline left only `TimeoutExpired` and the first few hundred
 characters of the output (pytest abbreviates the locals), so where the command was stuck could not be
 told. At the deadline the command gets SIGUSR1 (statebox/signals.py: every thread's stack on stderr, the
-command goes on), then SIGKILL; the test fails with the tail of its output and those stacks.
+command goes on), then SIGTERM (its containers removed), SIGKILL only if that takes too long; the test fails
+with the tail of its output and those stacks.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 
 STATEBOX = [sys.executable, "-m", "statebox.cli"]
 STACKS_WAIT_S = 3.0  # faulthandler writes from the handler at once; the wait covers a loaded machine
+STOP_WAIT_S = 60.0  # SIGTERM's way out (containers removed) before SIGKILL
 CATCH_WAIT_S = 60.0  # a command still starting at its deadline is given this long to install the handler
 TAIL_CHARS = 6000
 
@@ -38,9 +40,13 @@ def run_statebox(args: list[str], timeout: float, **popen: object) -> subprocess
             proc.send_signal(signal.SIGUSR1)
         try:
             out, err = proc.communicate(timeout=STACKS_WAIT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
+        except subprocess.TimeoutExpired:  # it goes on after the stacks: stopped as a user stops it (its containers
+            proc.terminate()               # removed), killed only where that takes too long
+            try:
+                out, err = proc.communicate(timeout=STOP_WAIT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate()
         pytest.fail(f"statebox {' '.join(args[:1])} ran past {timeout:.0f} s; stdout's tail:\n{(out or '')[-TAIL_CHARS:]}\n"
                     f"stderr's tail (the stacks at the deadline):\n{(err or '')[-TAIL_CHARS:]}")
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
