@@ -53,6 +53,7 @@ from statebox.audits.events import AttemptFacts, AuditLog, FactNotText, new_even
 from statebox.audits.findings_shown import shown_indexes
 from statebox.audits.session_limits import cut_to_lines, past_bytes, past_steps
 from statebox.audits.verdict import AuditedAttempt, audit_run, verdict_of
+from statebox.audits.workers import workers
 from statebox.collector import collector_paused
 from statebox.errors import DataError, UserError
 from statebox.json_text import decoded_lines, json_value, jsonl_lines, line_loads
@@ -627,7 +628,8 @@ def audit_path(target: Path, policy: Any, *, fmt: str | None = None, items: dict
     its session's events (the HTML report shows the event behind each finding); without it a row holds its
     verdict only, so a folder of thousands of sessions is audited in the memory of one. `jobs` > 1 reads and
     judges the files found in that many worker processes (same rows, same order; a statebox run folder among
-    them is audited by `audit_run` with as many). `progress` is told after each file; `passed_over`, of what
+    them is audited by `audit_run` with as many); `workers.AUTO` (0), as many as `workers.workers` gives for
+    their count. `progress` is told after each file; `passed_over`, of what
     could have held a session and was not read (`discover`)."""
     found = [Found("statebox", target)] if fmt == "statebox" else discover(target, fmt, passed_over)
     if not found:
@@ -639,10 +641,11 @@ def audit_path(target: Path, policy: Any, *, fmt: str | None = None, items: dict
     lone = flags if len(found) == 1 else None  # given only where the target is one file (and one session: _audit_file)
     out: list[AuditedSession] = []
     others = [entry for entry in found if entry.fmt != "statebox"]
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(others))) if jobs > 1 and len(others) > 1 else None
+    pool_size = workers(jobs, len(others))  # a statebox run folder among them is sized by audit_run, from `jobs`
+    pool = ProcessPoolExecutor(max_workers=min(pool_size, len(others))) if pool_size > 1 and len(others) > 1 else None
     try:
         judged = iter(pool.map(_audit_file, others, repeat(policy), repeat(items), repeat(lone), repeat(keep_logs),
-                               chunksize=max(1, len(others) // (jobs * 8)))) if pool is not None else None
+                               chunksize=max(1, len(others) // (pool_size * 8)))) if pool is not None else None
         for number, entry in enumerate(found, start=1):
             if entry.fmt == "statebox":
                 out.extend(AuditedSession(row, "statebox", entry.path)

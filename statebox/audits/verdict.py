@@ -22,6 +22,7 @@ from statebox.audits.honeytokens import (HONEYTOKENS_DIR, PLAN_FILE, DecoyEviden
                                          evidence_findings)
 from statebox.audits.llm_pass import second_pass
 from statebox.audits.rules import ALWAYS_PARSE, OUTPUT_TRIGGERS, run_rules, static_triggers
+from statebox.audits.workers import workers
 from statebox.collector import collector_paused
 from statebox.errors import UserError
 from statebox.replace_file import replace_text
@@ -136,7 +137,8 @@ def audit_run(run_dir: Path, policy: Any = None, *, write: bool = True, keep_log
               jobs: int = 1, progress: Callable[[int, int], None] | None = None, full: bool = False) -> list[AuditedAttempt]:
     """Audit every attempt of a run (or one attempt folder); writes each verdict.json.
 
-    `jobs` > 1 audits the attempt folders in that many worker processes (same rows, same order).
+    `jobs` > 1 audits the attempt folders in that many worker processes (same rows, same order); `workers.AUTO`
+    (0) as many as `workers.workers` gives for their count.
     `progress(done, total)` is told after each attempt. `full`: every line of every log is parsed (no prefilter):
     the reference reading the fast path is fuzzed against, for a run folder some other tool wrote."""
     run_dir = Path(run_dir)
@@ -145,6 +147,7 @@ def audit_run(run_dir: Path, policy: Any = None, *, write: bool = True, keep_log
     dirs = attempt_dirs(run_dir)
     if not dirs:
         raise UserError(f"{run_dir}: no attempts found (expected RUN_DIR/attempts/<id>/ with events.jsonl or attempt.json)")
+    jobs = workers(jobs, len(dirs))
     with ExitStack() as stack:
         if jobs > 1 and len(dirs) > 1 and not keep_logs:
             # attempts are independent (each reads and writes only its own folder): a process pool scales

@@ -31,6 +31,7 @@ from statebox.audits import external
 from statebox.audits.audit_report import write_audit_report
 from statebox.audits.events import FORMATS as SESSION_FORMATS, AttemptFacts
 from statebox.audits.verdict import AuditedAttempt, audit_file, audit_run
+from statebox.audits.workers import AUTO, MIN_PER_WORKER
 from statebox.errors import UserError
 from statebox.harness.lock import hold_run_lock
 from statebox.harness.store import RESULTS_FILE, ResultStore
@@ -54,8 +55,9 @@ def register(app: typer.Typer) -> None:
         honeytoken_value: Optional[List[str]] = typer.Option(None, "--honeytoken-value", help="Session file: a canary value (repeatable)."),
         honeytoken_path: Optional[List[str]] = typer.Option(None, "--honeytoken-path", help="Session file: a decoy path (repeatable)."),
         no_write: bool = typer.Option(False, "--no-write", help="Do not write verdict.json into attempt folders."),
-        jobs: int = typer.Option(1, "--jobs", "-j", min=1, max=256, help="Audit in N processes (e.g. the number of cores): a run's "
-                                 "attempt folders, or the files of a folder of other harnesses' logs."),
+        jobs: int = typer.Option(AUTO, "--jobs", "-j", min=0, max=256, help="Audit in N processes: a run's attempt folders, "
+                                 f"or the files of a folder of other harnesses' logs. 0 (the default): one per core, once "
+                                 f"there are {MIN_PER_WORKER} folders or files for each; 1: one process."),
         items_file: Optional[Path] = typer.Option(None, "--items", help="Other harnesses' logs: JSONL of per-session facts "
                                                   "({session|sample|id, question, original_name, item_id})."),
         html_out: Optional[Path] = typer.Option(None, "--html", help="Also write an HTML audit report to this file."),

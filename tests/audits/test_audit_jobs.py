@@ -8,11 +8,14 @@ written by the worker that judged it.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from typer.testing import CliRunner
 
+from statebox.audits import workers as audit_workers
 from statebox.audits.verdict import audit_run
 from statebox.cli import app
 
@@ -50,9 +53,55 @@ def test_cli_jobs_writes_each_verdict_and_prints_the_same_json(tmp_path: Path):
     assert "clean" in verdicts.values() and set(verdicts.values()) != {"clean"}
 
 
-def test_cli_jobs_below_one_is_a_usage_error(tmp_path: Path):
-    result = CliRunner().invoke(app, ["audit", str(CORPUS), "--jobs", "0", "--no-write"])
+def test_cli_jobs_below_zero_is_a_usage_error(tmp_path: Path):
+    result = CliRunner().invoke(app, ["audit", str(CORPUS), "--jobs", "-1", "--no-write"])
     assert result.exit_code == 2
+
+
+def test_workers_take_jobs_as_given_and_by_default_one_per_core_once_there_is_work_for_it(monkeypatch):
+    monkeypatch.setattr(audit_workers, "usable_cores", lambda: 8)
+    per = audit_workers.MIN_PER_WORKER
+    assert audit_workers.workers(3, 1) == 3 and audit_workers.workers(1, 10_000) == 1  # as given
+    assert audit_workers.workers(audit_workers.AUTO, 0) == 1
+    assert audit_workers.workers(audit_workers.AUTO, 2 * per - 1) == 1  # not enough for a second worker
+    assert audit_workers.workers(audit_workers.AUTO, 2 * per) == 2
+    assert audit_workers.workers(audit_workers.AUTO, 100 * per) == 8  # never more than the cores
+    monkeypatch.undo()
+    assert 1 <= audit_workers.usable_cores() <= (os.cpu_count() or 1)
+
+
+class _CountedPool(ProcessPoolExecutor):
+    """The pool the audit builds, its size recorded."""
+
+    sizes: list[int] = []
+
+    def __init__(self, max_workers: int | None = None, **kwargs) -> None:
+        _CountedPool.sizes.append(max_workers or 0)
+        super().__init__(max_workers=max_workers, **kwargs)
+
+
+def test_the_cli_audits_in_as_many_processes_as_workers_gives_by_default(tmp_path: Path, monkeypatch):
+    """No --jobs: a run's folders (and a folder of other harnesses' files) are shared among `workers(AUTO, n)`
+    processes, and the JSON is the one process's."""
+    from statebox.audits import external, verdict
+
+    monkeypatch.setattr(audit_workers, "usable_cores", lambda: 3)
+    monkeypatch.setattr(audit_workers, "MIN_PER_WORKER", 2)
+    monkeypatch.setattr(verdict, "ProcessPoolExecutor", _CountedPool)
+    monkeypatch.setattr(external, "ProcessPoolExecutor", _CountedPool)
+    _CountedPool.sizes = []
+    serial = CliRunner().invoke(app, ["audit", str(CORPUS), "--json", "--no-write", "--jobs", "1"])
+    assert serial.exit_code == 0, serial.output
+    assert _CountedPool.sizes == []
+    auto = CliRunner().invoke(app, ["audit", str(CORPUS), "--json", "--no-write"])
+    assert auto.exit_code == 0, auto.output
+    assert _CountedPool.sizes == [3] and json.loads(auto.stdout) == json.loads(serial.stdout)
+    _CountedPool.sizes = []
+    args = ["audit", str(CLI_FILES), "--json", "--items", str(CLI_FILES / "items.jsonl")]
+    serial = CliRunner().invoke(app, args + ["--jobs", "1"])
+    auto = CliRunner().invoke(app, args)
+    assert serial.exit_code == 0 and auto.exit_code == 0, serial.output + auto.output
+    assert _CountedPool.sizes == [2] and json.loads(auto.stdout) == json.loads(serial.stdout)  # 4 files: 2 per worker
 
 
 CLI_FILES = Path(__file__).parent / "cli_session_files"
