@@ -284,3 +284,39 @@ def test_beta_messages_and_shared_paths_route_by_client(lease, scripted):
     assert gets[0].headers.get("x-api-key") == DECOY_ANTHROPIC  # Anthropic's /v1/models got the Anthropic key
     assert gets[1].headers.get("authorization") == f"Bearer {DECOY_OPENAI}"
     assert lease.usage.requests == 1  # listing models is not a generation request
+
+
+@pytest.fixture
+def slow_end(monkeypatch, socket_dir, tmp_path):
+    """A lease whose upstream waits 0.15 s after each SSE event, the end marker's included, before the next
+    bytes: the stream's end marker reaches the client well before the upstream response ends."""
+    with ScriptedModelServer([Turn(shell="ls -la"), Turn(text="The answer is 42."), Turn(text="Again 42.")],
+                             sse_delay_s=0.15) as server:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", DECOY_ANTHROPIC)
+        monkeypatch.setenv("OPENAI_API_KEY", DECOY_OPENAI)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+        with Gateway(env=dict(os.environ)) as gw:
+            lease = gw.lease("attempt-slow", socket_dir, tmp_path / "gateway.jsonl", Budgets())
+            yield lease
+            lease.close()
+
+
+def test_a_streamed_reply_is_logged_and_counted_before_the_client_sees_its_end_marker(slow_end):
+    """A client stops reading a stream at its end marker (`[DONE]`, `message_stop`, `response.completed`), not
+    at the end of the HTTP response: the gateway holds back the bytes from the marker on until the record is
+    accounted and logged, so a client that has its answer always finds the usage and the log line (a CI run
+    read the log between the two once: an IndexError)."""
+    chat = openai_client(slow_end, max_retries=0)
+    list(chat.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}], tools=CHAT_BASH,
+                                      stream=True))
+    assert len(log_lines(slow_end)) == 1 and slow_end.usage.requests == 1
+    with anthropic_client(slow_end, max_retries=0).messages.stream(
+            model="claude-opus-4-7", max_tokens=64, messages=[{"role": "user", "content": "x"}]) as stream:
+        for _ in stream.text_stream:
+            pass
+    assert len(log_lines(slow_end)) == 2 and slow_end.usage.requests == 2
+    responses = openai_client(slow_end, max_retries=0)
+    list(responses.responses.create(model="gpt-5", input="x", stream=True))
+    assert len(log_lines(slow_end)) == 3 and slow_end.usage.requests == 3
+    assert [line["response"] is not None for line in log_lines(slow_end)] == [True, True, True]

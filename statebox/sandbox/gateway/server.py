@@ -554,12 +554,19 @@ class Gateway:
         is_sse = "text/event-stream" in response.headers.get("content-type", "")
         assembler = StreamAssembler(api) if (is_sse and api) else None
         chunks: list[bytes] = []
+        # From the stream's own end marker on (`[DONE]`, `message_stop`, `response.completed`) the bytes are held
+        # back until the record is accounted and logged: a client stops reading at the marker, not at the end of
+        # the HTTP response, and one that has its answer must find the usage and the log line already there
+        held: list[bytes] = []
         client_gone = False
         try:
             await send.start(response.status_code, reply_headers)
             async for chunk in response.aiter_bytes():
                 if assembler is not None:
                     assembler.feed(chunk)
+                    if assembler.finished:
+                        held.append(chunk)
+                        continue
                 else:
                     chunks.append(chunk)
                 try:
@@ -588,8 +595,10 @@ class Gateway:
             send.abort()
             return
         try:
+            for chunk in held:
+                await send.data(chunk)
             await send.end()
-        except ConnectionError:
+        except (ConnectionError, RuntimeError):  # gone after its record was written: nothing left to account
             send.abort()
 
     def _finish_record(self, lease: GatewayLease, api: str | None, reservation: Reservation | None,
