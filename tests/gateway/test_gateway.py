@@ -320,3 +320,36 @@ def test_a_streamed_reply_is_logged_and_counted_before_the_client_sees_its_end_m
     list(responses.responses.create(model="gpt-5", input="x", stream=True))
     assert len(log_lines(slow_end)) == 3 and slow_end.usage.requests == 3
     assert [line["response"] is not None for line in log_lines(slow_end)] == [True, True, True]
+
+
+def test_a_reply_cut_by_the_lease_closing_is_logged_with_what_had_come(slow_end):
+    """The attempt ends (its lease closes) while a reply still streams: the request reached a model, so it is in
+    the log (`cancelled`, the reply as far as it came), charged its worst case, and the log is closed after it
+    (it was closed first, and the cut request's line was then lost or reopened the file)."""
+    import threading
+
+    first_event = threading.Event()
+    failure: list[BaseException] = []
+
+    def stream() -> None:
+        try:
+            with anthropic_client(slow_end, max_retries=0).messages.stream(
+                    model="claude-opus-4-7", max_tokens=64, messages=[{"role": "user", "content": "x"}]) as events:
+                for _ in events:
+                    first_event.set()
+        except BaseException as exc:  # noqa: BLE001 - the cut connection ends the client's read
+            failure.append(exc)
+        finally:
+            first_event.set()
+
+    reader = threading.Thread(target=stream, daemon=True)
+    reader.start()
+    assert first_event.wait(30)
+    slow_end.close()
+    reader.join(30)
+    lines = log_lines(slow_end)
+    assert len(lines) == 1, lines
+    assert lines[0]["cancelled"] is True and "lease closed mid-reply" in lines[0]["error"]
+    assert lines[0]["request"]["messages"] == [{"role": "user", "content": "x"}]
+    assert lines[0]["sse_events"] >= 1 and lines[0]["response"] is not None
+    assert slow_end.usage.requests == 1 and slow_end._log is None  # counted; the log closed after its line

@@ -140,15 +140,16 @@ class GatewayLease:
     _secrets: list = field(default_factory=list, repr=False)
 
     def close(self) -> None:
-        """Stop accepting connections, remove the socket, close the log (idempotent)."""
-        with self._log_lock:
-            if self._log is not None:
-                self._log.close()
-                self._log = None
+        """Stop accepting connections (a request in flight is logged as it is cut), remove the socket, close the
+        log (idempotent). The server goes first: the log closed first was reopened by the cut requests' lines."""
         if self._gateway is not None and self._server is not None:
             self._gateway._close_server(self._server)
             self._server = None
         self._flush_folded()
+        with self._log_lock:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
         for path in {self.socket_path, self.host_socket_path or self.socket_path}:
             try:
                 path.unlink()

@@ -273,8 +273,11 @@ class Gateway:
 
         async def close() -> None:
             server.close()
-            for task in list(lease._connections if lease else ()):
+            tasks = list(lease._connections if lease else ())
+            for task in tasks:
                 task.cancel()
+            if tasks:  # each logs its request on the way out (`_forward`): let it, before the lease closes its log
+                await asyncio.wait(tasks, timeout=2)
             try:
                 await asyncio.wait_for(server.wait_closed(), timeout=2)
             except asyncio.TimeoutError:
@@ -541,7 +544,10 @@ class Gateway:
         except (httpx.HTTPError, asyncio.CancelledError) as exc:
             if reservation is not None:  # nothing reached a model: the reservation is released unspent
                 settle(lease, api or "", reservation, None, record, complete=True, status=502)
-            if isinstance(exc, asyncio.CancelledError):
+            if isinstance(exc, asyncio.CancelledError):  # the lease closed (the attempt ended) before an answer:
+                record.update(error="the lease closed before the upstream answered (the attempt ended)",  # the
+                              cancelled=True, duration_s=round(time.time() - started, 3))  # request is still logged
+                lease.write_log(record, lease._secrets)
                 raise
             message = f"statebox gateway could not reach the {provider} upstream: {type(exc).__name__}"
             record.update(status=502, error=f"{message}: {exc}", duration_s=round(time.time() - started, 3))
@@ -579,9 +585,13 @@ class Gateway:
             client_gone = True
         except ConnectionError:
             client_gone = True
-        except asyncio.CancelledError:  # the lease closed mid-reply: charge the worst case, then stop
-            if reservation is not None:
+        except asyncio.CancelledError:  # the lease closed mid-reply (the attempt ended): charge the worst case,
+            if reservation is not None:  # log the request and what came of its reply, then stop
                 settle(lease, api or "", reservation, None, record, complete=False, status=response.status_code)
+            record["response"] = summarise_images(self._reply_of(assembler, chunks, record))
+            record.update(error="the lease closed mid-reply (the attempt ended): the response is what had come",
+                          cancelled=True, duration_s=round(time.time() - started, 3))
+            lease.write_log(record, lease._secrets)
             raise
         finally:
             await response.aclose()
@@ -601,20 +611,25 @@ class Gateway:
         except (ConnectionError, RuntimeError):  # gone after its record was written: nothing left to account
             send.abort()
 
-    def _finish_record(self, lease: GatewayLease, api: str | None, reservation: Reservation | None,
-                       record: dict[str, Any], assembler: StreamAssembler | None, chunks: list[bytes], status: int,
-                       started: float, *, complete: bool) -> None:
+    @staticmethod
+    def _reply_of(assembler: StreamAssembler | None, chunks: list[bytes], record: dict[str, Any]) -> Any:
+        """The reply as far as it came: a stream assembled (its event count and error noted in `record`), a body
+        parsed as JSON, else its text (cut)."""
         if assembler is not None:
-            reply: Any = assembler.result()
             record["sse_events"] = assembler.events
             if assembler.error is not None:
                 record["error"] = assembler.error
-        else:
-            raw = b"".join(chunks)
-            try:
-                reply = json.loads(raw) if raw else None
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                reply = raw.decode("utf-8", "replace")[:10000]
+            return assembler.result()
+        raw = b"".join(chunks)
+        try:
+            return json.loads(raw) if raw else None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return raw.decode("utf-8", "replace")[:10000]
+
+    def _finish_record(self, lease: GatewayLease, api: str | None, reservation: Reservation | None,
+                       record: dict[str, Any], assembler: StreamAssembler | None, chunks: list[bytes], status: int,
+                       started: float, *, complete: bool) -> None:
+        reply = self._reply_of(assembler, chunks, record)
         record["response"] = summarise_images(reply)
         if api is not None and reservation is not None:
             broken = assembler is not None and (assembler.error is not None or not assembler.finished)
