@@ -353,3 +353,25 @@ def test_a_reply_cut_by_the_lease_closing_is_logged_with_what_had_come(slow_end)
     assert lines[0]["request"]["messages"] == [{"role": "user", "content": "x"}]
     assert lines[0]["sse_events"] >= 1 and lines[0]["response"] is not None
     assert slow_end.usage.requests == 1 and slow_end._log is None  # counted; the log closed after its line
+
+
+def test_a_reply_the_gateway_cannot_relay_is_still_settled_and_logged(lease, monkeypatch):
+    """Anything else that breaks a reply on its way through (here the stream reader failing on an event) cuts the
+    reply for the client, but the request reached a model: it is logged with why, and its reservation settled
+    (before, the error left the handler, so there was no log line and the reservation held the budget forever)."""
+    from statebox.sandbox.gateway import server
+
+    class Breaks(server.StreamAssembler):
+        def feed(self, chunk: bytes) -> None:
+            super().feed(chunk)
+            if self.events >= 2:
+                raise ValueError("an event this reader cannot read")
+
+    monkeypatch.setattr(server, "StreamAssembler", Breaks)
+    with pytest.raises(Exception):  # the client sees its stream cut (which error depends on the SDK)
+        list(openai_client(lease, max_retries=0).chat.completions.create(
+            model="gpt-4o", messages=[{"role": "user", "content": "x"}], tools=CHAT_BASH, stream=True))
+    lines = log_lines(lease)
+    assert len(lines) == 1 and "could not relay the reply: ValueError" in lines[0]["error"]
+    assert lines[0]["request"]["messages"] == [{"role": "user", "content": "x"}]
+    assert lease.usage.requests == 1 and lease.reserved.output_tokens == 0 and lease.reserved.input_tokens == 0

@@ -585,6 +585,11 @@ class Gateway:
             client_gone = True
         except ConnectionError:
             client_gone = True
+        except Exception as exc:  # noqa: BLE001 - anything else (a reply h11 will not relay, an event the reader
+            # cannot read): the reply is cut for the client, but the request reached a model, so it is still
+            # settled and logged below, never left to hold its reservation with no line in the log
+            record["error"] = f"statebox gateway could not relay the reply: {type(exc).__name__}: {exc}"
+            client_gone = True
         except asyncio.CancelledError:  # the lease closed mid-reply (the attempt ended): charge the worst case,
             if reservation is not None:  # log the request and what came of its reply, then stop
                 settle(lease, api or "", reservation, None, record, complete=False, status=response.status_code)
