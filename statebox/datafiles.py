@@ -46,6 +46,7 @@ def too_many_digits(number: str) -> bool:
     zeros aside: read without `int()` or `float()`, which refuse it or overflow."""
     return len(number.split(".")[0].lstrip("+-").lstrip("0")) > NUMBER_DIGITS
 
+
 BOM = b"\xef\xbb\xbf"
 
 

@@ -38,7 +38,6 @@ thread). A second signal while stopping is ignored; a third exits at once.
 from __future__ import annotations
 
 import faulthandler
-import io
 import os
 import signal
 import subprocess
@@ -160,7 +159,7 @@ def install(sweep: Callable[[], object] | None = None) -> None:
     if stacks is not None and sys.stderr is not None:
         try:
             faulthandler.register(stacks, file=sys.stderr, all_threads=True)
-        except (AttributeError, OSError, ValueError, io.UnsupportedOperation):  # stderr with no descriptor (captured)
+        except (AttributeError, OSError, ValueError):  # stderr with no descriptor (captured: io.UnsupportedOperation)
             pass
     if not _backstop:
         thread = threading.Thread(target=_watch_unanswered, args=(sweep or (lambda: None),),

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.cli_deadline import catches
 from tests.conftest import default_signal_dispositions
 
 from signals_support import run_env, statebox_containers, vstat_dataset, workspaces_left
@@ -33,12 +34,7 @@ EXIT_TIMEOUT_S = 120
 
 def _handlers_installed(pid: int) -> bool:
     """statebox's `install()` has run: SIGTERM and SIGHUP are caught (Python catches SIGINT from the start)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    caught = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
-    return all(caught & (1 << (s - 1)) for s in (signal.SIGTERM, signal.SIGHUP))
+    return all(catches(pid, s) for s in (signal.SIGTERM, signal.SIGHUP))
 
 
 def _start(args: list[str], env: dict) -> tuple[subprocess.Popen, float]:
