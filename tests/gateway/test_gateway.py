@@ -375,3 +375,36 @@ def test_a_reply_the_gateway_cannot_relay_is_still_settled_and_logged(lease, mon
     assert len(lines) == 1 and "could not relay the reply: ValueError" in lines[0]["error"]
     assert lines[0]["request"]["messages"] == [{"role": "user", "content": "x"}]
     assert lease.usage.requests == 1 and lease.reserved.output_tokens == 0 and lease.reserved.input_tokens == 0
+
+
+def test_many_requests_cut_at_once_when_the_lease_closes_are_each_logged(slow_end):
+    """An agent keeps ten streams open as its attempt ends, to lose requests from the witness log or hold up the
+    close: each one that reached a model has its `cancelled` line, and the close returns."""
+    import threading
+
+    started = threading.Semaphore(0)
+
+    def stream(n: int) -> None:
+        try:
+            with anthropic_client(slow_end, max_retries=0).messages.stream(
+                    model="claude-opus-4-7", max_tokens=64, messages=[{"role": "user", "content": f"x{n}"}]) as events:
+                for _ in events:
+                    started.release()
+                    break
+                for _ in events:
+                    pass
+        except BaseException:  # noqa: BLE001 - the cut connection ends the client's read
+            started.release()
+
+    readers = [threading.Thread(target=stream, args=(n,), daemon=True) for n in range(10)]
+    for reader in readers:
+        reader.start()
+    for _ in readers:
+        assert started.acquire(timeout=60)
+    closer = threading.Thread(target=slow_end.close, daemon=True)
+    closer.start()
+    closer.join(60)
+    assert not closer.is_alive()
+    lines = log_lines(slow_end)
+    assert sorted(line["request"]["messages"][0]["content"] for line in lines) == sorted(f"x{n}" for n in range(10))
+    assert all(line.get("cancelled") is True for line in lines) and slow_end.usage.requests == 10
