@@ -290,8 +290,41 @@ def test_beta_messages_and_shared_paths_route_by_client(lease, scripted):
 def slow_end(monkeypatch, socket_dir, tmp_path):
     """A lease whose upstream waits 0.15 s after each SSE event, the end marker's included, before the next
     bytes: the stream's end marker reaches the client well before the upstream response ends."""
+    yield from _lease_before(monkeypatch, socket_dir, tmp_path, sse_delay_s=0.15)
+
+
+STALL_S = 3600.0  # the upstream's wait after each event in `stalled`: held on a gate, never slept
+
+
+@pytest.fixture
+def stalled(monkeypatch, socket_dir, tmp_path):
+    """A lease whose upstream sends each stream's first event, then waits (on a gate the fixture opens at its end)
+    before the next: a stream is still in flight whenever the test closes the lease, however slow the machine."""
+    import threading
+    import time as real_time
+
+    from statebox.testing import scripted_model
+
+    gate = threading.Event()
+
+    class GatedTime:
+        def __getattr__(self, name: str):
+            return getattr(real_time, name)
+
+        @staticmethod
+        def sleep(seconds: float) -> None:
+            gate.wait() if seconds == STALL_S else real_time.sleep(seconds)
+
+    monkeypatch.setattr(scripted_model, "time", GatedTime())
+    try:
+        yield from _lease_before(monkeypatch, socket_dir, tmp_path, sse_delay_s=STALL_S)
+    finally:
+        gate.set()
+
+
+def _lease_before(monkeypatch, socket_dir, tmp_path, sse_delay_s: float):
     with ScriptedModelServer([Turn(shell="ls -la"), Turn(text="The answer is 42."), Turn(text="Again 42.")],
-                             sse_delay_s=0.15) as server:
+                             sse_delay_s=sse_delay_s) as server:
         monkeypatch.setenv("ANTHROPIC_API_KEY", DECOY_ANTHROPIC)
         monkeypatch.setenv("OPENAI_API_KEY", DECOY_OPENAI)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
@@ -322,7 +355,7 @@ def test_a_streamed_reply_is_logged_and_counted_before_the_client_sees_its_end_m
     assert [line["response"] is not None for line in log_lines(slow_end)] == [True, True, True]
 
 
-def test_a_reply_cut_by_the_lease_closing_is_logged_with_what_had_come(slow_end):
+def test_a_reply_cut_by_the_lease_closing_is_logged_with_what_had_come(stalled):
     """The attempt ends (its lease closes) while a reply still streams: the request reached a model, so it is in
     the log (`cancelled`, the reply as far as it came), charged its worst case, and the log is closed after it
     (it was closed first, and the cut request's line was then lost or reopened the file)."""
@@ -333,7 +366,7 @@ def test_a_reply_cut_by_the_lease_closing_is_logged_with_what_had_come(slow_end)
 
     def stream() -> None:
         try:
-            with anthropic_client(slow_end, max_retries=0).messages.stream(
+            with anthropic_client(stalled, max_retries=0).messages.stream(
                     model="claude-opus-4-7", max_tokens=64, messages=[{"role": "user", "content": "x"}]) as events:
                 for _ in events:
                     first_event.set()
@@ -345,14 +378,14 @@ def test_a_reply_cut_by_the_lease_closing_is_logged_with_what_had_come(slow_end)
     reader = threading.Thread(target=stream, daemon=True)
     reader.start()
     assert first_event.wait(30)
-    slow_end.close()
+    stalled.close()
     reader.join(30)
-    lines = log_lines(slow_end)
+    lines = log_lines(stalled)
     assert len(lines) == 1, lines
     assert lines[0]["cancelled"] is True and "lease closed mid-reply" in lines[0]["error"]
     assert lines[0]["request"]["messages"] == [{"role": "user", "content": "x"}]
     assert lines[0]["sse_events"] >= 1 and lines[0]["response"] is not None
-    assert slow_end.usage.requests == 1 and slow_end._log is None  # counted; the log closed after its line
+    assert stalled.usage.requests == 1 and stalled._log is None  # counted; the log closed after its line
 
 
 def test_a_reply_the_gateway_cannot_relay_is_still_settled_and_logged(lease, monkeypatch):
@@ -377,7 +410,7 @@ def test_a_reply_the_gateway_cannot_relay_is_still_settled_and_logged(lease, mon
     assert lease.usage.requests == 1 and lease.reserved.output_tokens == 0 and lease.reserved.input_tokens == 0
 
 
-def test_many_requests_cut_at_once_when_the_lease_closes_are_each_logged(slow_end):
+def test_many_requests_cut_at_once_when_the_lease_closes_are_each_logged(stalled):
     """An agent keeps ten streams open as its attempt ends, to lose requests from the witness log or hold up the
     close: each one that reached a model has its `cancelled` line, and the close returns."""
     import threading
@@ -386,7 +419,7 @@ def test_many_requests_cut_at_once_when_the_lease_closes_are_each_logged(slow_en
 
     def stream(n: int) -> None:
         try:
-            with anthropic_client(slow_end, max_retries=0).messages.stream(
+            with anthropic_client(stalled, max_retries=0).messages.stream(
                     model="claude-opus-4-7", max_tokens=64, messages=[{"role": "user", "content": f"x{n}"}]) as events:
                 for _ in events:
                     started.release()
@@ -401,10 +434,10 @@ def test_many_requests_cut_at_once_when_the_lease_closes_are_each_logged(slow_en
         reader.start()
     for _ in readers:
         assert started.acquire(timeout=60)
-    closer = threading.Thread(target=slow_end.close, daemon=True)
+    closer = threading.Thread(target=stalled.close, daemon=True)
     closer.start()
     closer.join(60)
     assert not closer.is_alive()
-    lines = log_lines(slow_end)
+    lines = log_lines(stalled)
     assert sorted(line["request"]["messages"][0]["content"] for line in lines) == sorted(f"x{n}" for n in range(10))
-    assert all(line.get("cancelled") is True for line in lines) and slow_end.usage.requests == 10
+    assert all(line.get("cancelled") is True for line in lines) and stalled.usage.requests == 10
