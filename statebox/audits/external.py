@@ -58,7 +58,7 @@ from statebox.collector import collector_paused
 from statebox.errors import DataError, UserError
 from statebox.json_text import decoded_lines, json_value, jsonl_lines, line_loads
 from statebox.replace_file import replacing_by_name
-from statebox.schema import Event, Finding
+from statebox.schema import Event, EventKind, Finding
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl
 from statebox.sessions import atif_trajectory, claude_session, codex_rollout, inspect_sample
 from statebox.sessions.shapes import list_of
@@ -323,6 +323,11 @@ def discover(root: Path, only: str | None = None, passed_over: list[str] | None 
             dirs[:] = []
             continue
         dirs.sort()
+        if _read_with_its_session(here):
+            seen += len(files)  # looked at all the same: the cap holds
+            if seen > MAX_FILES:
+                raise UserError(f"{root}: more than {MAX_FILES} files; point statebox audit at a smaller folder")
+            continue  # subagent transcripts: read with the session file they belong to (`subagent_transcripts`)
         for name in sorted(files):
             seen += 1
             if seen > MAX_FILES:
@@ -342,6 +347,19 @@ def discover(root: Path, only: str | None = None, passed_over: list[str] | None 
                 passed_over.append(f"{path}: named like a Harbor trajectory, but no ATIF trajectory (no "
                                    f"\"schema_version\": \"ATIF-...\" and steps, or over {session_limits.DOCUMENT_BYTES_LIMIT} bytes)")
     return found
+
+
+def _read_with_its_session(folder: Path) -> bool:
+    """Whether `folder` is `<session>/subagents` beside a Claude Code session file `<session>.jsonl` (a regular
+    file, not a link) that `claude_sessions` reads, and so its transcripts with it."""
+    if folder.name != SUBAGENTS_DIR:
+        return False
+    session_file = folder.parent.parent / f"{folder.parent.name}.jsonl"
+    try:
+        regular = stat.S_ISREG(os.lstat(session_file).st_mode)
+    except OSError:
+        return False
+    return regular and file_format(session_file) == "claude"
 
 
 # ---------------------------------------------------------------------------
@@ -394,10 +412,100 @@ def claude_sessions(path: Path) -> Iterator[ExternalSession]:
     loads, lines = line_loads(data), decoded_lines(data)  # lines decoded as they are parsed, never all held
     drafts = claude_session.parse_lines(lines, loads) if session_file else claude_stream.parse_lines(lines, loads)
     del data
-    log = session_log(events_of(drafts, path.name), AttemptFacts(attempt_id=path.stem, agent="claude-code"), [path.name],
-                      limits=limits)
+    events = events_of(drafts, path.name)
     del drafts  # not held while the session is judged (this generator waits at its yield meanwhile)
+    sources = [path.name]
+    if path.suffix == ".jsonl":  # a session file; a stream-json log saved beside such a folder holds its session too
+        for sub in subagent_transcripts(path, limits):
+            if len(events) >= session_limits.SESSION_EVENT_LIMIT:
+                break  # session_log cuts here and says so: the files past it are not even read
+            events.extend(subagent_events(sub, len(events), limits))
+            sources.append(f"{SUBAGENTS_DIR}/{sub.name}")
+    log = session_log(events, AttemptFacts(attempt_id=path.stem, agent="claude-code"), sources, limits=limits)
+    del events
     yield ExternalSession(path.stem, "claude", path, log, keys=[path.stem, path.name])
+
+
+# Claude Code 2.x writes what each subagent (its `Agent` / `Task` tool) did to a file of its own beside the session's:
+# `<project>/<session>/subagents/agent-<id>.jsonl` (with an `agent-<id>.meta.json`), every line `isSidechain`.
+SUBAGENTS_DIR = "subagents"
+MAX_SUBAGENT_FILES = 10_000
+
+
+def subagent_folder(session_file: Path) -> Path:
+    """Where Claude Code keeps the subagent transcripts of the session in `session_file`."""
+    return session_file.parent / session_file.stem / SUBAGENTS_DIR
+
+
+def subagent_transcripts(session_file: Path, limits: list[str]) -> list[Path]:
+    """The subagent transcripts of a Claude Code session file, in name order; what could not be read is told to
+    `limits` (an `audit_limit` finding: the session is flagged, never clean).
+
+    Why they belong to the session: a subagent's commands are the agent's own, run for it while its `Agent` call
+    waits, and its answer comes back to the session that answers the question. Audited apart (as other sessions
+    of a folder), a cheat delegated to a subagent left the session that scored clean and a row of its own named
+    `agent-<id>` that no item maps to. The folders on the way are taken only as real folders (a link could make
+    another session's subagents, or any folder, this one's), each file as a regular file (`open_regular`)."""
+    folder = subagent_folder(session_file)
+    for step in (folder.parent, folder):
+        try:
+            mode = os.lstat(step).st_mode
+        except FileNotFoundError:
+            return []  # no subagent ran (most sessions)
+        except OSError as exc:
+            limits.append(f"{step}: subagent transcripts not read ({exc.strerror or exc})")
+            return []
+        if not stat.S_ISDIR(mode):
+            if step == folder or stat.S_ISLNK(mode):  # `<session>` as a plain file is none of Claude Code's
+                limits.append(f"{step}: subagent transcripts not read (not a folder: {_file_kind(mode)})")
+            return []
+    found: list[Path] = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if not entry.name.endswith(".jsonl"):
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    limits.append(f"{folder / entry.name}: a subagent transcript not read (not a regular file)")
+                    continue
+                found.append(folder / entry.name)
+                if len(found) > MAX_SUBAGENT_FILES:  # not listed on: a folder of millions would be held whole
+                    limits.append(f"{folder}: more than {MAX_SUBAGENT_FILES} subagent transcripts, "
+                                  f"{MAX_SUBAGENT_FILES} of them read")
+                    break
+    except OSError as exc:
+        limits.append(f"{folder}: subagent transcripts not read ({exc.strerror or exc})")
+        return []
+    return sorted(found)[:MAX_SUBAGENT_FILES]
+
+
+def _file_kind(mode: int) -> str:
+    return "a symbolic link" if stat.S_ISLNK(mode) else "a file" if stat.S_ISREG(mode) else "a special file"
+
+
+def subagent_events(path: Path, first_seq: int, limits: list[str]) -> list[Event]:
+    """One subagent transcript's events, numbered on from `first_seq`, each marked `subagent` (and `sidechain`).
+
+    The task the subagent was given is a user line of its file, but the agent wrote it (as its `Agent` call's
+    input): read as a user prompt, the only text that may excuse an echo of itself, it let the agent excuse what it
+    had its subagent look for by naming it in the task. So it is the agent's text here (`role: assistant`)."""
+    try:
+        data, cut = session_lines(path)
+    except UserError as exc:  # gone or changed between the listing and the open: said, and flagged
+        limits.append(f"{exc}: a subagent transcript not read")
+        return []
+    limits.extend(cut)
+    drafts = claude_session.parse_lines(decoded_lines(data), line_loads(data))
+    del data
+    source = f"{SUBAGENTS_DIR}/{path.name}"
+    events: list[Event] = []
+    for seq, (line, draft) in enumerate(drafts, start=first_seq):
+        marked = {**draft.data, "subagent": path.stem, "sidechain": True}
+        if draft.kind is EventKind.message and marked.get("role") == "user":
+            marked["role"] = "assistant"
+            marked["subagent_task"] = True
+        events.append(new_event(seq, draft.kind, source, line, draft.text, marked))
+    return events
 
 
 def codex_sessions(path: Path) -> Iterator[ExternalSession]:
