@@ -242,6 +242,10 @@ def is_prompt(event: Event) -> bool:
         # reply too, and as a "prompt" before the reply's action it excused every echo of itself (clean on the full
         # reading, which keeps it, suspicious on the fast one, which reads only its reply half)
         return False
+    if (event.data or {}).get("subagent_task"):
+        # what a subagent was handed: the task the agent wrote for it (and a forked subagent's copy of the history),
+        # never the task as given; as a prompt before the subagent's first action it excused an echo of itself
+        return False
     if event.kind in PROMPT_KINDS:
         return True
     return event.kind is EventKind.message and (event.data or {}).get("role") not in ("assistant",)

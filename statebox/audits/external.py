@@ -61,7 +61,7 @@ from statebox.replace_file import replacing_by_name
 from statebox.schema import Event, EventKind, Finding
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl
 from statebox.sessions import atif_trajectory, claude_session, codex_rollout, inspect_sample
-from statebox.sessions.shapes import list_of
+from statebox.sessions.shapes import list_of, object_at
 from statebox.userfiles import read_upto
 
 if TYPE_CHECKING:  # inspect_ai is heavy: imported where an Inspect log is read (see _inspect_reader)
@@ -296,6 +296,8 @@ def detect(path: Path) -> str:
 class Found:
     fmt: str
     path: Path
+    # Codex only: the rollouts of the subagents this session started, (path, thread id), read with it (`rollout_families`)
+    children: tuple[tuple[Path, str], ...] = ()
 
 
 def discover(root: Path, only: str | None = None, passed_over: list[str] | None = None) -> list[Found]:
@@ -416,14 +418,20 @@ def claude_sessions(path: Path) -> Iterator[ExternalSession]:
     del drafts  # not held while the session is judged (this generator waits at its yield meanwhile)
     sources = [path.name]
     if path.suffix == ".jsonl":  # a session file; a stream-json log saved beside such a folder holds its session too
-        for sub in subagent_transcripts(path, limits):
-            if len(events) >= session_limits.SESSION_EVENT_LIMIT:
-                break  # session_log cuts here and says so: the files past it are not even read
+        transcripts = subagent_transcripts(path, limits)
+        for n, sub in enumerate(transcripts):
+            if len(events) >= session_limits.SESSION_EVENT_LIMIT:  # session_log cuts the events there too
+                limits.append(_unread_past_limit(path, len(transcripts) - n, "subagent transcripts"))
+                break  # the files past the limit are not even read
             events.extend(subagent_events(sub, len(events), limits))
             sources.append(f"{SUBAGENTS_DIR}/{sub.name}")
     log = session_log(events, AttemptFacts(attempt_id=path.stem, agent="claude-code"), sources, limits=limits)
     del events
     yield ExternalSession(path.stem, "claude", path, log, keys=[path.stem, path.name])
+
+
+def _unread_past_limit(path: Path, count: int, what: str) -> str:
+    return f"{path.name}: {count} {what} not read (the session's events reached {session_limits.SESSION_EVENT_LIMIT})"
 
 
 # Claude Code 2.x writes what each subagent (its `Agent` / `Task` tool) did to a file of its own beside the session's:
@@ -508,20 +516,178 @@ def subagent_events(path: Path, first_seq: int, limits: list[str]) -> list[Event
     return events
 
 
-def codex_sessions(path: Path) -> Iterator[ExternalSession]:
+def codex_sessions(path: Path, children: tuple[tuple[Path, str], ...] = ()) -> Iterator[ExternalSession]:
+    """One Codex rollout (or `exec --json` log) with the rollouts of the subagents it started (`children`, from
+    `rollout_families`), their events after its own."""
     data, limits = session_lines(path)
     first = _first_object(data)
     loads = line_loads(data)
-    if first is not None and codex_rollout.looks_like_rollout(first):
+    rollout = first is not None and codex_rollout.looks_like_rollout(first)
+    if rollout:
         drafts = codex_rollout.parse_lines(decoded_lines(data), loads)
         sid = codex_rollout.session_id(decoded_lines(data)) or path.stem
     else:
         drafts = codex_jsonl.parse_lines(decoded_lines(data), loads)
         sid = path.stem
     del data
-    log = session_log(events_of(drafts, path.name), AttemptFacts(attempt_id=sid, agent="codex"), [path.name], limits=limits)
+    events = events_of(drafts, path.name)
     del drafts  # not held while the session is judged (this generator waits at its yield meanwhile)
+    sources = [path.name]
+    read: set[str] = set()
+    for n, (child, thread) in enumerate(children):
+        if len(events) >= session_limits.SESSION_EVENT_LIMIT:  # session_log cuts the events there too
+            limits.append(_unread_past_limit(path, len(children) - n, "subagent rollouts"))
+            break  # the rollouts past the limit are not even read
+        events.extend(child_rollout_events(child, len(events), limits))
+        sources.append(child.name)
+        read.add(thread)
+    if rollout:
+        unread = sorted(spawned_agents(events) - read)
+        if unread:  # started, but its rollout was not beside this one (another day's folder, not handed over)
+            limits.append(f"{path.name}: {len(unread)} subagent(s) it started not read, their rollouts not found "
+                          f"beside it ({', '.join(unread[:3])}{' ...' if len(unread) > 3 else ''})")
+    log = session_log(events, AttemptFacts(attempt_id=sid, agent="codex"), sources, limits=limits)
+    del events
     yield ExternalSession(sid, "codex", path, log, keys=[sid, path.stem, path.name])
+
+
+# Codex's subagents: its `spawn_agent` tool (namespace `multi_agent_v1`, offered by default) starts a thread whose
+# rollout is a file of its own (`rollout-<time>-<thread id>.jsonl`), its `session_meta` naming the parent thread.
+SPAWN_TOOL = "spawn_agent"
+ROLLOUT_HEAD_BYTES = 4 << 20  # a `session_meta` line holds the base instructions (~20 KB); more is none of Codex's
+
+
+@dataclass(frozen=True)
+class RolloutHead:
+    """A rollout's thread id and the thread that started it (None: a session of its own)."""
+
+    thread: str
+    parent: str | None
+
+
+def rollout_head(path: Path) -> RolloutHead | None:
+    """What a rollout's first line (`session_meta`) says of its thread, or None where it is no such line (read
+    as a hostile file: at most ROLLOUT_HEAD_BYTES of it)."""
+    try:
+        with open_regular(path) as handle:
+            head = read_upto(handle, HEAD_BYTES)  # the line is most often within it: the rest of the file is not read
+            if b"\n" not in head and len(head) == HEAD_BYTES:
+                head += read_upto(handle, ROLLOUT_HEAD_BYTES - HEAD_BYTES)
+    except UserError:
+        return None
+    line = head.split(b"\n", 1)[0]
+    try:
+        meta = json_value(line.decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    if not isinstance(meta, dict) or meta.get("type") != "session_meta" or not isinstance(meta.get("payload"), dict):
+        return None
+    payload = meta["payload"]
+    thread = payload.get("id")
+    if not isinstance(thread, str) or not thread:
+        return None
+    spawn = object_at(object_at(object_at(payload, "source"), "subagent"), "thread_spawn")
+    parent = payload.get("parent_thread_id") or spawn.get("parent_thread_id")
+    return RolloutHead(thread, parent if isinstance(parent, str) and parent and parent != thread else None)
+
+
+def rollout_families(found: list[Found], lone_file: bool) -> list[Found]:
+    """`found` with each Codex subagent's rollout moved under the session that started it (`Found.children`, all
+    its descendants in time order), so a session is judged with what its subagents did and they make no rows of
+    their own. For a lone rollout, its subagents are looked for beside it (the same day's folder).
+
+    Why: audited apart, a session that had its subagent walk the disk and read an answer key was clean, and the
+    subagent's rollout made a row no `--items` entry names (found by this round's attack, recorded with the real
+    CLI: tests/audits/cli_subagent_files/). A subagent whose starting session is not among them is a session of its
+    own, as before; a session whose started subagents are not all found is flagged (`codex_sessions`)."""
+    rollouts = [entry for entry in found if entry.fmt == "codex"]
+    if not rollouts:
+        return found
+    if lone_file:
+        candidates = _sibling_rollouts(rollouts[0].path)
+    else:
+        candidates = [entry.path for entry in rollouts]
+    heads = {path: head for path in candidates if (head := rollout_head(path)) is not None}
+    by_thread: dict[str, Path] = {}
+    for path in sorted(heads):
+        by_thread.setdefault(heads[path].thread, path)  # a thread id claimed twice: the first by name
+    families: dict[Path, list[tuple[Path, str]]] = {}
+    for path, head in heads.items():
+        root = _root_of(path, heads, by_thread) if by_thread.get(head.thread) == path else None
+        if root is not None and root != path:
+            families.setdefault(root, []).append((path, head.thread))
+    if lone_file:
+        own = families.get(rollouts[0].path, [])
+        return [Found("codex", rollouts[0].path, tuple(sorted(own)))] if own else found
+    moved = {child for members in families.values() for child, _ in members}
+    return [Found(entry.fmt, entry.path, tuple(sorted(families.get(entry.path, [])))) if entry.fmt == "codex" else entry
+            for entry in found if not (entry.fmt == "codex" and entry.path in moved)]
+
+
+def _root_of(path: Path, heads: dict[Path, RolloutHead], by_thread: dict[str, Path]) -> Path | None:
+    """The rollout that started the chain of threads `path` belongs to (itself where its parent is not among
+    them), or None where the parents claimed run in a circle: then none of them is anyone's subagent, each is a
+    session of its own (moved under one another, a circle of forged heads would leave no row at all)."""
+    seen, at = {heads[path].thread}, path
+    while (parent := heads[at].parent) is not None and parent in by_thread:
+        if parent in seen:
+            return None
+        seen.add(parent)
+        at = by_thread[parent]
+    return at
+
+
+def _sibling_rollouts(path: Path) -> list[Path]:
+    """The rollouts in a lone rollout's folder (itself included), regular files only, at most MAX_SUBAGENT_FILES."""
+    out = [path]
+    try:
+        with os.scandir(path.parent) as entries:
+            for entry in entries:
+                if entry.name.startswith("rollout-") and entry.name.endswith(".jsonl") and entry.name != path.name \
+                        and entry.is_file(follow_symlinks=False):
+                    out.append(path.parent / entry.name)
+                    if len(out) > MAX_SUBAGENT_FILES:
+                        break
+    except OSError:
+        pass  # its started subagents then go unread, and the session is flagged for them
+    return out
+
+
+def spawned_agents(events: list[Event]) -> set[str]:
+    """The thread ids `spawn_agent` calls in `events` answered with (`{"agent_id": ...}`)."""
+    calls = {str(e.data.get("call_id")) for e in events
+             if e.kind is EventKind.tool_call and e.data.get("tool") == SPAWN_TOOL and e.data.get("call_id")}
+    out: set[str] = set()
+    for event in events:
+        if event.kind is EventKind.tool_output and str(event.data.get("call_id")) in calls:
+            try:
+                answer = json_value(event.text)
+            except ValueError:
+                continue
+            agent = answer.get("agent_id") if isinstance(answer, dict) else None
+            if isinstance(agent, str) and agent:
+                out.add(agent)
+    return out
+
+
+def child_rollout_events(path: Path, first_seq: int, limits: list[str]) -> list[Event]:
+    """A subagent's rollout's events, numbered on from `first_seq`, each marked `subagent`; its user messages (the
+    task the agent wrote, the history a forked subagent was handed) are no prompt that excuses (`subagent_task`)."""
+    try:
+        data, cut = session_lines(path)
+    except UserError as exc:  # gone or changed since it was found: said, and flagged
+        limits.append(f"{exc}: a subagent's rollout not read")
+        return []
+    limits.extend(cut)
+    drafts = codex_rollout.parse_lines(decoded_lines(data), line_loads(data))
+    del data
+    events: list[Event] = []
+    for seq, (line, draft) in enumerate(drafts, start=first_seq):
+        marked = {**draft.data, "subagent": path.stem}
+        if draft.kind is EventKind.message and marked.get("role") == "user":
+            marked["subagent_task"] = True
+        events.append(new_event(seq, draft.kind, path.name, line, draft.text, marked))
+    return events
 
 
 def harbor_sessions(path: Path) -> Iterator[ExternalSession]:
@@ -690,7 +856,7 @@ def sessions_of(found: Found) -> Iterator[ExternalSession]:
     if found.fmt == "claude":
         return claude_sessions(found.path)
     if found.fmt == "codex":
-        return codex_sessions(found.path)
+        return codex_sessions(found.path, found.children)
     raise UserError(f"{found.path}: unknown format {found.fmt!r}")  # pragma: no cover - discover's formats only
 
 
@@ -740,6 +906,7 @@ def audit_path(target: Path, policy: Any, *, fmt: str | None = None, items: dict
     their count. `progress` is told after each file; `passed_over`, of what
     could have held a session and was not read (`discover`)."""
     found = [Found("statebox", target)] if fmt == "statebox" else discover(target, fmt, passed_over)
+    found = rollout_families(found, lone_file=Path(target).is_file())
     if not found:
         what = f"no {fmt} logs" if fmt else "no Inspect logs, ATIF trajectories, Claude Code or Codex session files or statebox runs"
         unread = f" (not read: {passed_over[0]}{f'; and {len(passed_over) - 1} more' if len(passed_over) > 1 else ''})" \

@@ -55,6 +55,9 @@ class Turn:
     - `Turn(shell="ls -la")`: call the client's shell tool (`Bash`, `exec_command`, `bash`,
       ... whichever the request's `tools` list offers), arguments spelled its way.
     - `Turn(tool="python", arguments={"code": "print(1)"})`: call a tool by its name.
+    - `namespace`: the tool's namespace, for a Responses client that groups tools so (Codex's
+      `multi_agent_v1`: `Turn(tool="spawn_agent", namespace="multi_agent_v1", ...)`); the other wire
+      formats have none and ignore it.
     - `usage`: override the reported token counts (`{"input_tokens": N, "output_tokens": M}`);
       by default they are estimated from the request and reply sizes (~4 chars a token).
     - `delay_s`: sleep before answering (for time-limit tests).
@@ -65,6 +68,7 @@ class Turn:
     shell: str | None = None
     tool: str | None = None
     arguments: dict[str, Any] | None = None
+    namespace: str | None = None
     usage: dict[str, int] | None = None
     delay_s: float = 0.0
     status: int | None = None
@@ -75,7 +79,7 @@ class Turn:
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> "Turn":
-        known = {"text", "shell", "tool", "arguments", "usage", "delay_s", "status"}
+        known = {"text", "shell", "tool", "arguments", "namespace", "usage", "delay_s", "status"}
         unknown = set(raw) - known
         if unknown:
             raise ValueError(f"unknown turn keys {sorted(unknown)} (known: {sorted(known)})")
@@ -226,6 +230,7 @@ class Reply:
     output_tokens: int
     model: str
     status: int | None = None
+    tool_namespace: str | None = None
 
 
 class ScriptedModelOptions(TypedDict, total=False):
@@ -328,6 +333,7 @@ class ScriptedModel:
             output_tokens=int(usage.get("output_tokens", out_tokens)),
             model=model,
             status=turn.status,
+            tool_namespace=turn.namespace if turn.tool is not None else None,
         )
 
 
@@ -414,6 +420,8 @@ def _responses_items(reply: Reply) -> list[dict[str, Any]]:
         items.append({"id": _new_id("fc"), "type": "function_call", "status": "completed",
                       "call_id": _new_id("call"), "name": reply.tool_name,
                       "arguments": json.dumps(reply.tool_args, ensure_ascii=False)})
+        if reply.tool_namespace:
+            items[-1]["namespace"] = reply.tool_namespace
     return items
 
 

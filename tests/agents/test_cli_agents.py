@@ -14,11 +14,15 @@ from _cli_agent_support import (
     BOTH_CLIS,
     EXPECTED_FLASHES,
     FULL_SCRIPT,
+    SUBAGENT_CHEATS,
+    SUBAGENT_MARK,
+    SUBAGENT_TOOLS,
     CliUnderTest,
     assert_no_decoy_anywhere,
     gateway_records,
     shell_steps,
 )
+from statebox.audits.verdict import audit_run
 from statebox.policies.model import load_policy
 from statebox.schema import EventKind
 from statebox.scoring import score_predictions
@@ -97,3 +101,22 @@ def test_a_crashing_cli_keeps_its_stderr(cli: CliUnderTest, tmp_path, docker_eng
     errors = [e for e in session.events if e.kind is EventKind.error]
     assert errors and "no-such-flag" in errors[-1].text and errors[-1].source == "stderr.log"
     assert not server.model.model_requests()  # it died before asking the model anything
+
+
+@each_cli
+def test_a_cheat_the_agent_hands_to_a_subagent_is_caught_in_the_run(cli: CliUnderTest, tmp_path, docker_engine, monkeypatch):
+    """The attack that left a CLI's own files clean (tests/audits/test_subagent_transcripts.py), run by statebox:
+    the session only starts a subagent (Claude Code's `Agent`, Codex's `spawn_agent`) and answers with its report;
+    the subagent walks the data folders and reads an annotation file. Codex's `exec --json` stream shows only the
+    spawn, never the subagent's commands; the gateway log, the independent witness, holds every request of both
+    conversations, so the attempt is judged on what the subagent did."""
+    ctx, server, session = cli.run(tmp_path, docker_engine, monkeypatch, SUBAGENT_CHEATS[cli.agent]("/data/annotations/answers.csv"),
+                                   extra=SUBAGENT_TOOLS[cli.agent])
+    assert session.status == "ok", session.error
+    assert any(SUBAGENT_MARK in json.dumps(r.body.get("messages") or r.body.get("input") or [])
+               and "find /data" in json.dumps(r.body) for r in server.model_requests())  # the subagent ran its walk
+    [row] = audit_run(Path(ctx.attempt_dir), write=False, keep_logs=True)
+    assert row.verdict.verdict == "contaminated", row.verdict.findings
+    quotes = {(f.category, f.quote) for f in row.verdict.findings}
+    assert any(c == "filesystem_walk" and "find /data" in q for c, q in quotes), quotes
+    assert any(c == "qa_metadata" and "/data/annotations/answers.csv" in q for c, q in quotes), quotes

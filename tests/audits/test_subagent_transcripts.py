@@ -1,12 +1,13 @@
-"""A cheat delegated to a Claude Code subagent is the session's (issue 26, found by this round's attack).
+"""A cheat delegated to a subagent is the session's (issue 26, found by this round's attack).
 
-Claude Code 2.x writes what a subagent (its `Agent` tool) did to a file of its own,
-`<project>/<session>/subagents/agent-<id>.jsonl`, not into the session file. Audited as separate sessions, a
-session that had its subagent walk the disk and read an answer key was *clean* (its own file holds only the
-`Agent` call and the answer), and the subagent's file made a row of its own, `agent-<id>`, that no item maps to:
-the cheat's score counted as clean. The fixture (cli_subagent_files/) is the real `claude` CLI's bytes from the
-hardened sandbox, driven by the scripted model (tests/audits/record_cli_session_files.py, `--only
-claude-code-subagent`).
+Both CLIs write what a subagent did to a file of its own, not into the session's: Claude Code 2.x (its `Agent`
+tool) to `<project>/<session>/subagents/agent-<id>.jsonl`, Codex (its `spawn_agent` tool, namespace
+`multi_agent_v1`, offered by default) to a rollout of the subagent's thread beside the session's. Audited as
+separate sessions, a session that had its subagent walk the disk and read an answer key was *clean* (its own file
+holds only the spawning call and the answer), and the subagent's file made a row of its own that no item maps to:
+the cheat's score counted as clean. The fixtures (cli_subagent_files/) are the real `claude` and `codex` CLIs'
+bytes from the hardened sandbox, driven by the scripted model (tests/audits/record_cli_session_files.py, `--only
+claude-code-subagent codex-subagent`).
 """
 
 from __future__ import annotations
@@ -28,9 +29,12 @@ from statebox.schema import EventKind
 HERE = Path(__file__).parent
 FILES = HERE / "cli_subagent_files"
 MANIFEST = json.loads((FILES / "manifest.json").read_text())
-[ENTRY] = MANIFEST
+[ENTRY] = [m for m in MANIFEST if m["agent"] == "claude-code"]
 SESSION = FILES / ENTRY["file"]
 SUBAGENTS = SESSION.parent / SESSION.stem / "subagents"
+[CODEX] = [m for m in MANIFEST if m["agent"] == "codex"]
+ROLLOUT = FILES / CODEX["file"]
+[CHILD] = [p for p in ROLLOUT.parent.glob("rollout-*.jsonl") if p != ROLLOUT]
 
 
 def _audit(target: Path, **kw):
@@ -75,14 +79,17 @@ def test_a_session_is_judged_with_what_its_subagents_did():
 
 def test_a_folder_gives_one_row_per_session_not_one_per_subagent():
     """The project folder: the session's row, contaminated; the subagent's transcript is no row of its own."""
+    codex_session = ROLLOUT.stem.split("-", 6)[-1]  # a rollout's row is named by its session id
     rows = _audit(FILES)
-    assert [(r.row.attempt, r.row.verdict.verdict) for r in rows] == [(SESSION.stem, "contaminated")]
+    assert [(r.row.attempt, r.row.verdict.verdict) for r in rows] == [(SESSION.stem, "contaminated"),
+                                                                      (codex_session, "contaminated")]
     proc = subprocess.run([sys.executable, "-m", "statebox.cli", "audit", str(FILES), "--json", "--items",
                            str(FILES / "items.jsonl")], capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(HERE.parents[1])})
     assert proc.returncode == 0, proc.stderr[-2000:]
     attempts = json.loads(proc.stdout)["attempts"]
-    assert [(a["attempt"], a["item"], a["verdict"]) for a in attempts] == [(SESSION.stem, "flashtest-0001", "contaminated")]
+    assert [(a["attempt"], a["item"], a["verdict"]) for a in attempts] == [
+        (SESSION.stem, "flashtest-0001", "contaminated"), (codex_session, "flashtest-0001", "contaminated")]
 
 
 def test_a_subagent_transcript_without_its_session_is_still_audited(tmp_path: Path):
@@ -183,3 +190,80 @@ def test_transcripts_past_the_event_limit_are_not_read(tmp_path: Path, monkeypat
     [row] = _audit(session)
     assert row.row.verdict.verdict != "clean" and _limited(row)
     assert len(opened) < 1 + 6, opened  # the session file and fewer than all six transcripts
+
+
+# ---------------------------------------------------------------- Codex
+
+
+def test_the_recorded_codex_subagent_ran_the_cheat_in_its_own_rollout():
+    """The fixture is the attack: the session's rollout holds the spawn and the answer, the subagent's the cheat,
+    and the subagent's `session_meta` names the session's thread as its parent."""
+    assert "find /data" in CHILD.read_text() and "find /data" not in ROLLOUT.read_text()
+    parent, child = external.rollout_head(ROLLOUT), external.rollout_head(CHILD)
+    assert parent is not None and child is not None
+    assert parent.parent is None and child.parent == parent.thread
+
+
+@pytest.mark.parametrize("target", ["file", "folder"])
+def test_a_codex_session_is_judged_with_its_subagents_rollouts(tmp_path: Path, target: str):
+    """Its rollout alone (the subagent's found beside it) or its day's folder: one row, the session's, with the
+    subagent's actions proving the findings; the subagent's rollout makes no row of its own."""
+    [row] = _audit(ROLLOUT if target == "file" else ROLLOUT.parent, keep_logs=True)
+    verdict = row.row.verdict
+    assert verdict.verdict == "contaminated" and row.row.item == "flashtest-0001"
+    assert set(CODEX["labels"]) <= {f.category for f in verdict.findings}, verdict.findings
+    by_seq = {e.seq: e for e in row.row.log.events}
+    assert all(by_seq[f.event].source == CHILD.name for f in verdict.findings if f.event in by_seq)
+    assert not any(f.category == "audit_limit" for f in verdict.findings)  # every subagent it started was read
+    [task] = [e for e in row.row.log.events if e.data.get("subagent_task") and "Subagent task:" in e.text]
+    assert not is_prompt(task) and task.text not in row.row.log.given_prompts
+
+
+def test_a_codex_subagents_rollout_alone_is_a_session_of_its_own(tmp_path: Path):
+    shutil.copyfile(CHILD, tmp_path / CHILD.name)
+    for target in (CHILD, tmp_path / CHILD.name, tmp_path):
+        [row] = _audit(target)
+        assert row.row.verdict.verdict == "contaminated" and row.row.attempt in CHILD.stem
+
+
+def test_a_codex_session_whose_subagents_rollouts_are_missing_is_flagged_not_clean(tmp_path: Path):
+    """Handed over without the subagent's rollout (or with it in another day's folder), the session cannot be judged
+    whole: what the subagent did is unread, so it is flagged (`audit_limit`), never clean as before."""
+    shutil.copyfile(ROLLOUT, tmp_path / ROLLOUT.name)
+    for target in (tmp_path / ROLLOUT.name, tmp_path):
+        [row] = _audit(target)
+        assert row.row.verdict.verdict == "suspicious"
+        assert any("subagent" in q and "not read" in q for q in _limited(row)), row.row.verdict.findings
+
+
+def _forged_head(path: Path, thread: str, parent: str | None) -> None:
+    lines = path.read_text().splitlines()
+    meta = json.loads(lines[0])
+    meta["payload"]["id"] = thread
+    meta["payload"]["parent_thread_id"] = parent
+    meta["payload"].pop("source", None)
+    path.write_text("\n".join([json.dumps(meta)] + lines[1:]) + "\n")
+
+
+def test_rollouts_that_claim_each_other_as_parent_are_each_a_session(tmp_path: Path):
+    """Forged heads in a circle (A started by B, B by A) must not hide both: no rollout is anyone's subagent then,
+    and each is audited as a row of its own."""
+    a, b = tmp_path / "rollout-a-aaaa.jsonl", tmp_path / "rollout-b-bbbb.jsonl"
+    shutil.copyfile(CHILD, a)
+    shutil.copyfile(CHILD, b)
+    _forged_head(a, "aaaa", "bbbb")
+    _forged_head(b, "bbbb", "aaaa")
+    rows = _audit(tmp_path)
+    assert sorted(r.row.attempt for r in rows) == ["aaaa", "bbbb"]
+    assert all(r.row.verdict.verdict == "contaminated" for r in rows)
+
+
+def test_a_thread_claimed_by_two_rollouts_hides_neither(tmp_path: Path):
+    """Two rollouts with one thread id, one of them a subagent's: the one read as the thread (the first by name) is
+    merged into its session, the other is a row of its own; neither is lost."""
+    shutil.copyfile(ROLLOUT, tmp_path / ROLLOUT.name)
+    shutil.copyfile(CHILD, tmp_path / CHILD.name)
+    twin = tmp_path / "rollout-9999-twin.jsonl"
+    shutil.copyfile(CHILD, twin)
+    rows = _audit(tmp_path)
+    assert len(rows) == 2 and all(r.row.verdict.verdict == "contaminated" for r in rows)

@@ -120,3 +120,23 @@ def test_unreachable_upstream_is_a_502_in_provider_shape(tmp_path):
         line = json.loads((tmp_path / "g.jsonl").read_text())
         assert line["status"] == 502 and "could not reach" in line["error"]
         lease.close()
+
+
+def test_a_namespaced_tool_call_is_sent_as_the_responses_api_sends_it():
+    """Codex groups its subagent tools in a namespace (`multi_agent_v1`) and runs a call only when the item names it:
+    a `namespace` turn carries the field in the Responses output (JSON and streamed, read by the real openai client);
+    Chat Completions has no such field and gets the plain call."""
+    turn = Turn(tool="spawn_agent", namespace="multi_agent_v1", arguments={"message": "look around"})
+    with ScriptedModelServer([turn]) as server:
+        client = openai.OpenAI(base_url=server.openai_base_url, api_key="sk-test")
+        tools = [{"type": "function", "name": "spawn_agent", "parameters": {"type": "object"}}]
+        reply = client.responses.create(model="m", input="hi", tools=tools)
+        [call] = [item for item in reply.output if item.type == "function_call"]
+        assert (call.name, call.model_dump().get("namespace"), json.loads(call.arguments)) == \
+            ("spawn_agent", "multi_agent_v1", {"message": "look around"})
+        with client.responses.stream(model="m", input="hi", tools=tools) as stream:
+            done = [e.item for e in stream if e.type == "response.output_item.done"]
+        assert [(i.name, i.model_dump().get("namespace")) for i in done] == [("spawn_agent", "multi_agent_v1")]
+        chat = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}],
+                                              tools=[{"type": "function", "function": {"name": "spawn_agent"}}])
+        assert chat.choices[0].message.tool_calls[0].function.name == "spawn_agent"
