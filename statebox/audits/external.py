@@ -42,7 +42,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain, islice, repeat
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
@@ -380,6 +380,7 @@ class ExternalSession:
     keys: list[str] = field(default_factory=list)  # the names --items may use for it
     recorded: list[dict[str, Any]] | None = None  # a statebox export's recorded findings
     task_score: str = ""  # the log's own score, for the report
+    merged: tuple[Path, ...] = ()  # other files read into it (a trajectory's subagents' files)
 
 
 def events_of(drafts: Iterable[tuple[int, EventDraft]], source: str) -> list[Event]:
@@ -703,17 +704,20 @@ def harbor_sessions(path: Path) -> Iterator[ExternalSession]:
             yield ExternalSession(trial, "harbor", file, session_log([], facts, [file.name], limits=[unread]), keys=[trial])
             continue
         steps_most = session_limits.SESSION_LINE_LIMIT  # a step is a trajectory's line
+        cut: list[str] = []
         try:
-            trajectory, steps = atif_trajectory.parse_trajectory(raw, steps_most)
+            trajectory, steps = atif_trajectory.parse_trajectory(raw, steps_most, cut)
         except (ValueError, ValidationError) as exc:
             raise DataError(file, None, f"not a readable ATIF trajectory ({str(exc).splitlines()[0][:160]})") from None
         del raw
         limits = [past_steps(file.name, steps, steps_most)] if steps > steps_most else []
+        limits += [f"{file.name}: {note}" for note in cut]
         extra = {**({"task_name": result["task_name"]} if isinstance(result.get("task_name"), str) else {}),
                  **(trajectory.extra or {})}
         raw_own = extra.get("statebox")
         own: dict[str, Any] = raw_own if isinstance(raw_own, dict) else {}
-        name = str(own.get("attempt_id") or trajectory.session_id or trial)
+        session_id = trajectory.session_id
+        name = str(own.get("attempt_id") or session_id or trial)
         facts = AttemptFacts(attempt_id=name, agent=str(own.get("agent") or trajectory.agent.name or "harbor"),
                              item_id=str(own.get("item_id") or extra.get("item_id") or extra.get("task_name") or ""),
                              original_name=str(extra.get("original_name") or ""),
@@ -721,12 +725,103 @@ def harbor_sessions(path: Path) -> Iterator[ExternalSession]:
         facts.original_stem = Path(facts.original_name).stem if facts.original_name else ""
         if not facts.question:
             facts.question = next((atif_trajectory.text_of(s.message) for s in trajectory.steps if s.source == "user"), "")
-        log = session_log(events_of(atif_trajectory.step_drafts(trajectory), file.name), facts, [file.name], limits=limits)
+        events, sources, merged = trajectory_events(file, trajectory, limits)
+        del trajectory
+        log = session_log(events, facts, sources, limits=limits)
+        del events
         recorded = list(list_of(own.get("findings"))) if own else None
         score = own.get("score") if own else (result.get("verifier_result") or {}).get("rewards") \
             if isinstance(result.get("verifier_result"), dict) else None
-        yield ExternalSession(name, "harbor", file, log, keys=[name, trajectory.session_id, trial],
-                              recorded=recorded, task_score=json.dumps(score) if score else "")
+        yield ExternalSession(name, "harbor", file, log, keys=[name, session_id, trial], recorded=recorded,
+                              task_score=json.dumps(score) if score else "", merged=merged)
+
+
+def trajectory_events(file: Path, trajectory: atif_trajectory.AtifTrajectoryIn,
+                      limits: list[str]) -> tuple[list[Event], list[str], tuple[Path, ...]]:
+    """A trajectory's events with its subagents' (`atif_trajectory.subagent_drafts`): those it holds, then those in
+    files of their own that its references name (`trajectory_path`, beside it, read as it was, theirs in turn), each
+    marked `subagent`; and the sources and the other files read. A reference to none of these (a URL, a path
+    leaving its folder, a file missing or not regular) is told to `limits`: the session is flagged, never clean.
+
+    Why: a subagent's steps are the agent's doing, and a trajectory that put a cheat in a subagent's steps was judged
+    on its own steps alone (clean)."""
+    events = events_of(atif_trajectory.step_drafts(trajectory), file.name)
+    sources = [file.name]
+    merged: list[Path] = []
+    queue: list[tuple[Path, atif_trajectory.AtifTrajectoryIn]] = [(file, trajectory)]
+    seen = {_same_file_key(file)}
+    while queue:
+        where, doc = queue.pop(0)
+        embedded = doc.embedded()
+        names = {n for sub in embedded for n in (sub.trajectory_id, sub.session_id) if n}
+        for name, drafts in atif_trajectory.subagent_drafts(doc):
+            source = f"{where.name}#{name}"
+            events.extend(new_event(seq, d.kind, source, line, d.text, dict(d.data))
+                          for seq, (line, d) in enumerate(drafts, start=len(events)))
+            sources.append(source)
+        for ref in [r for t in [doc, *embedded] for r in t.refs()]:
+            if (ref.trajectory_id and ref.trajectory_id in names) or (ref.session_id and ref.session_id in names):
+                continue  # held in the document
+            target, why = _referenced_trajectory(where, ref.trajectory_path)
+            if target is None:
+                limits.append(f"{where.name}: a subagent's trajectory not read ({why})")
+                continue
+            key = _same_file_key(target)
+            if key in seen:
+                continue  # read already (a file that names itself, or two references to one file)
+            seen.add(key)
+            if len(events) >= session_limits.SESSION_EVENT_LIMIT:
+                limits.append(f"{where.name}: a subagent's trajectory {target.name} not read (the session's events "
+                              f"reached {session_limits.SESSION_EVENT_LIMIT})")
+                continue
+            raw, unread = read_within(target, session_limits.DOCUMENT_BYTES_LIMIT)
+            cut: list[str] = []
+            try:
+                sub, _ = atif_trajectory.parse_trajectory(raw, session_limits.SESSION_LINE_LIMIT, cut) if unread is None \
+                    else (None, 0)
+            except (ValueError, ValidationError):
+                sub = None
+            if sub is None:
+                limits.append(f"{target.name}: a subagent's trajectory not read ({unread or 'not a readable ATIF trajectory'})")
+                continue
+            limits.extend(f"{target.name}: {note}" for note in cut)
+            name = atif_trajectory.subagent_name(sub, len(merged) + 1)
+            events.extend(new_event(seq, d.kind, target.name, line, d.text, dict(d.data))
+                          for seq, (line, d) in enumerate(atif_trajectory.step_drafts(sub, name), start=len(events)))
+            sources.append(target.name)
+            merged.append(target)
+            queue.append((target, sub))
+    return events, sources, tuple(merged)
+
+
+def _referenced_trajectory(where: Path, reference: str | None) -> tuple[Path | None, str]:
+    """The file a `trajectory_path` names, taken only as a regular file in the referring file's folder or below
+    it (no link on the way), or None and why not."""
+    if not reference:
+        return None, "referenced by id only, and not held in the document"
+    parts = PurePosixPath(reference).parts
+    if "://" in reference or reference.startswith(("/", "\\")) or ".." in parts or not parts or "\\" in reference:
+        return None, f"its path {reference[:120]!r} is not a file beside the trajectory"
+    target = where.parent
+    for part in parts:
+        target = target / part
+        try:
+            mode = os.lstat(target).st_mode
+        except OSError:
+            return None, f"{reference[:120]!r} not found beside the trajectory"
+        if stat.S_ISLNK(mode):
+            return None, f"{reference[:120]!r} is a symbolic link (not followed)"
+    if not stat.S_ISREG(mode):
+        return None, f"{reference[:120]!r} is not a regular file"
+    return target, ""
+
+
+def _same_file_key(path: Path) -> tuple[int, int] | str:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return str(path)
+    return (info.st_dev, info.st_ino)
 
 
 def _trial_result(trial_dir: Path) -> dict[str, Any]:
@@ -846,6 +941,7 @@ class AuditedSession:
     fmt: str
     source: Path
     task_score: str = ""
+    merged: tuple[Path, ...] = ()  # other files this row's session read (`ExternalSession.merged`)
 
 
 def sessions_of(found: Found) -> Iterator[ExternalSession]:
@@ -932,7 +1028,24 @@ def audit_path(target: Path, policy: Any, *, fmt: str | None = None, items: dict
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
-    return out
+    return without_merged_files(out)
+
+
+def without_merged_files(rows: list[AuditedSession]) -> list[AuditedSession]:
+    """The rows but those of a file another row's session read whole (a subagent's trajectory file, judged as part
+    of the trajectory that named it): one row per session. A row is left out only where a row of another file read
+    it and it did not read that file back (files naming each other are each kept: none is lost to the other)."""
+    read_by = {row.source: {_same_file_key(p) for p in row.merged} for row in rows if row.merged}
+    if not read_by:
+        return rows
+    keys = {row.source: _same_file_key(row.source) for row in rows}
+
+    def read_elsewhere(row: AuditedSession) -> bool:
+        me = keys[row.source]
+        mine = {_same_file_key(p) for p in row.merged}
+        return any(me in theirs and keys[source] not in mine
+                   for source, theirs in read_by.items() if keys.get(source) != me)
+    return [row for row in rows if not read_elsewhere(row)]
 
 
 def _audit_file(entry: Found, policy: Any, items: dict[str, SessionFacts], lone: SessionFacts | None,
@@ -960,7 +1073,7 @@ def _judged_rows(entry: Found, policy: Any, items: dict[str, SessionFacts], lone
         row = audit_session(session, policy, items, flags)
         if not keep_logs:
             row.log = None
-        rows.append(AuditedSession(row, session.fmt, session.source, session.task_score))
+        rows.append(AuditedSession(row, session.fmt, session.source, session.task_score, session.merged))
     return rows
 
 

@@ -15,6 +15,14 @@ model's text, its tool calls go through `tool_calls.tool_call_drafts` (so Termin
 all shell commands), its observation results are what the agent saw. The final answer is the step
 statebox's export marks `extra.final_answer`, else the last agent message after the last tool call.
 An event's line is its step id, so a finding names the step that proves it.
+
+Subagents (ATIF >= 1.7): a trajectory may hold the trajectories of the subagents it started
+(`subagent_trajectories`, each with its own `trajectory_id` and steps, nested), and an observation result may point
+at one (`subagent_trajectory_ref`: `trajectory_id` / `session_id`, or `trajectory_path` to a file of its own). What
+a subagent did is the agent's doing: `subagent_drafts` reads every embedded one, each step marked `subagent`; its
+system and user steps are what it was handed (the task the agent wrote for it), never a prompt that excuses
+(`subagent_task`), and none of its messages is the final answer. Depth and size are bounded before any model is
+made (`parse_trajectory`).
 """
 
 from __future__ import annotations
@@ -39,9 +47,21 @@ class AtifToolCallIn(_Lenient):
     arguments: dict[str, Any] | str | None = None
 
 
+class AtifSubagentRefIn(_Lenient):
+    session_id: str | None = None
+    trajectory_id: str | None = None
+    trajectory_path: str | None = None
+
+
 class AtifResultIn(_Lenient):
     source_call_id: str | None = None
     content: str | list[dict[str, Any]] | None = None
+    # a list since ATIF-v1.7, one object before it
+    subagent_trajectory_ref: list[AtifSubagentRefIn] | AtifSubagentRefIn | None = None
+
+    def refs(self) -> list[AtifSubagentRefIn]:
+        ref = self.subagent_trajectory_ref
+        return [] if ref is None else [ref] if isinstance(ref, AtifSubagentRefIn) else ref
 
 
 class AtifObservationIn(_Lenient):
@@ -67,9 +87,27 @@ class AtifAgentIn(_Lenient):
 class AtifTrajectoryIn(_Lenient):
     schema_version: str = ""
     session_id: str = ""
+    trajectory_id: str = ""
     agent: AtifAgentIn = Field(default_factory=AtifAgentIn)
     steps: list[AtifStepIn] = Field(default_factory=list)
     extra: dict[str, Any] | None = None
+    subagent_trajectories: list["AtifTrajectoryIn"] = Field(default_factory=list)
+
+    def embedded(self) -> list["AtifTrajectoryIn"]:
+        """Every subagent trajectory it holds, nested ones included, depth first in order."""
+        out: list[AtifTrajectoryIn] = []
+        for sub in self.subagent_trajectories:
+            out.append(sub)
+            out.extend(sub.embedded())
+        return out
+
+    def refs(self) -> list[AtifSubagentRefIn]:
+        """The subagent references of its own steps' observation results (not of its embedded subagents')."""
+        return [ref for step in self.steps for result in (step.observation.results if step.observation else [])
+                for ref in result.refs()]
+
+
+MAX_SUBAGENT_DEPTH = 16  # nested subagent trajectories read; deeper ones are cut and said (a document may nest 1,000)
 
 
 def looks_like_atif(obj: Any) -> bool:
@@ -91,8 +129,9 @@ def text_of(content: str | list[dict[str, Any]] | None) -> str:
     return "\n".join(parts)
 
 
-def step_drafts(trajectory: AtifTrajectoryIn) -> list[tuple[int, EventDraft]]:
-    """Every step's events, each with its step id as line (see the module docstring)."""
+def step_drafts(trajectory: AtifTrajectoryIn, subagent: str | None = None) -> list[tuple[int, EventDraft]]:
+    """Every step's events, each with its step id as line (see the module docstring); `subagent`: the steps are that
+    subagent's (each marked so, its system and user steps `subagent_task`, no final answer among them)."""
     out: list[tuple[int, EventDraft]] = []
     marked_final = False
     last_text: tuple[int, str] | None = None
@@ -101,11 +140,14 @@ def step_drafts(trajectory: AtifTrajectoryIn) -> list[tuple[int, EventDraft]]:
         message = text_of(step.message)
         if step.source in ("system", "user"):
             if message:
-                out.append((line, EventDraft(EventKind.message, clip(message), {"role": step.source, "step": line})))
+                data: dict[str, Any] = {"role": step.source, "step": line}
+                if subagent is not None:
+                    data.update(subagent=subagent, subagent_task=True)
+                out.append((line, EventDraft(EventKind.message, clip(message), data)))
             continue
         if step.reasoning_content:
             out.append((line, EventDraft(EventKind.model_text, clip(step.reasoning_content), {"thinking": True, "step": line})))
-        final = bool((step.extra or {}).get("final_answer"))
+        final = bool((step.extra or {}).get("final_answer")) and subagent is None
         if message:
             kind = EventKind.final_answer if final else EventKind.model_text
             out.append((line, EventDraft(kind, clip(message), {"step": line})))
@@ -117,15 +159,28 @@ def step_drafts(trajectory: AtifTrajectoryIn) -> list[tuple[int, EventDraft]]:
         for result in (step.observation.results if step.observation else []):
             out.append((line, output_draft(text_of(result.content), result.source_call_id or "", step=line)))
             last_text = None if step.tool_calls else last_text
+    if subagent is not None:
+        return [(line, EventDraft(d.kind, d.text, {**d.data, "subagent": subagent})) for line, d in out]
     if not marked_final and last_text is not None:
         out.append((last_text[0], EventDraft(EventKind.final_answer, clip(last_text[1]), {"from": "last agent message"})))
     return out
 
 
-def parse_trajectory(raw: bytes | str, max_steps: int | None = None) -> tuple[AtifTrajectoryIn, int]:
+def subagent_name(trajectory: AtifTrajectoryIn, index: int) -> str:
+    return trajectory.trajectory_id or trajectory.session_id or f"subagent-{index}"
+
+
+def subagent_drafts(trajectory: AtifTrajectoryIn) -> list[tuple[str, list[tuple[int, EventDraft]]]]:
+    """(name, its steps' events) of every subagent trajectory `trajectory` holds, nested ones included."""
+    return [(name, step_drafts(sub, name)) for index, sub in enumerate(trajectory.embedded(), start=1)
+            for name in [subagent_name(sub, index)]]
+
+
+def parse_trajectory(raw: bytes | str, max_steps: int | None = None, cut: list[str] | None = None) -> tuple[AtifTrajectoryIn, int]:
     """A trajectory document and how many steps it holds; a malformed one raises ValueError (the caller names the
     file). `max_steps`: only the first ones are made models (each step's models and events are what a long
-    trajectory costs: 200,000 small steps took 1.6 GB)."""
+    trajectory costs: 200,000 small steps took 1.6 GB), its embedded subagents' steps counted with its own, depth
+    first, and no subagent nested deeper than MAX_SUBAGENT_DEPTH; what was cut of them is told to `cut`."""
     value = json_value(raw)
     if not looks_like_atif(value):
         raise ValueError("not an ATIF trajectory (no schema_version 'ATIF-...' with steps)")
@@ -133,4 +188,34 @@ def parse_trajectory(raw: bytes | str, max_steps: int | None = None) -> tuple[At
     held = len(steps)
     if max_steps is not None and held > max_steps:
         value["steps"] = steps[:max_steps]
+    _bound_subagents(value, max_steps - len(value["steps"]) if max_steps is not None else None, cut)
     return AtifTrajectoryIn.model_validate(value), held
+
+
+def _bound_subagents(value: dict[str, Any], budget: int | None, cut: list[str] | None) -> None:
+    """Cut the embedded subagent trajectories of `value` (in place) to `budget` steps in all and MAX_SUBAGENT_DEPTH
+    levels, depth first; anything not a trajectory-shaped object among them is dropped as none of ATIF's."""
+    dropped_steps = dropped_deep = 0
+    stack: list[tuple[dict[str, Any], int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        subs = node.get("subagent_trajectories")
+        if subs is None:
+            continue
+        if not isinstance(subs, list) or depth >= MAX_SUBAGENT_DEPTH:
+            dropped_deep += len(subs) if isinstance(subs, list) else 1
+            node["subagent_trajectories"] = []
+            continue
+        kept = [sub for sub in subs if isinstance(sub, dict) and isinstance(sub.get("steps"), list)]
+        for sub in kept:
+            if budget is not None:
+                take = max(0, min(budget, len(sub["steps"])))
+                dropped_steps += len(sub["steps"]) - take
+                sub["steps"] = sub["steps"][:take]
+                budget -= take
+        node["subagent_trajectories"] = kept
+        stack.extend((sub, depth + 1) for sub in reversed(kept))
+    if cut is not None and dropped_steps:
+        cut.append(f"{dropped_steps} steps of its subagents' trajectories not read (past the steps read of one session)")
+    if cut is not None and dropped_deep:
+        cut.append(f"{dropped_deep} subagent trajectories nested deeper than {MAX_SUBAGENT_DEPTH} not read")
