@@ -5,9 +5,15 @@ task's instructions, prohibitions and the question: never evidence), an assistan
 reasoning are the model's words, its `tool_calls` are actions (through `tool_calls.tool_call_drafts`:
 Inspect's `bash {cmd}` is a shell command, `python {code}` is code the rules read; a tool the provider ran, a
 `tool_use` content block, is a network attempt), a tool message is
-what the agent saw (`error` set: the call failed). `output.completion` is the final answer. The
-sample's `events` transcript is not read: its sandbox and model events repeat the messages and include
-what the scorer ran, which is not the agent's doing. The line of an event is its message's index + 1.
+what the agent saw (`error` set: the call failed). `output.completion` is the final answer. The line of
+an event is its message's index + 1.
+
+The sample's `events` transcript is read for one thing only: the tool calls that are not in the messages
+(`subagent_tool_drafts`). A subagent the agent ran as a tool (`as_tool(agent)`) works in a conversation of its
+own; the sample's messages hold only the call that started it and its answer, while every tool it called is a
+`tool` event in the transcript, inside the subagent's span. Read from the messages alone, a cheat delegated to
+such a subagent was clean. The rest of the transcript is not read: its model and sandbox events repeat the
+messages, and what runs inside the scorers' span is the scorer's doing, not the agent's.
 
 No inspect_ai import here (this package stands on `statebox.schema` only): the reader in
 `audits/external.py` loads the log and hands the sample's pydantic objects over; this module reads
@@ -109,3 +115,62 @@ def sample_drafts(messages: Sequence[MessageLike], completion: str) -> list[tupl
     if completion:
         out.append((len(messages) + 1, EventDraft(EventKind.final_answer, clip(completion), {"from": "output.completion"})))
     return out
+
+
+def _attr(obj: Any, name: str) -> Any:
+    return getattr(obj, name, None)
+
+
+def subagent_tool_drafts(events: Sequence[Any], messages: Sequence[MessageLike], first_line: int) -> list[tuple[int, EventDraft]]:
+    """The tool calls of the transcript `events` that the messages do not hold (a subagent's), each a call and its
+    result, marked `subagent` (the name of the agent span it ran in), numbered on from `first_line`; calls inside
+    the scorers' span are left out (see the module docstring). Events are read duck-typed: `event` "span_begin"
+    (`id`, `parent_id`, `type`, `name`) and "tool" (`id`, `function`, `arguments`, `result`, `error`, `span_id`)."""
+    in_messages = {str(_attr(call, "id") or "") for m in messages for call in (_attr(m, "tool_calls") or [])}
+    spans: dict[str, tuple[str | None, str, str]] = {}  # id -> (parent, type, name)
+    for event in events:
+        if _attr(event, "event") == "span_begin" and _attr(event, "id"):
+            spans[str(_attr(event, "id"))] = (_attr(event, "parent_id"), str(_attr(event, "type") or ""),
+                                              str(_attr(event, "name") or ""))
+    out: list[tuple[int, EventDraft]] = []
+    for index, event in enumerate(events):
+        call_id = str(_attr(event, "id") or "")
+        if _attr(event, "event") != "tool" or call_id in in_messages:
+            continue
+        agent, scored = _span_facts(spans, _attr(event, "span_id"))
+        if scored:
+            continue
+        line = first_line + index
+        marks = {"subagent": agent or "subagent", "inspect_event": index}
+        function = str(_attr(event, "function") or "")
+        out.extend((line, EventDraft(d.kind, d.text, {**d.data, **marks}))
+                   for d in tool_call_drafts(function, _attr(event, "arguments"), call_id))
+        error = _attr(event, "error")
+        text = _result_text(_attr(event, "result")) or (str(_attr(error, "message") or "") if error is not None else "")
+        result = output_draft(text, call_id, is_error=error is not None, tool=function)
+        out.append((line, EventDraft(result.kind, result.text, {**result.data, **marks})))
+    return out
+
+
+def _span_facts(spans: dict[str, tuple[str | None, str, str]], span_id: Any) -> tuple[str, bool]:
+    """(the name of the nearest agent span around `span_id`, whether a scorers' span holds it); a loop of parents
+    (a crafted log) ends the walk."""
+    agent, seen, at = "", set(), str(span_id) if span_id else None
+    while at is not None and at in spans and at not in seen:
+        seen.add(at)
+        parent, kind, name = spans[at]
+        if kind in ("scorer", "scorers"):
+            return agent, True
+        if kind == "agent" and not agent:
+            agent = name
+        at = str(parent) if parent else None
+    return agent, False
+
+
+def _result_text(result: Any) -> str:
+    if result is None:
+        return ""
+    if isinstance(result, (list, str)):
+        return content_text(result)[0] if isinstance(result, list) else result
+    text = _attr(result, "text")
+    return str(text) if isinstance(text, str) else str(result)
