@@ -469,13 +469,14 @@ def subagent_transcripts(session_file: Path, limits: list[str]) -> list[Path]:
                 limits.append(f"{step}: subagent transcripts not read (not a folder: {_file_kind(mode)})")
             return []
     found: list[Path] = []
+    odd, first_odd = 0, ""  # named like a transcript but no regular file: said once, however many
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
                 if not entry.name.endswith(".jsonl"):
                     continue
                 if not entry.is_file(follow_symlinks=False):
-                    limits.append(f"{folder / entry.name}: a subagent transcript not read (not a regular file)")
+                    odd, first_odd = odd + 1, first_odd or entry.name
                     continue
                 found.append(folder / entry.name)
                 if len(found) > MAX_SUBAGENT_FILES:  # not listed on: a folder of millions would be held whole
@@ -485,6 +486,8 @@ def subagent_transcripts(session_file: Path, limits: list[str]) -> list[Path]:
     except OSError as exc:
         limits.append(f"{folder}: subagent transcripts not read ({exc.strerror or exc})")
         return []
+    if odd:
+        limits.append(f"{folder / first_odd}: {odd} subagent transcript(s) not read (not a regular file)")
     return sorted(found)[:MAX_SUBAGENT_FILES]
 
 
@@ -750,6 +753,7 @@ def trajectory_events(file: Path, trajectory: atif_trajectory.AtifTrajectoryIn,
     merged: list[Path] = []
     queue: list[tuple[Path, atif_trajectory.AtifTrajectoryIn]] = [(file, trajectory)]
     seen = {_same_file_key(file)}
+    unresolved: dict[str, tuple[int, str]] = {}  # per file: how many references were not read, and the first's why
     while queue:
         where, doc = queue.pop(0)
         embedded = doc.embedded()
@@ -764,7 +768,8 @@ def trajectory_events(file: Path, trajectory: atif_trajectory.AtifTrajectoryIn,
                 continue  # held in the document
             target, why = _referenced_trajectory(where, ref.trajectory_path)
             if target is None:
-                limits.append(f"{where.name}: a subagent's trajectory not read ({why})")
+                count, first = unresolved.get(where.name, (0, why))
+                unresolved[where.name] = (count + 1, first)
                 continue
             key = _same_file_key(target)
             if key in seen:
@@ -791,6 +796,9 @@ def trajectory_events(file: Path, trajectory: atif_trajectory.AtifTrajectoryIn,
             sources.append(target.name)
             merged.append(target)
             queue.append((target, sub))
+    limits.extend(f"{name}: {count} subagent's trajectory not read ({why})" if count == 1 else
+                  f"{name}: {count} subagents' trajectories not read (the first: {why})"
+                  for name, (count, why) in unresolved.items())
     return events, sources, tuple(merged)
 
 

@@ -157,3 +157,11 @@ def test_subagents_steps_count_against_the_steps_of_one_session(tmp_path: Path, 
     [row] = _audit(_write(tmp_path / "trajectory.json", _trajectory(_delegating([]), subagents=subs)))
     assert row.row.verdict.verdict == "suspicious"
     assert any("steps of its subagents' trajectories not read" in q for q in _limited(row))
+
+
+def test_many_unreadable_references_are_said_once(tmp_path: Path):
+    """A trajectory naming 5,000 files it does not hold is flagged once for them all, not once each."""
+    refs = [{"trajectory_path": f"https://example.com/{n}.json"} for n in range(5000)]
+    [row] = _audit(_write(tmp_path / "trajectory.json", _trajectory(_delegating(refs))))
+    [note] = _limited(row)
+    assert row.row.verdict.verdict == "suspicious" and "5000 subagents' trajectories not read" in note
