@@ -297,15 +297,20 @@ STALL_S = 3600.0  # the upstream's wait after each event in `stalled`: held on a
 
 
 @pytest.fixture
-def stalled(monkeypatch, socket_dir, tmp_path):
-    """A lease whose upstream sends each stream's first event, then waits (on a gate the fixture opens at its end)
-    before the next: a stream is still in flight whenever the test closes the lease, however slow the machine."""
+def gate():
+    """What `stalled`'s upstream waits on after each event (opened at the end of the test, or by it)."""
     import threading
+
+    return threading.Event()
+
+
+@pytest.fixture
+def stalled(monkeypatch, socket_dir, tmp_path, gate):
+    """A lease whose upstream sends each stream's first event, then waits (on `gate`, opened at the fixture's end)
+    before the next: a stream is still in flight whenever the test closes the lease, however slow the machine."""
     import time as real_time
 
     from statebox.testing import scripted_model
-
-    gate = threading.Event()
 
     class GatedTime:
         def __getattr__(self, name: str):
@@ -441,3 +446,59 @@ def test_many_requests_cut_at_once_when_the_lease_closes_are_each_logged(stalled
     lines = log_lines(stalled)
     assert sorted(line["request"]["messages"][0]["content"] for line in lines) == sorted(f"x{n}" for n in range(10))
     assert all(line.get("cancelled") is True for line in lines) and stalled.usage.requests == 10
+
+
+def test_a_request_whose_handler_the_cancel_does_not_reach_is_still_logged_once(stalled, gate, monkeypatch):
+    """Under CI's load, one of ten streams cut at the lease's close had no line: its handler was still waiting in
+    httpx's stream read 2 s after the cancel (swallowed below it). Played here by a stream read that swallows the
+    first cancel: the close writes that request's line itself (cancelled, its reservation settled), and the handler,
+    woken when the upstream goes on, writes no second one."""
+    import asyncio
+    import threading
+    import time
+
+    import httpx
+
+    real = httpx.Response.aiter_bytes
+
+    async def deaf(self, *args, **kwargs):
+        chunks = real(self, *args, **kwargs)
+        swallowed = False
+        while True:
+            read = asyncio.ensure_future(chunks.__anext__())
+            while True:
+                try:
+                    chunk = await asyncio.shield(read)
+                    break
+                except StopAsyncIteration:
+                    return
+                except asyncio.CancelledError:
+                    if swallowed:
+                        read.cancel()
+                        raise
+                    swallowed = True  # as seen under load: the cancel never surfaces, the read goes on waiting
+            yield chunk
+
+    monkeypatch.setattr(httpx.Response, "aiter_bytes", deaf)
+    first = threading.Event()
+
+    def stream() -> None:
+        try:
+            with anthropic_client(stalled, max_retries=0).messages.stream(
+                    model="claude-opus-4-7", max_tokens=64, messages=[{"role": "user", "content": "x"}]) as events:
+                for _ in events:
+                    first.set()
+        except BaseException:  # noqa: BLE001 - the cut connection ends the client's read
+            first.set()
+
+    reader = threading.Thread(target=stream, daemon=True)
+    reader.start()
+    assert first.wait(60)
+    stalled.close()
+    [line] = log_lines(stalled)
+    assert line.get("cancelled") is True and "did not end in time" in line["error"]
+    assert stalled.usage.requests == 1 and stalled.reserved.output_tokens == 0 and stalled.reserved.input_tokens == 0
+    gate.set()  # the upstream goes on: the handler wakes to a request already logged
+    reader.join(30)
+    time.sleep(0.5)
+    assert len(log_lines(stalled)) == 1 and stalled.usage.requests == 1

@@ -135,6 +135,8 @@ class GatewayLease:
     _log_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _log: CappedFile | None = field(default=None, repr=False)
     _connections: set = field(default_factory=set, repr=False)
+    # requests sent upstream whose line is not written yet (server.InFlight): the close writes any left
+    _in_flight: set = field(default_factory=set, repr=False)
     _bucket: list = field(default_factory=list, repr=False)  # [tokens, monotonic time of the last refill]
     _folded: dict = field(default_factory=dict, repr=False)  # kind -> [last line's time, refusals folded since]
     _secrets: list = field(default_factory=list, repr=False)

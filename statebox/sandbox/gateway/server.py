@@ -48,7 +48,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +122,36 @@ class Upstream:
     base_url: str
     api_key: str | None
 
+
+
+@dataclass(eq=False)
+class InFlight:
+    """A request on its way to a model, until its line is written (`GatewayLease._in_flight`).
+
+    Why: the lease's close cancels its handlers and waits for each to log its request, but a cancellation can fail
+    to reach a handler in time (one was seen, under load, still waiting in httpx's stream read 2 s later): its
+    request reached a model and had no line in the witness log. What the close needs to write that line itself is
+    kept here, and `claim` makes sure exactly one of the handler and the close writes it."""
+
+    record: dict[str, Any]
+    reservation: Reservation | None
+    api: str
+    started: float
+    status: int | None = None  # the upstream's answer status, once it answered
+    assembler: StreamAssembler | None = None
+    chunks: list[bytes] = field(default_factory=list)
+    written: bool = False
+
+    def answered(self, status: int, assembler: StreamAssembler | None, chunks: list[bytes]) -> None:
+        self.status, self.assembler, self.chunks = status, assembler, chunks
+
+    def claim(self, lease: GatewayLease) -> bool:
+        """Whether the caller is the one to account and log it (the first to ask; on the gateway's loop thread)."""
+        lease._in_flight.discard(self)
+        if self.written:
+            return False
+        self.written = True
+        return True
 
 class Gateway:
     """One host server per run; see the module docstring.
@@ -273,11 +303,8 @@ class Gateway:
 
         async def close() -> None:
             server.close()
-            tasks = list(lease._connections if lease else ())
-            for task in tasks:
-                task.cancel()
-            if tasks:  # each logs its request on the way out (`_forward`): let it, before the lease closes its log
-                await asyncio.wait(tasks, timeout=2)
+            if lease is not None:
+                await self._cut_requests(lease)
             try:
                 await asyncio.wait_for(server.wait_closed(), timeout=2)
             except asyncio.TimeoutError:
@@ -288,6 +315,20 @@ class Gateway:
         except Exception:  # noqa: BLE001 - closing is best effort; the socket file goes anyway
             pass
         self._leases = [l for l in self._leases if l._server is not server]
+
+    async def _cut_requests(self, lease: GatewayLease) -> None:
+        """Cancel the lease's connections, each handler logging its request on the way out (`_forward`), and log
+        here any request whose handler the cancellation did not reach in time: under load one was seen still
+        waiting in httpx's stream read 2 s later (the cancel swallowed below it), and its request, which reached a
+        model, had no line. Written from what had come; the handler, if it ever wakes, writes no second line."""
+        tasks = list(lease._connections)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=2)
+        for flight in list(lease._in_flight):
+            self._log_cut(lease, flight, "the lease closed mid-reply (the attempt ended): the response is what had "
+                                         "come (its handler did not end in time)")
 
     # -- HTTP serving -----------------------------------------------------
     async def _serve_connection(self, lease: GatewayLease, reader: asyncio.StreamReader,
@@ -537,18 +578,20 @@ class Gateway:
             else:
                 out_headers["authorization"] = f"Bearer {upstream.api_key}"
         client = self._client_for(upstream.base_url, base)
+        flight = InFlight(record, reservation, api or "", started)
+        lease._in_flight.add(flight)
         try:
             up_request = client.build_request(method, url, headers=out_headers,
                                               content=body if method == "POST" else None)
             response = await client.send(up_request, stream=True, follow_redirects=False)
         except (httpx.HTTPError, asyncio.CancelledError) as exc:
+            if isinstance(exc, asyncio.CancelledError):  # the lease closed (the attempt ended) before an answer:
+                self._log_cut(lease, flight, "the lease closed before the upstream answered (the attempt ended)")
+                raise  # (the request is still logged)
+            if not flight.claim(lease):
+                return  # its line was written when the lease closed
             if reservation is not None:  # nothing reached a model: the reservation is released unspent
                 settle(lease, api or "", reservation, None, record, complete=True, status=502)
-            if isinstance(exc, asyncio.CancelledError):  # the lease closed (the attempt ended) before an answer:
-                record.update(error="the lease closed before the upstream answered (the attempt ended)",  # the
-                              cancelled=True, duration_s=round(time.time() - started, 3))  # request is still logged
-                lease.write_log(record, lease._secrets)
-                raise
             message = f"statebox gateway could not reach the {provider} upstream: {type(exc).__name__}"
             record.update(status=502, error=f"{message}: {exc}", duration_s=round(time.time() - started, 3))
             lease.write_log(record, lease._secrets)
@@ -560,6 +603,7 @@ class Gateway:
         is_sse = "text/event-stream" in response.headers.get("content-type", "")
         assembler = StreamAssembler(api) if (is_sse and api) else None
         chunks: list[bytes] = []
+        flight.answered(response.status_code, assembler, chunks)
         # From the stream's own end marker on (`[DONE]`, `message_stop`, `response.completed`) the bytes are held
         # back until the record is accounted and logged: a client stops reading at the marker, not at the end of
         # the HTTP response, and one that has its answer must find the usage and the log line already there
@@ -591,15 +635,14 @@ class Gateway:
             record["error"] = f"statebox gateway could not relay the reply: {type(exc).__name__}: {exc}"
             client_gone = True
         except asyncio.CancelledError:  # the lease closed mid-reply (the attempt ended): charge the worst case,
-            if reservation is not None:  # log the request and what came of its reply, then stop
-                settle(lease, api or "", reservation, None, record, complete=False, status=response.status_code)
-            record["response"] = summarise_images(self._reply_of(assembler, chunks, record))
-            record.update(error="the lease closed mid-reply (the attempt ended): the response is what had come",
-                          cancelled=True, duration_s=round(time.time() - started, 3))
-            lease.write_log(record, lease._secrets)
+            # log the request and what came of its reply, then stop
+            self._log_cut(lease, flight, "the lease closed mid-reply (the attempt ended): the response is what had come")
             raise
         finally:
             await response.aclose()
+        if not flight.claim(lease):  # its line was written when the lease closed: nothing more to account or relay
+            send.abort()
+            return
         # Account and log before the reply's last bytes go out: a client that has its answer
         # must find the usage, `exceeded` and the log line already there.
         if client_gone:
@@ -615,6 +658,23 @@ class Gateway:
             await send.end()
         except (ConnectionError, RuntimeError):  # gone after its record was written: nothing left to account
             send.abort()
+
+    def _log_cut(self, lease: GatewayLease, flight: "InFlight", error: str) -> None:
+        """Write the line of a request the lease's close cut (once, whoever gets there first: its handler or the
+        close): unanswered, its reservation is released unspent; answered, the worst case is charged and the reply
+        is what had come."""
+        if not flight.claim(lease):
+            return
+        record = flight.record
+        if flight.status is None:
+            if flight.reservation is not None:
+                settle(lease, flight.api, flight.reservation, None, record, complete=True, status=502)
+        else:
+            if flight.reservation is not None:
+                settle(lease, flight.api, flight.reservation, None, record, complete=False, status=flight.status)
+            record["response"] = summarise_images(self._reply_of(flight.assembler, flight.chunks, record))
+        record.update(error=error, cancelled=True, duration_s=round(time.time() - flight.started, 3))
+        lease.write_log(record, lease._secrets)
 
     @staticmethod
     def _reply_of(assembler: StreamAssembler | None, chunks: list[bytes], record: dict[str, Any]) -> Any:
