@@ -179,8 +179,8 @@ def subagent_drafts(trajectory: AtifTrajectoryIn) -> list[tuple[str, list[tuple[
 def parse_trajectory(raw: bytes | str, max_steps: int | None = None, cut: list[str] | None = None) -> tuple[AtifTrajectoryIn, int]:
     """A trajectory document and how many steps it holds; a malformed one raises ValueError (the caller names the
     file). `max_steps`: only the first ones are made models (each step's models and events are what a long
-    trajectory costs: 200,000 small steps took 1.6 GB), its embedded subagents' steps counted with its own, depth
-    first, and no subagent nested deeper than MAX_SUBAGENT_DEPTH; what was cut of them is told to `cut`."""
+    trajectory costs: 200,000 small steps took 1.6 GB), its embedded subagents' steps counted with its own (those
+    nearer the top first), and no subagent nested deeper than MAX_SUBAGENT_DEPTH; what was cut is told to `cut`."""
     value = json_value(raw)
     if not looks_like_atif(value):
         raise ValueError("not an ATIF trajectory (no schema_version 'ATIF-...' with steps)")
@@ -194,7 +194,8 @@ def parse_trajectory(raw: bytes | str, max_steps: int | None = None, cut: list[s
 
 def _bound_subagents(value: dict[str, Any], budget: int | None, cut: list[str] | None) -> None:
     """Cut the embedded subagent trajectories of `value` (in place) to `budget` steps in all and MAX_SUBAGENT_DEPTH
-    levels, depth first; anything not a trajectory-shaped object among them is dropped as none of ATIF's."""
+    levels, the subagents of a trajectory before theirs; anything not a trajectory-shaped object among them is
+    dropped as none of ATIF's (it holds no steps to read)."""
     dropped_steps = dropped_deep = 0
     stack: list[tuple[dict[str, Any], int]] = [(value, 0)]
     while stack:
