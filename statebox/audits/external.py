@@ -383,9 +383,10 @@ class ExternalSession:
     merged: tuple[Path, ...] = ()  # other files read into it (a trajectory's subagents' files)
 
 
-def events_of(drafts: Iterable[tuple[int, EventDraft]], source: str) -> list[Event]:
-    """Drafts -> numbered events (seq from 0), each pointing at its line (or message, or step)."""
-    return [new_event(seq, d.kind, source, line, d.text, dict(d.data)) for seq, (line, d) in enumerate(drafts)]
+def events_of(drafts: Iterable[tuple[int, EventDraft]], source: str, first_seq: int = 0) -> list[Event]:
+    """Drafts -> numbered events (seq from `first_seq`), each pointing at its line (or message, or step)."""
+    return [new_event(seq, d.kind, source, line, d.text, dict(d.data))
+            for seq, (line, d) in enumerate(drafts, start=first_seq)]
 
 
 def read_within(path: Path, most: int) -> tuple[bytes, str | None]:
@@ -760,8 +761,7 @@ def trajectory_events(file: Path, trajectory: atif_trajectory.AtifTrajectoryIn,
         names = {n for sub in embedded for n in (sub.trajectory_id, sub.session_id) if n}
         for name, drafts in atif_trajectory.subagent_drafts(doc):
             source = f"{where.name}#{name}"
-            events.extend(new_event(seq, d.kind, source, line, d.text, dict(d.data))
-                          for seq, (line, d) in enumerate(drafts, start=len(events)))
+            events.extend(events_of(drafts, source, len(events)))
             sources.append(source)
         for ref in [r for t in [doc, *embedded] for r in t.refs()]:
             if (ref.trajectory_id and ref.trajectory_id in names) or (ref.session_id and ref.session_id in names):
@@ -791,8 +791,7 @@ def trajectory_events(file: Path, trajectory: atif_trajectory.AtifTrajectoryIn,
                 continue
             limits.extend(f"{target.name}: {note}" for note in cut)
             name = atif_trajectory.subagent_name(sub, len(merged) + 1)
-            events.extend(new_event(seq, d.kind, target.name, line, d.text, dict(d.data))
-                          for seq, (line, d) in enumerate(atif_trajectory.step_drafts(sub, name), start=len(events)))
+            events.extend(events_of(atif_trajectory.step_drafts(sub, name), target.name, len(events)))
             sources.append(target.name)
             merged.append(target)
             queue.append((target, sub))

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import stat
+import threading
 
 import anthropic
 import openai
@@ -299,7 +300,6 @@ STALL_S = 3600.0  # the upstream's wait after each event in `stalled`: held on a
 @pytest.fixture
 def gate():
     """What `stalled`'s upstream waits on after each event (opened at the end of the test, or by it)."""
-    import threading
 
     return threading.Event()
 
@@ -360,28 +360,33 @@ def test_a_streamed_reply_is_logged_and_counted_before_the_client_sees_its_end_m
     assert [line["response"] is not None for line in log_lines(slow_end)] == [True, True, True]
 
 
-def test_a_reply_cut_by_the_lease_closing_is_logged_with_what_had_come(stalled):
-    """The attempt ends (its lease closes) while a reply still streams: the request reached a model, so it is in
-    the log (`cancelled`, the reply as far as it came), charged its worst case, and the log is closed after it
-    (it was closed first, and the cut request's line was then lost or reopened the file)."""
-    import threading
+def _streaming_reader(lease, content: str):
+    """A thread streaming one Anthropic request through `lease` to its end (or until its connection is cut), and
+    the event it sets at the stream's first event (or at its failure, so a test never waits on a dead reader)."""
 
     first_event = threading.Event()
-    failure: list[BaseException] = []
 
     def stream() -> None:
         try:
-            with anthropic_client(stalled, max_retries=0).messages.stream(
-                    model="claude-opus-4-7", max_tokens=64, messages=[{"role": "user", "content": "x"}]) as events:
+            with anthropic_client(lease, max_retries=0).messages.stream(
+                    model="claude-opus-4-7", max_tokens=64, messages=[{"role": "user", "content": content}]) as events:
                 for _ in events:
                     first_event.set()
-        except BaseException as exc:  # noqa: BLE001 - the cut connection ends the client's read
-            failure.append(exc)
+        except BaseException:  # noqa: BLE001 - the cut connection ends the client's read
+            pass
         finally:
             first_event.set()
 
     reader = threading.Thread(target=stream, daemon=True)
     reader.start()
+    return reader, first_event
+
+
+def test_a_reply_cut_by_the_lease_closing_is_logged_with_what_had_come(stalled):
+    """The attempt ends (its lease closes) while a reply still streams: the request reached a model, so it is in
+    the log (`cancelled`, the reply as far as it came), charged its worst case, and the log is closed after it
+    (it was closed first, and the cut request's line was then lost or reopened the file)."""
+    reader, first_event = _streaming_reader(stalled, "x")
     assert first_event.wait(30)
     stalled.close()
     reader.join(30)
@@ -418,27 +423,10 @@ def test_a_reply_the_gateway_cannot_relay_is_still_settled_and_logged(lease, mon
 def test_many_requests_cut_at_once_when_the_lease_closes_are_each_logged(stalled):
     """An agent keeps ten streams open as its attempt ends, to lose requests from the witness log or hold up the
     close: each one that reached a model has its `cancelled` line, and the close returns."""
-    import threading
 
-    started = threading.Semaphore(0)
-
-    def stream(n: int) -> None:
-        try:
-            with anthropic_client(stalled, max_retries=0).messages.stream(
-                    model="claude-opus-4-7", max_tokens=64, messages=[{"role": "user", "content": f"x{n}"}]) as events:
-                for _ in events:
-                    started.release()
-                    break
-                for _ in events:
-                    pass
-        except BaseException:  # noqa: BLE001 - the cut connection ends the client's read
-            started.release()
-
-    readers = [threading.Thread(target=stream, args=(n,), daemon=True) for n in range(10)]
-    for reader in readers:
-        reader.start()
-    for _ in readers:
-        assert started.acquire(timeout=60)
+    readers = [_streaming_reader(stalled, f"x{n}") for n in range(10)]
+    for _, first_event in readers:
+        assert first_event.wait(60)
     closer = threading.Thread(target=stalled.close, daemon=True)
     closer.start()
     closer.join(60)
@@ -454,7 +442,6 @@ def test_a_request_whose_handler_the_cancel_does_not_reach_is_still_logged_once(
     first cancel: the close writes that request's line itself (cancelled, its reservation settled), and the handler,
     woken when the upstream goes on, writes no second one."""
     import asyncio
-    import threading
     import time
 
     import httpx
@@ -480,20 +467,8 @@ def test_a_request_whose_handler_the_cancel_does_not_reach_is_still_logged_once(
             yield chunk
 
     monkeypatch.setattr(httpx.Response, "aiter_bytes", deaf)
-    first = threading.Event()
-
-    def stream() -> None:
-        try:
-            with anthropic_client(stalled, max_retries=0).messages.stream(
-                    model="claude-opus-4-7", max_tokens=64, messages=[{"role": "user", "content": "x"}]) as events:
-                for _ in events:
-                    first.set()
-        except BaseException:  # noqa: BLE001 - the cut connection ends the client's read
-            first.set()
-
-    reader = threading.Thread(target=stream, daemon=True)
-    reader.start()
-    assert first.wait(60)
+    reader, first_event = _streaming_reader(stalled, "x")
+    assert first_event.wait(60)
     stalled.close()
     [line] = log_lines(stalled)
     assert line.get("cancelled") is True and "did not end in time" in line["error"]
