@@ -935,6 +935,16 @@ class Prefilter:
         # both in one pattern, for events.jsonl: one pass, not two, while no match it finds reaches across a
         # newline (then it finds every line each pattern's own scan finds: `lines_matching_within`)
         self.static_or_always = compile_any(patterns + always) if always else None
+        # both the static and the output triggers, for a CLI's own session file, which holds the tool outputs no
+        # gateway log witnesses (`session_file_prefilter`); compiled on first need
+        self._patterns, self._output_patterns = patterns, output or []
+        self._static_or_output: Any = None
+
+    def static_or_output(self) -> Any:
+        """The static and output triggers as one pattern (`lines_matching_within` says when one pass suffices)."""
+        if self._static_or_output is None:
+            self._static_or_output = compile_any(self._patterns + self._output_patterns)
+        return self._static_or_output
 
     def secret_pattern(self, facts: AttemptFacts) -> Literals | None:
         literals = secret_literals(facts)

@@ -49,10 +49,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, RUN_CONFIG_FILE
 from statebox.audits import inspect_admission, session_limits
-from statebox.audits.events import AttemptFacts, AuditLog, FactNotText, new_event, session_log, sniff_object
+from statebox.audits import session_file_prefilter
+from statebox.audits.events import AttemptFacts, AuditLog, FactNotText, Prefilter, new_event, session_log, sniff_object
+from statebox.audits.fastmatch import Literals
 from statebox.audits.findings_shown import shown_indexes
 from statebox.audits.session_limits import cut_to_lines, past_bytes, past_steps
-from statebox.audits.verdict import AuditedAttempt, audit_run, verdict_of
+from statebox.audits.verdict import AuditedAttempt, audit_run, default_prefilter, verdict_of
 from statebox.audits.workers import workers
 from statebox.collector import collector_paused
 from statebox.errors import DataError, UserError
@@ -409,12 +411,51 @@ def session_lines(path: Path) -> tuple[bytes, list[str]]:
     return cut_to_lines(data, path.name, limits)[0], limits
 
 
-def claude_sessions(path: Path) -> Iterator[ExternalSession]:
+@dataclass(frozen=True)
+class Reading:
+    """How a CLI's session file is read: by its candidate lines (`prefilter`, the default) or every line (None:
+    `--full`), and what `--items` (or the command line) tells of the session named by one of its keys, which the
+    candidate lines are looked for by (its secret values)."""
+
+    prefilter: Prefilter | None = None
+    given: Callable[[list[str]], SessionFacts | None] = lambda keys: None
+
+    def secret(self, keys: list[str], attempt_id: str) -> Literals | None:
+        """The session's secret values as the prefilter looks for them (None on the full reading or without any)."""
+        if self.prefilter is None:
+            return None
+        return self.prefilter.secret_pattern(merge_facts(AttemptFacts(attempt_id=attempt_id), self.given(keys)))
+
+
+FULL = Reading()
+
+
+def claude_file_drafts(data: bytes, reading: Reading, keys: list[str], attempt_id: str) -> list[tuple[int, EventDraft]]:
+    """A Claude Code session file's drafts: by its candidate lines unless `reading` is the full one."""
+    loads = line_loads(data)
+    if reading.prefilter is None:
+        return claude_session.parse_lines(decoded_lines(data), loads)  # lines decoded as parsed, never all held
+    candidates = session_file_prefilter.candidate_lines(data, reading.prefilter, reading.secret(keys, attempt_id))
+    return session_file_prefilter.claude_drafts(data, candidates, loads)
+
+
+def rollout_drafts(data: bytes, reading: Reading, keys: list[str], attempt_id: str) -> list[tuple[int, EventDraft]]:
+    """A Codex rollout's drafts: by its candidate lines unless `reading` is the full one."""
+    loads = line_loads(data)
+    if reading.prefilter is None:
+        return codex_rollout.parse_lines(decoded_lines(data), loads)
+    candidates = session_file_prefilter.candidate_lines(data, reading.prefilter, reading.secret(keys, attempt_id),
+                                                        session_file_prefilter.CODEX_SPAWN_WORDS)
+    return session_file_prefilter.codex_drafts(data, candidates, loads)
+
+
+def claude_sessions(path: Path, reading: Reading = FULL) -> Iterator[ExternalSession]:
     data, limits = session_lines(path)
     first = _first_object(data)
     session_file = first is not None and claude_session.looks_like_session(first)
-    loads, lines = line_loads(data), decoded_lines(data)  # lines decoded as they are parsed, never all held
-    drafts = claude_session.parse_lines(lines, loads) if session_file else claude_stream.parse_lines(lines, loads)
+    keys = [path.stem, path.name]
+    drafts = claude_file_drafts(data, reading, keys, path.stem) if session_file else \
+        claude_stream.parse_lines(decoded_lines(data), line_loads(data))
     del data
     events = events_of(drafts, path.name)
     del drafts  # not held while the session is judged (this generator waits at its yield meanwhile)
@@ -425,11 +466,11 @@ def claude_sessions(path: Path) -> Iterator[ExternalSession]:
             if len(events) >= session_limits.SESSION_EVENT_LIMIT:  # session_log cuts the events there too
                 limits.append(_unread_past_limit(path, len(transcripts) - n, "subagent transcripts"))
                 break  # the files past the limit are not even read
-            events.extend(subagent_events(sub, len(events), limits))
+            events.extend(subagent_events(sub, len(events), limits, reading, keys, path.stem))
             sources.append(f"{SUBAGENTS_DIR}/{sub.name}")
     log = session_log(events, AttemptFacts(attempt_id=path.stem, agent="claude-code"), sources, limits=limits)
     del events
-    yield ExternalSession(path.stem, "claude", path, log, keys=[path.stem, path.name])
+    yield ExternalSession(path.stem, "claude", path, log, keys=keys)
 
 
 def _unread_past_limit(path: Path, count: int, what: str) -> str:
@@ -496,7 +537,8 @@ def _file_kind(mode: int) -> str:
     return "a symbolic link" if stat.S_ISLNK(mode) else "a file" if stat.S_ISREG(mode) else "a special file"
 
 
-def subagent_events(path: Path, first_seq: int, limits: list[str]) -> list[Event]:
+def subagent_events(path: Path, first_seq: int, limits: list[str], reading: Reading = FULL,
+                    keys: list[str] | None = None, attempt_id: str = "") -> list[Event]:
     """One subagent transcript's events, numbered on from `first_seq`, each marked `subagent` (and `sidechain`).
 
     The task the subagent was given is a user line of its file, but the agent wrote it (as its `Agent` call's
@@ -508,7 +550,7 @@ def subagent_events(path: Path, first_seq: int, limits: list[str]) -> list[Event
         limits.append(f"{exc}: a subagent transcript not read")
         return []
     limits.extend(cut)
-    drafts = claude_session.parse_lines(decoded_lines(data), line_loads(data))
+    drafts = claude_file_drafts(data, reading, keys or [], attempt_id)  # looked for by the session's secret values
     del data
     source = f"{SUBAGENTS_DIR}/{path.name}"
     events: list[Event] = []
@@ -521,18 +563,17 @@ def subagent_events(path: Path, first_seq: int, limits: list[str]) -> list[Event
     return events
 
 
-def codex_sessions(path: Path, children: tuple[tuple[Path, str], ...] = ()) -> Iterator[ExternalSession]:
+def codex_sessions(path: Path, children: tuple[tuple[Path, str], ...] = (), reading: Reading = FULL) -> Iterator[ExternalSession]:
     """One Codex rollout (or `exec --json` log) with the rollouts of the subagents it started (`children`, from
     `rollout_families`), their events after its own."""
     data, limits = session_lines(path)
     first = _first_object(data)
-    loads = line_loads(data)
     rollout = first is not None and codex_rollout.looks_like_rollout(first)
     if rollout:
-        drafts = codex_rollout.parse_lines(decoded_lines(data), loads)
         sid = codex_rollout.session_id(decoded_lines(data)) or path.stem
+        drafts = rollout_drafts(data, reading, [sid, path.stem, path.name], sid)
     else:
-        drafts = codex_jsonl.parse_lines(decoded_lines(data), loads)
+        drafts = codex_jsonl.parse_lines(decoded_lines(data), line_loads(data))
         sid = path.stem
     del data
     events = events_of(drafts, path.name)
@@ -543,7 +584,7 @@ def codex_sessions(path: Path, children: tuple[tuple[Path, str], ...] = ()) -> I
         if len(events) >= session_limits.SESSION_EVENT_LIMIT:  # session_log cuts the events there too
             limits.append(_unread_past_limit(path, len(children) - n, "subagent rollouts"))
             break  # the rollouts past the limit are not even read
-        events.extend(child_rollout_events(child, len(events), limits))
+        events.extend(child_rollout_events(child, len(events), limits, reading, [sid, path.stem, path.name], sid))
         sources.append(child.name)
         read.add(thread)
     if rollout:
@@ -675,7 +716,8 @@ def spawned_agents(events: list[Event]) -> set[str]:
     return out
 
 
-def child_rollout_events(path: Path, first_seq: int, limits: list[str]) -> list[Event]:
+def child_rollout_events(path: Path, first_seq: int, limits: list[str], reading: Reading = FULL,
+                         keys: list[str] | None = None, attempt_id: str = "") -> list[Event]:
     """A subagent's rollout's events, numbered on from `first_seq`, each marked `subagent`; its user messages (the
     task the agent wrote, the history a forked subagent was handed) are no prompt that excuses (`subagent_task`)."""
     try:
@@ -684,7 +726,7 @@ def child_rollout_events(path: Path, first_seq: int, limits: list[str]) -> list[
         limits.append(f"{exc}: a subagent's rollout not read")
         return []
     limits.extend(cut)
-    drafts = codex_rollout.parse_lines(decoded_lines(data), line_loads(data))
+    drafts = rollout_drafts(data, reading, keys or [], attempt_id)  # looked for by the session's secret values
     del data
     events: list[Event] = []
     for seq, (line, draft) in enumerate(drafts, start=first_seq):
@@ -953,32 +995,46 @@ class AuditedSession:
     merged: tuple[Path, ...] = ()  # other files this row's session read (`ExternalSession.merged`)
 
 
-def sessions_of(found: Found) -> Iterator[ExternalSession]:
+def sessions_of(found: Found, reading: Reading = FULL) -> Iterator[ExternalSession]:
+    """The sessions of one file or trial folder; `reading` says how a CLI's session file is read (`Reading`)."""
     if found.fmt == "inspect":
         return inspect_sessions(found.path)
     if found.fmt == "harbor":
         return harbor_sessions(found.path)
     if found.fmt == "claude":
-        return claude_sessions(found.path)
+        return claude_sessions(found.path, reading)
     if found.fmt == "codex":
-        return codex_sessions(found.path, found.children)
+        return codex_sessions(found.path, found.children, reading)
     raise UserError(f"{found.path}: unknown format {found.fmt!r}")  # pragma: no cover - discover's formats only
 
 
 def with_facts(session: ExternalSession, items: dict[str, SessionFacts], flags: SessionFacts | None = None) -> ExternalSession:
     """The session with `--items`' facts for it (by any of its names), else the command line's."""
-    given = next((items[k] for k in session.keys if k and k in items), None) or flags
-    session.log.facts = merge_facts(session.log.facts, given)
+    session.log.facts = merge_facts(session.log.facts, given_facts(items, session.keys, flags))
     return session
 
 
-def load_sessions(target: Path, fmt: str | None = None, items: dict[str, SessionFacts] | None = None) -> Iterator[ExternalSession]:
+def given_facts(items: dict[str, SessionFacts], keys: list[str], flags: SessionFacts | None = None) -> SessionFacts | None:
+    """`--items`' facts for the session named by any of `keys`, else the command line's (`flags`)."""
+    return next((items[k] for k in keys if k and k in items), None) or flags
+
+
+def reading_for(items: dict[str, SessionFacts], flags: SessionFacts | None, full: bool) -> Reading:
+    """How the CLIs' session files are read: every line (`full`), or by candidate lines looked for by each session's
+    facts (`flags` given where the file holds one session, as for `with_facts`)."""
+    if full:
+        return FULL
+    return Reading(default_prefilter(), lambda keys: given_facts(items, keys, flags))
+
+
+def load_sessions(target: Path, fmt: str | None = None, items: dict[str, SessionFacts] | None = None,
+                  full: bool = False) -> Iterator[ExternalSession]:
     """Every other harness's session under TARGET, normalised, facts merged, one at a time: what a labelled
     corpus in any format needs (`verdict_of(session.log)` judges one; statebox folders are left to
     `events.load_attempt`)."""
     for entry in discover(Path(target), fmt):
         if entry.fmt != "statebox":
-            for session in sessions_of(entry):
+            for session in sessions_of(entry, reading_for(items or {}, None, full)):
                 yield with_facts(session, items or {})
 
 
@@ -1000,7 +1056,8 @@ Progress = Callable[[int, int, int], None]  # (files done, files found, sessions
 
 def audit_path(target: Path, policy: Any, *, fmt: str | None = None, items: dict[str, SessionFacts] | None = None,
                flags: SessionFacts | None = None, keep_logs: bool = False, jobs: int = 1,
-               progress: Progress | None = None, passed_over: list[str] | None = None) -> list[AuditedSession]:
+               progress: Progress | None = None, passed_over: list[str] | None = None,
+               full: bool = False) -> list[AuditedSession]:
     """Audit every session under TARGET (a file or a folder of any supported format); nothing is written.
 
     `flags`: facts from the command line, for a target holding one session only. `keep_logs`: each row keeps
@@ -1009,7 +1066,8 @@ def audit_path(target: Path, policy: Any, *, fmt: str | None = None, items: dict
     judges the files found in that many worker processes (same rows, same order; a statebox run folder among
     them is audited by `audit_run` with as many); `workers.AUTO` (0), as many as `workers.workers` gives for
     their count. `progress` is told after each file; `passed_over`, of what
-    could have held a session and was not read (`discover`)."""
+    could have held a session and was not read (`discover`). `full`: every line of every log is parsed (no
+    prefilter: `audit_run`'s and `session_file_prefilter`'s reading against which the fast ones are tested)."""
     found = [Found("statebox", target)] if fmt == "statebox" else discover(target, fmt, passed_over)
     found = rollout_families(found, lone_file=Path(target).is_file())
     if not found:
@@ -1025,13 +1083,14 @@ def audit_path(target: Path, policy: Any, *, fmt: str | None = None, items: dict
     pool = ProcessPoolExecutor(max_workers=min(pool_size, len(others))) if pool_size > 1 and len(others) > 1 else None
     try:
         judged = iter(pool.map(_audit_file, others, repeat(policy), repeat(items), repeat(lone), repeat(keep_logs),
-                               chunksize=max(1, len(others) // (pool_size * 8)))) if pool is not None else None
+                               repeat(full), chunksize=max(1, len(others) // (pool_size * 8)))) if pool is not None else None
         for number, entry in enumerate(found, start=1):
             if entry.fmt == "statebox":
                 out.extend(AuditedSession(row, "statebox", entry.path)
-                           for row in audit_run(entry.path, policy, write=False, keep_logs=keep_logs, jobs=jobs))
+                           for row in audit_run(entry.path, policy, write=False, keep_logs=keep_logs, jobs=jobs,
+                                                full=full))
             else:
-                out.extend(next(judged) if judged is not None else _audit_file(entry, policy, items, lone, keep_logs))
+                out.extend(next(judged) if judged is not None else _audit_file(entry, policy, items, lone, keep_logs, full))
             if progress is not None:
                 progress(number, len(found), len(out))
     finally:
@@ -1058,7 +1117,7 @@ def without_merged_files(rows: list[AuditedSession]) -> list[AuditedSession]:
 
 
 def _audit_file(entry: Found, policy: Any, items: dict[str, SessionFacts], lone: SessionFacts | None,
-                keep_logs: bool) -> list[AuditedSession]:
+                keep_logs: bool, full: bool = False) -> list[AuditedSession]:
     """Every session of one file (or Harbor trial folder) judged: `audit_path`'s unit of work (module level, so
     a worker process can run it). The command line's facts apply where the file holds one session only.
 
@@ -1067,14 +1126,15 @@ def _audit_file(entry: Found, policy: Any, items: dict[str, SessionFacts], lone:
     fifteenth of the CPU of a folder of the CLIs' files); at the end only the rows are left to it."""
     with collector_paused():
         try:
-            return _judged_rows(entry, policy, items, lone, keep_logs)
+            return _judged_rows(entry, policy, items, lone, keep_logs, full)
         except FactNotText as exc:  # a log's metadata (ATIF `extra`, a sample's metadata): the line names the file
             raise DataError(entry.path, None, str(exc)) from None
 
 
 def _judged_rows(entry: Found, policy: Any, items: dict[str, SessionFacts], lone: SessionFacts | None,
-                 keep_logs: bool) -> list[AuditedSession]:
-    sessions = sessions_of(entry)
+                 keep_logs: bool, full: bool = False) -> list[AuditedSession]:
+    # a Claude Code or Codex file holds one session: the command line's facts are its own (as `flags` gives them)
+    sessions = sessions_of(entry, reading_for(items, lone if entry.fmt in ("claude", "codex") else None, full))
     ahead = list(islice(sessions, 2))  # whether the file holds one session only; the rest are read as judged
     flags = lone if len(ahead) == 1 else None
     rows = []

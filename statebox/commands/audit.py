@@ -63,8 +63,8 @@ def register(app: typer.Typer) -> None:
         html_out: Optional[Path] = typer.Option(None, "--html", help="Also write an HTML audit report to this file."),
         scores_out: Optional[Path] = typer.Option(None, "--write-scores", help="Inspect log: write a copy with a "
                                                   "statebox_audit score per sample to this .eval/.json file."),
-        full: bool = typer.Option(False, "--full", help="statebox run folders: parse every line of every log (no "
-                                  "prefilter), the reference reading; for folders another tool wrote. Several times slower."),
+        full: bool = typer.Option(False, "--full", help="Parse every line of every log (no prefilter), the reference "
+                                  "reading; for run folders another tool wrote. Several times slower."),
     ) -> None:
         """Check sessions for the seven contamination categories and honeytokens (a session past the audit's limits is flagged); write verdicts."""
         policy = load_policy(policy_name)
@@ -75,8 +75,6 @@ def register(app: typer.Typer) -> None:
         flags = dict(original_name=original_name, item_id=item_id, question=question,
                      honeytoken_value=honeytoken_value, honeytoken_path=honeytoken_path)
         kind = _kind_of(target, fmt)
-        if kind == "other" and full:
-            raise UserError("--full is for statebox run folders (other harnesses' logs are always parsed whole)")
         if kind != "other" and (items_file is not None or scores_out is not None):
             raise UserError("--items and --write-scores are for other harnesses' logs (Inspect, Harbor, Claude Code, Codex)")
         if html_out is not None and (html_out.is_dir() or not html_out.parent.is_dir()):
@@ -85,7 +83,7 @@ def register(app: typer.Typer) -> None:
         if kind == "other":  # another harness's run (or a folder of them): read-only
             with _progress() as display:
                 display.add("files", total=None)
-                rows, sessions = _audit_other(target, policy, fmt, items_file, scores_out, flags, keep_logs, jobs,
+                rows, sessions = _audit_other(target, policy, fmt, items_file, scores_out, flags, keep_logs, jobs, full,
                                               lambda done, total, judged: display.update(
                                                   "files", done=done, total=total, note=f"{judged} sessions judged"))
         elif target.is_dir() and no_write:
@@ -149,7 +147,7 @@ def _progress() -> ProgressDisplay:
 
 
 def _audit_other(target: Path, policy, fmt: Optional[str], items_file: Optional[Path], scores_out: Optional[Path],
-                 flags: dict, keep_logs: bool, jobs: int,
+                 flags: dict, keep_logs: bool, jobs: int, full: bool,
                  progress: external.Progress) -> tuple[list[AuditedAttempt], list[external.AuditedSession]]:
     """Another harness's run: bad flags refused before any work, then every session judged, nothing written
     but the `--write-scores` copy."""
@@ -161,7 +159,7 @@ def _audit_other(target: Path, policy, fmt: Optional[str], items_file: Optional[
                                   honeytoken_paths=list(flags["honeytoken_path"] or [])) if any(flags.values()) else None
     passed_over: list[str] = []
     sessions = external.audit_path(target, policy, fmt=fmt, items=items, flags=given, keep_logs=keep_logs, jobs=jobs,
-                                   progress=progress, passed_over=passed_over)
+                                   progress=progress, passed_over=passed_over, full=full)
     for what in passed_over:
         typer.echo(f"note: not read: {what}", err=True)
     if scores_out is not None:

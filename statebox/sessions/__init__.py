@@ -26,6 +26,14 @@ class EventDraft:
     data: dict[str, Any] = field(default_factory=dict)
 
 
+# What a line of a CLI's own session file whose bytes hold no trigger can do to the verdict, by its shape (each format's
+# `quiet_line`; `audits.session_file_prefilter` reads by them)
+QUIET_TEXT = "text"  # the agent's text or thinking only: its events matter only as the final answer
+QUIET_CALLS = "calls"  # tool calls only: its events matter only as the session's first action
+QUIET_RESULTS = "results"  # tool results only: its events matter only as the end of the text before them
+QUIET_NOTHING = "nothing"  # a line that makes no event at all (a UI event copying an item)
+
+
 def clip(text: str, limit: int = 20_000) -> str:
     """Keep event text bounded: a tool that dumps megabytes must not bloat events.jsonl."""
     if len(text) <= limit:

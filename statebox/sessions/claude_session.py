@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable
 
 from statebox.schema import EventKind
 from statebox.json_text import json_value
-from statebox.sessions import EventDraft, clip, parse_json_lines
+from statebox.sessions import QUIET_CALLS, QUIET_RESULTS, QUIET_TEXT, EventDraft, clip, parse_json_lines
 from statebox.sessions import claude_stream
 from statebox.sessions.shapes import list_of, name_at, object_at
 
@@ -123,3 +123,35 @@ def parse_lines(lines: Iterable[str], loads: Callable[[str], Any] = json_value) 
         line_no, text = norm.last_text
         out.append((line_no, EventDraft(EventKind.final_answer, text, {"from": "last assistant text"})))
     return out
+
+
+_QUIET_ASSISTANT = frozenset(("text", "thinking", "redacted_thinking"))
+
+
+def quiet_line(obj: dict[str, Any]) -> str | None:
+    """QUIET_TEXT, QUIET_CALLS or QUIET_RESULTS for a conversation line of only the blocks a candidate-line reading may leave
+    unread where its bytes hold no trigger (`audits.session_file_prefilter`), else None (read as usual).
+
+    Why by the parsed line and not by its bytes: whether a line is the prompt, a reminder or the agent's own
+    turn is its top-level `type`, `isMeta` and blocks, which a pattern over the bytes can mistake (the agent
+    writes `"type":"user"` into a tool input at will). Left to the usual reading: user text (a prompt), any
+    `isMeta` line, an API error, provider-run (`server_tool_use`) or unknown blocks, a line mixing text and tool
+    blocks, bookkeeping lines."""
+    kind = name_at(obj, "type")
+    if kind == "assistant":
+        if obj.get("is_api_error_message") or obj.get("error"):
+            return None
+        content = object_at(obj, "message").get("content")
+        if isinstance(content, str):
+            return QUIET_TEXT
+        types = {name_at(b, "type") for b in list_of(content) if isinstance(b, dict)}
+        if types <= _QUIET_ASSISTANT:
+            return QUIET_TEXT
+        return QUIET_CALLS if types == {"tool_use"} else None
+    if kind == "user" and not obj.get("isMeta"):
+        content = object_at(obj, "message").get("content")
+        if isinstance(content, str):
+            return None  # a prompt
+        types = {name_at(b, "type") for b in list_of(content) if isinstance(b, dict)}
+        return QUIET_RESULTS if types == {"tool_result"} else None
+    return None

@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable
 
 from statebox.json_text import json_value
 from statebox.schema import EventKind
-from statebox.sessions import EventDraft, clip, parse_json_lines
+from statebox.sessions import QUIET_CALLS, QUIET_NOTHING, QUIET_RESULTS, QUIET_TEXT, EventDraft, clip, parse_json_lines
 from statebox.sessions.shapes import list_of, name_at, object_at
 from statebox.sessions.tool_calls import output_draft, shell_script, tool_call_drafts
 
@@ -174,6 +174,34 @@ def parse_lines(lines: Iterable[str], loads: Callable[[str], Any] = json_value) 
         line_no, text = norm.last_text
         out.append((line_no, EventDraft(EventKind.final_answer, text, {"from": "last assistant message"})))
     return out
+
+
+_QUIET_ITEMS = {"reasoning": QUIET_TEXT, "function_call": QUIET_CALLS, "custom_tool_call": QUIET_CALLS,
+                "local_shell_call": QUIET_CALLS, "function_call_output": QUIET_RESULTS,
+                "custom_tool_call_output": QUIET_RESULTS}
+
+
+def quiet_line(obj: dict[str, Any]) -> str | None:
+    """QUIET_TEXT (assistant message or reasoning), QUIET_CALLS, QUIET_RESULTS or QUIET_NOTHING (a UI event that copies an
+    item) for a line a candidate-line reading may leave unread where its bytes hold no trigger
+    (`audits.session_file_prefilter`), else None: messages of any other role (prompts), provider-run web searches,
+    session metadata, compaction summaries, the final answer and errors, unknown items, are read as usual."""
+    etype = name_at(obj, "type")
+    payload = obj.get("payload") if isinstance(obj.get("payload"), dict) else None
+    if payload is None:
+        item = obj if etype in ITEMS else None
+    elif etype == "response_item":
+        item = payload
+    elif etype == "event_msg":
+        return QUIET_NOTHING if name_at(payload, "type") in _EVENT_COPIES else None
+    else:
+        item = None
+    if item is None:
+        return None
+    itype = name_at(item, "type")
+    if itype == "message":
+        return QUIET_TEXT if str(item.get("role", "")) == "assistant" else None
+    return _QUIET_ITEMS.get(itype) if itype is not None else None
 
 
 def session_id(lines: Iterable[str]) -> str:

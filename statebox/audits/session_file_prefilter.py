@@ -1,0 +1,141 @@
+"""Candidate lines of the CLIs' own session files (Claude Code's, Codex's rollouts): the run folder's fast path, for
+the files a user hands over.
+
+Why: a `~/.claude/projects` folder was parsed line by line, every tool call read as shell or code and every event
+judged, 4x slower per MB than a statebox run folder (1.2 s against 0.3 s CPU per 100 MB on the perf corpus), while
+nine lines in ten hold nothing any rule looks for. The same reasoning as `events.jsonl`'s prefilter: a line whose
+bytes hold none of the static or output triggers (`rules.static_triggers`, `rules.OUTPUT_TRIGGERS`) and none of the
+session's secret values (`--items`: original name, item id, decoys) makes no finding by what it holds, so its tool
+calls, tool results and model text need not become events. What a line means *beyond* its text is kept exactly:
+
+- every line that is not plain conversation (a prompt, a reminder, `isMeta`, an attachment, the system prompt
+  snapshot, an API error, provider-run or unknown blocks, a line mixing text and tool blocks, bookkeeping, Codex's
+  session metadata, compaction summaries and `task_complete`) is read as usual: prompts excuse echoes, and none of
+  them is left to a pattern (each format's `quiet_line` decides from the parsed line, not its bytes);
+- a Codex line naming `spawn_agent` or `agent_id` is read: the subagents a session started are told from those
+  calls and their answers (`external.spawned_agents`), and one whose rollout is missing flags the session;
+- the first line of tool calls is read (`AuditLog.given_prompts`: only prompts before the first action excuse);
+- the final answer (Claude Code: the last assistant text after the last tool event; Codex: `task_complete`, else the
+  last assistant message) is followed through every line, read or not;
+- a line holding a JSON escape no writer of these files uses (`\\uXXXX` of a printable or non-ASCII character, `\\/`)
+  is read: the triggers are written for the bytes Claude Code, Codex and statebox write, where such text is plain.
+
+Each line not read as a candidate is still parsed (orjson, ~0.17 s per 100 MB), to be told by its shape; what is
+skipped is turning it into events, reading its commands, deriving places and judging. `statebox audit --full` reads
+every line, the reading this one is tested against (tests/audits/test_session_file_fast_path.py).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from statebox.audits.events import Prefilter
+from statebox.audits.fastmatch import Literals, lines_matching_within, matching_lines
+from statebox.schema import ACTION_KINDS, EventKind
+from statebox.sessions import QUIET_CALLS, QUIET_NOTHING, QUIET_RESULTS, QUIET_TEXT, EventDraft, parse_json_line
+from statebox.sessions import claude_session, codex_rollout
+
+# a `\u` escape but of a control character (U+0000-U+001F: how JSON writers spell those), or an escaped `/`: text no
+# writer of these files spells so (an escaped backslash before a `u` matches too: more read, never less)
+ODD_ESCAPE = re.compile(rb"\\u(?:[^0]|0[^0]|00[^01])|\\/")
+# what tells the subagents a Codex session started (`external.SPAWN_TOOL` calls and their answers)
+CODEX_SPAWN_WORDS = (b"spawn_agent", b"agent_id")
+
+Feed = Callable[[dict[str, Any], int], list[EventDraft]]
+Loads = Callable[[Any], Any]
+
+
+def candidate_lines(data: bytes, prefilter: Prefilter, secret: Literals | None, words: tuple[bytes, ...] = ()) -> set[int]:
+    """1-based numbers of the lines of `data` read as candidates: a static or output trigger, a secret value, an
+    odd escape, one of `words` (as written)."""
+    lines = lines_matching_within(prefilter.static_or_output(), data)
+    if lines is None:  # a match across a newline: each pattern alone (`fastmatch.lines_matching_within` says why)
+        lines = matching_lines(prefilter.static, data)
+        if prefilter.output is not None:
+            lines |= matching_lines(prefilter.output, data)
+    if secret is not None:
+        lines |= secret.lines(data)
+    found = [match.start() for match in ODD_ESCAPE.finditer(data)]
+    for word in words:
+        at = data.find(word)
+        while at >= 0:
+            found.append(at)
+            at = data.find(word, at + len(word))
+    line, counted = 1, 0
+    for at in sorted(found):  # each offset's line, counting the newlines once
+        line += data.count(b"\n", counted, at)
+        counted = at
+        lines.add(line)
+    return lines
+
+
+def claude_drafts(data: bytes, candidates: set[int], loads: Loads) -> list[tuple[int, EventDraft]]:
+    """`claude_session.parse_lines` of the file `data`, but the drafts of quiet lines outside `candidates`, other
+    than the first line of tool calls. Line numbers and the final answer are those of the full reading.
+    `loads`: `json_text.line_loads(data)`."""
+    norm = claude_session.ClaudeSessionNormaliser()
+
+    def after_tool(obj: dict[str, Any]) -> None:
+        if not obj.get("isSidechain"):
+            norm.last_text = None  # as `feed` does: the text before a tool event is not the answer
+    out = _drafts(data, candidates, loads, norm.feed, claude_session.quiet_line, after_tool)
+    if norm.last_text is not None:
+        line_no, text = norm.last_text
+        out.append((line_no, EventDraft(EventKind.final_answer, text, {"from": "last assistant text"})))
+    return out
+
+
+def codex_drafts(data: bytes, candidates: set[int], loads: Loads) -> list[tuple[int, EventDraft]]:
+    """`codex_rollout.parse_lines` of the rollout `data`, read as `claude_drafts` reads (a tool event leaves Codex's
+    final answer as it was)."""
+    norm = codex_rollout.RolloutNormaliser()
+    out = _drafts(data, candidates, loads, norm.feed, codex_rollout.quiet_line, lambda obj: None)
+    if not norm.answered and norm.last_text is not None:
+        line_no, text = norm.last_text
+        out.append((line_no, EventDraft(EventKind.final_answer, text, {"from": "last assistant message"})))
+    return out
+
+
+def _drafts(data: bytes, candidates: set[int], loads: Loads, feed: Feed, quiet_line: Callable[[dict[str, Any]], str | None],
+            after_tool: Callable[[dict[str, Any]], None]) -> list[tuple[int, EventDraft]]:
+    """Every line of `data` as the format's normaliser (`feed`) reads it, but for the quiet lines outside `candidates`:
+    text is fed for the final answer and its drafts dropped, tool lines only tell `after_tool`, a line of nothing is
+    passed over. The first line of tool calls is read (prompts after it excuse nothing: `AuditLog.given_prompts`)."""
+    out: list[tuple[int, EventDraft]] = []
+    acted = False
+    find = data.find
+    start, size, n = 0, len(data), 0
+    while start < size:
+        end = find(b"\n", start)
+        if end < 0:
+            end = size
+        n += 1
+        raw = data[start:end]
+        start = end + 1
+        obj: Any = None
+        if n not in candidates:
+            stripped = raw.strip()
+            if not stripped:
+                continue
+            try:
+                obj = loads(stripped)
+            except ValueError:
+                obj = None  # read as the full reading reads it (an unparsed message, or bytes it decodes otherwise)
+        if obj is None:
+            drafts = parse_json_line(n, raw.decode("utf-8", "replace"), feed, loads)
+            out.extend(drafts)
+            acted = acted or any(d.kind in ACTION_KINDS for _, d in drafts)
+            continue
+        if not isinstance(obj, dict):
+            continue
+        quiet = quiet_line(obj)
+        if quiet == QUIET_TEXT:
+            feed(obj, n)  # the final answer, if no tool event follows
+        elif quiet == QUIET_RESULTS or (quiet == QUIET_CALLS and acted):
+            after_tool(obj)
+        elif quiet != QUIET_NOTHING:
+            kept = feed(obj, n)
+            out.extend((n, d) for d in kept)
+            acted = acted or any(d.kind in ACTION_KINDS for d in kept)
+    return out
