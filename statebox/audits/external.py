@@ -432,21 +432,19 @@ FULL = Reading()
 
 def claude_file_drafts(data: bytes, reading: Reading, keys: list[str], attempt_id: str) -> list[tuple[int, EventDraft]]:
     """A Claude Code session file's drafts: by its candidate lines unless `reading` is the full one."""
-    loads = line_loads(data)
-    if reading.prefilter is None:
-        return claude_session.parse_lines(decoded_lines(data), loads)  # lines decoded as parsed, never all held
+    if reading.prefilter is None:  # lines decoded as parsed, never all held
+        return claude_session.parse_lines(decoded_lines(data), line_loads(data))
     candidates = session_file_prefilter.candidate_lines(data, reading.prefilter, reading.secret(keys, attempt_id))
-    return session_file_prefilter.claude_drafts(data, candidates, loads)
+    return session_file_prefilter.claude_drafts(data, candidates)
 
 
 def rollout_drafts(data: bytes, reading: Reading, keys: list[str], attempt_id: str) -> list[tuple[int, EventDraft]]:
     """A Codex rollout's drafts: by its candidate lines unless `reading` is the full one."""
-    loads = line_loads(data)
     if reading.prefilter is None:
-        return codex_rollout.parse_lines(decoded_lines(data), loads)
+        return codex_rollout.parse_lines(decoded_lines(data), line_loads(data))
     candidates = session_file_prefilter.candidate_lines(data, reading.prefilter, reading.secret(keys, attempt_id),
                                                         session_file_prefilter.CODEX_SPAWN_WORDS)
-    return session_file_prefilter.codex_drafts(data, candidates, loads)
+    return session_file_prefilter.codex_drafts(data, candidates)
 
 
 def claude_sessions(path: Path, reading: Reading = FULL) -> Iterator[ExternalSession]:
