@@ -938,13 +938,15 @@ class Prefilter:
         # both the static and the output triggers, for a CLI's own session file, which holds the tool outputs no
         # gateway log witnesses (`session_file_prefilter`); compiled on first need
         self._patterns, self._output_patterns = patterns, output or []
-        self._static_or_output: Any = None
+        self._with_output: dict[tuple[str, ...], Any] = {}
 
-    def static_or_output(self) -> Any:
-        """The static and output triggers as one pattern (`lines_matching_within` says when one pass suffices)."""
-        if self._static_or_output is None:
-            self._static_or_output = compile_any(self._patterns + self._output_patterns)
-        return self._static_or_output
+    def static_and_output(self, extra: tuple[str, ...] = ()) -> Any:
+        """The static and output triggers and `extra` as one pattern (`lines_matching_within` says when one pass
+        suffices), compiled once per `extra`."""
+        pattern = self._with_output.get(extra)
+        if pattern is None:
+            pattern = self._with_output[extra] = compile_any(self._patterns + self._output_patterns + list(extra))
+        return pattern
 
     def secret_pattern(self, facts: AttemptFacts) -> Literals | None:
         literals = secret_literals(facts)

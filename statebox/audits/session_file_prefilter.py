@@ -33,59 +33,34 @@ from typing import Any, Callable
 import orjson
 
 from statebox.audits.events import Prefilter
-from statebox.audits.fastmatch import Literals, lines_matching_within, matching_lines
+from statebox.audits.fastmatch import Literals, compile_any, lines_matching_within, matching_lines
 from statebox.json_text import has_long_digits, json_value
 from statebox.schema import ACTION_KINDS, EventKind
 from statebox.sessions import QUIET_CALLS, QUIET_NOTHING, QUIET_RESULTS, QUIET_TEXT, EventDraft, parse_json_line
 from statebox.sessions import claude_session, codex_rollout
 
 # a `\u` escape but of a control character (U+0000-U+001F: how JSON writers spell those), or an escaped `/`: text no
-# writer of these files spells so (an escaped backslash before a `u` matches too: more read, never less)
-ODD_ESCAPE = re.compile(rb"\\u(?:[^0]|0[^0]|00[^01])|\\/")
+# writer of these files spells so (an escaped backslash before a `u` matches too, and case is ignored: more read,
+# never less); searched with the triggers, in one pass
+ODD_ESCAPE = r"\\u([^0\n]|0[^0\n]|00[^01\n])|\\/"
 # what tells the subagents a Codex session started (`external.SPAWN_TOOL` calls and their answers)
-CODEX_SPAWN_WORDS = (b"spawn_agent", b"agent_id")
+CODEX_SPAWN_WORDS = ("spawn_agent", "agent_id")
 
 Feed = Callable[[dict[str, Any], int], list[EventDraft]]
 
 
-def candidate_lines(data: bytes, prefilter: Prefilter, secret: Literals | None, words: tuple[bytes, ...] = ()) -> set[int]:
+def candidate_lines(data: bytes, prefilter: Prefilter, secret: Literals | None, words: tuple[str, ...] = ()) -> set[int]:
     """1-based numbers of the lines of `data` read as candidates: a static or output trigger, a secret value, an
-    odd escape, one of `words` (as written)."""
-    lines = lines_matching_within(prefilter.static_or_output(), data)
+    odd escape, one of `words` (any case)."""
+    extra = (ODD_ESCAPE, *(re.escape(word) for word in words))
+    lines = lines_matching_within(prefilter.static_and_output(extra), data)
     if lines is None:  # a match across a newline: each pattern alone (`fastmatch.lines_matching_within` says why)
-        lines = matching_lines(prefilter.static, data)
+        lines = matching_lines(prefilter.static, data) | matching_lines(compile_any(list(extra)), data)
         if prefilter.output is not None:
             lines |= matching_lines(prefilter.output, data)
     if secret is not None:
         lines |= secret.lines(data)
-    found = odd_escapes(data)
-    for word in words:
-        at = data.find(word)
-        while at >= 0:
-            found.append(at)
-            at = data.find(word, at + len(word))
-    line, counted = 1, 0
-    for at in sorted(found):  # each offset's line, counting the newlines once
-        line += data.count(b"\n", counted, at)
-        counted = at
-        lines.add(line)
     return lines
-
-
-def odd_escapes(data: bytes) -> list[int]:
-    """Where `data` holds an ODD_ESCAPE (`bytes.find`: a regex over every byte cost a tenth of the reading)."""
-    found: list[int] = []
-    find = data.find
-    at = find(b"\\u")
-    while at >= 0:
-        if ODD_ESCAPE.match(data, at):
-            found.append(at)
-        at = find(b"\\u", at + 2)
-    at = find(b"\\/")
-    while at >= 0:
-        found.append(at)
-        at = find(b"\\/", at + 2)
-    return found
 
 
 def claude_drafts(data: bytes, candidates: set[int]) -> list[tuple[int, EventDraft]]:
