@@ -28,7 +28,7 @@ every line, the reading this one is tested against (tests/audits/test_session_fi
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import orjson
 
@@ -46,9 +46,6 @@ ODD_ESCAPE = r"\\u([^0\n]|0[^0\n]|00[^01\n])|\\/"
 # what tells the subagents a Codex session started (`external.SPAWN_TOOL` calls and their answers)
 CODEX_SPAWN_WORDS = ("spawn_agent", "agent_id")
 
-Feed = Callable[[dict[str, Any], int], list[EventDraft]]
-
-
 def candidate_lines(data: bytes, prefilter: Prefilter, secret: Literals | None, words: tuple[str, ...] = ()) -> set[int]:
     """1-based numbers of the lines of `data` read as candidates: a static or output trigger, a secret value, an
     odd escape, one of `words` (any case)."""
@@ -63,15 +60,21 @@ def candidate_lines(data: bytes, prefilter: Prefilter, secret: Literals | None, 
     return lines
 
 
+class _Normaliser(Protocol):
+    """What both CLIs' normalisers are: a line's drafts (`feed`), and the final answer's text so far."""
+
+    last_text: tuple[int, str] | None
+
+    def feed(self, obj: dict[str, Any], line_no: int = 0) -> list[EventDraft]: ...
+
+
 def claude_drafts(data: bytes, candidates: set[int]) -> list[tuple[int, EventDraft]]:
     """`claude_session.parse_lines` of the file `data`, but the drafts of quiet lines outside `candidates`, other
     than the first line of tool calls. Line numbers and the final answer are those of the full reading."""
     norm = claude_session.ClaudeSessionNormaliser()
-
-    def after_tool(obj: dict[str, Any]) -> None:
-        if not obj.get("isSidechain"):
-            norm.last_text = None  # as `feed` does: the text before a tool event is not the answer
-    out = _drafts(data, candidates, norm.feed, claude_session.quiet_line, after_tool)
+    out, pending = _drafts(data, candidates, norm, claude_session.quiet_line,
+                           lambda obj: not obj.get("isSidechain"))  # as `feed` resets: a tool event of the agent's own
+    _settle(norm, data, pending)
     if norm.last_text is not None:
         line_no, text = norm.last_text
         out.append((line_no, EventDraft(EventKind.final_answer, text, {"from": "last assistant text"})))
@@ -80,25 +83,36 @@ def claude_drafts(data: bytes, candidates: set[int]) -> list[tuple[int, EventDra
 
 def codex_drafts(data: bytes, candidates: set[int]) -> list[tuple[int, EventDraft]]:
     """`codex_rollout.parse_lines` of the rollout `data`, read as `claude_drafts` reads (a tool event leaves Codex's
-    final answer as it was)."""
+    final answer as it was, and a `task_complete` says it: then the last message is not asked)."""
     norm = codex_rollout.RolloutNormaliser()
-    out = _drafts(data, candidates, norm.feed, codex_rollout.quiet_line, lambda obj: None)
-    if not norm.answered and norm.last_text is not None:
-        line_no, text = norm.last_text
-        out.append((line_no, EventDraft(EventKind.final_answer, text, {"from": "last assistant message"})))
+    out, pending = _drafts(data, candidates, norm, codex_rollout.quiet_line, lambda obj: False)
+    if not norm.answered:
+        _settle(norm, data, pending)
+        if norm.last_text is not None:
+            line_no, text = norm.last_text
+            out.append((line_no, EventDraft(EventKind.final_answer, text, {"from": "last assistant message"})))
     return out
 
 
-def _drafts(data: bytes, candidates: set[int], feed: Feed, quiet_line: Callable[[dict[str, Any]], str | None],
-            after_tool: Callable[[dict[str, Any]], None]) -> list[tuple[int, EventDraft]]:
-    """Every line of `data` as the format's normaliser (`feed`) reads it, but for the quiet lines outside `candidates`:
-    text is fed for the final answer and its drafts dropped, tool lines only tell `after_tool`, a line of nothing is
-    passed over. The first line of tool calls is read (prompts after it excuse nothing: `AuditLog.given_prompts`).
+_UNCHANGED = (0, "")  # put in `last_text` before a line is fed, to tell whether the line set or cleared it
+
+
+def _drafts(data: bytes, candidates: set[int], norm: _Normaliser, quiet_line: Callable[[dict[str, Any]], str | None],
+            resets: Callable[[dict[str, Any]], bool]) -> tuple[list[tuple[int, EventDraft]], list[tuple[int, int, int]]]:
+    """Every line of `data` as the format's normaliser reads it, but for the quiet lines outside `candidates`: a line
+    of text is put by (`pending`, settled by `_settle`), a line of tool events only clears the final answer where
+    `resets` says the format's `feed` would, a line of nothing is passed over. The first line of tool calls is read
+    (prompts after it excuse nothing: `AuditLog.given_prompts`).
+
+    Why text lines wait: a text line's only part in the verdict is the final answer, the text of the last one that
+    holds text and follows every line that cleared it. `feed` never reads the answer so far, it only sets or clears
+    it, so a text line is read (at the end) only while nothing later set or cleared it: most never are.
 
     A line outside `candidates` is told by orjson's reading (what `quiet_line` asks of it, names and truth values, is
     the same where orjson reads a number of 19 digits as a float); a line fed is read as `json_text.json_value` reads
     it, as the full reading does (without asking the whole file for such numbers first: a tenth of the reading)."""
     out: list[tuple[int, EventDraft]] = []
+    pending: list[tuple[int, int, int]] = []  # (line, start, end) of the text lines since the answer was last set
     acted = False
     find = data.find
     start, size, n = 0, len(data), 0
@@ -107,7 +121,7 @@ def _drafts(data: bytes, candidates: set[int], feed: Feed, quiet_line: Callable[
         if end < 0:
             end = size
         n += 1
-        raw = data[start:end]
+        line_start, raw = start, data[start:end]
         start = end + 1
         obj: Any = None
         if n not in candidates:
@@ -118,25 +132,43 @@ def _drafts(data: bytes, candidates: set[int], feed: Feed, quiet_line: Callable[
                 obj = orjson.loads(stripped)
             except orjson.JSONDecodeError:
                 obj = None  # read as the full reading reads it (an unparsed message, or bytes it decodes otherwise)
+            else:
+                if not isinstance(obj, dict):
+                    continue
+                quiet = quiet_line(obj)
+                if quiet == QUIET_NOTHING:
+                    continue
+                if quiet == QUIET_TEXT:
+                    pending.append((n, line_start, end))
+                    continue
+                if quiet == QUIET_RESULTS or (quiet == QUIET_CALLS and acted):
+                    if resets(obj):
+                        norm.last_text = None
+                        pending.clear()
+                    continue
+                if has_long_digits(stripped):
+                    obj = json_value(stripped)  # the value the full reading feeds (json's, where orjson's may differ)
+        before, norm.last_text = norm.last_text, _UNCHANGED
         if obj is None:
-            drafts = parse_json_line(n, raw.decode("utf-8", "replace"), feed, json_value)
-            out.extend(drafts)
-            acted = acted or any(d.kind in ACTION_KINDS for _, d in drafts)
-            continue
-        if not isinstance(obj, dict):
-            continue
-        quiet = quiet_line(obj)
-        if quiet == QUIET_NOTHING:
-            continue
-        if quiet == QUIET_RESULTS or (quiet == QUIET_CALLS and acted):
-            after_tool(obj)
-            continue
-        if has_long_digits(stripped):
-            obj = json_value(stripped)  # the value the full reading feeds (json's, where orjson's may differ)
-        if quiet == QUIET_TEXT:
-            feed(obj, n)  # the final answer, if no tool event follows
+            drafts = parse_json_line(n, raw.decode("utf-8", "replace"), norm.feed, json_value)
         else:
-            kept = feed(obj, n)
-            out.extend((n, d) for d in kept)
-            acted = acted or any(d.kind in ACTION_KINDS for d in kept)
-    return out
+            drafts = [(n, d) for d in norm.feed(obj, n)]
+        if norm.last_text is _UNCHANGED:
+            norm.last_text = before
+        else:
+            pending.clear()  # this line set or cleared the answer: the text lines before it are not it
+        out.extend(drafts)
+        acted = acted or any(d.kind in ACTION_KINDS for _, d in drafts)
+    return out, pending
+
+
+def _settle(norm: _Normaliser, data: bytes, pending: list[tuple[int, int, int]]) -> None:
+    """The final answer after the text lines left `pending`: the last of them that holds an answer's text (fed from
+    the last back: each one only sets the answer or leaves it), else the answer as it was."""
+    kept = norm.last_text
+    for n, start, end in reversed(pending):
+        norm.last_text = _UNCHANGED
+        parse_json_line(n, data[start:end].decode("utf-8", "replace"), norm.feed, json_value)
+        if norm.last_text is not _UNCHANGED:
+            return
+    norm.last_text = kept
