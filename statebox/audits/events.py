@@ -949,8 +949,11 @@ class Prefilter:
         return pattern
 
     def secret_pattern(self, facts: AttemptFacts) -> Literals | None:
+        """The session's secret values as its logs' bytes may hold them: as written, and as a JSON string spells them
+        (a value holding `"`, `\\` or a tab is escaped in the line; non-ASCII, where a writer escapes it)."""
         literals = secret_literals(facts)
-        return Literals(literals) if literals else None
+        spelled = [json.dumps(value, ensure_ascii=ascii)[1:-1] for value in literals for ascii in (False, True)]
+        return Literals(list(dict.fromkeys(literals + spelled))) if literals else None
 
     def _lines(self, data: bytes, matchers: list[Any]) -> set[int]:
         lines: set[int] = set()

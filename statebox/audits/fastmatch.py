@@ -118,7 +118,8 @@ def match_bounds(matcher: Any) -> Callable[[bytes, int, int], tuple[int, int]]:
 
 
 def matching_lines(matcher: Any, data: bytes) -> set[int]:
-    """1-based numbers of the lines of `data` in which `matcher` finds something (one search per hit line)."""
+    """1-based numbers of the lines of `data` in which a match of `matcher` starts, searched from each line's start
+    (one search per hit line)."""
     lines = _scan_lines(matcher, data, within_lines=False)
     assert lines is not None  # only a scan asked to stay within lines gives up
     return lines
@@ -128,9 +129,9 @@ def lines_matching_within(matcher: Any, data: bytes) -> set[int] | None:
     """`matching_lines`, or None where a match it finds holds a newline.
 
     Why: with no such match, the lines found are exactly those in which a match starts (the scan visits every
-    line's start), so the scan of an alternation `A|B` finds every line `matching_lines` finds for A or for B
-    (it may find more: a match of A reaching into the next line makes A's own scan skip that line). A match
-    across a newline makes the caller scan each pattern alone."""
+    line's start), so the scan of an alternation `A|B` finds every line `matching_lines` finds for A or for B.
+    A match across a newline makes the caller scan each pattern alone (the alternation's leftmost match there
+    may be A's where B's would have started in the same line and ended in it)."""
     return _scan_lines(matcher, data, within_lines=True)
 
 
@@ -149,13 +150,14 @@ def _scan_lines(matcher: Any, data: bytes, within_lines: bool) -> set[int] | Non
             break
         line_no += count_nl(b"\n", counted_to, start)
         lines.add(line_no)
-        nl = find(b"\n", end if end > start else start)
+        nl = find(b"\n", start)
         if nl < 0:
             break
-        crossed = count_nl(b"\n", start, nl + 1)
-        if within_lines and crossed > 1:
+        if within_lines and nl < end:
             return None
-        line_no += crossed
+        # on from the next line, whatever the match spans: a match reaching into the next line (a torn line's end
+        # and the newline after it) made the scan skip that line, and a trigger there was never read
+        line_no += 1
         counted_to = pos = nl + 1
     return lines
 

@@ -491,7 +491,9 @@ def component_not_in(words: list[str] | tuple[str, ...], ch: str = "[a-z0-9_.+-]
 # escape (`\n`, `\r`, `\u2028`: its last letter or digit would read as the name's own). After it: spaces, tabs and
 # whitespace escapes, then an escaped newline, a string's end or the line's end (a raw non-ASCII byte: a space
 # `str.strip` removes).
-_LINE_END = r"([ \t]|\\[trfv]|\\u[0-9a-f]{4}|[^\x00-\x7f])*(\\n|\\?\"|'|$)"
+# Each may also be escaped twice (an escaped backslash before it): a tool's output held as JSON text inside a JSON string
+# (Codex's older rollouts write a `function_call_output` as `{"output": "...", "metadata": ...}` in a string).
+_LINE_END = r"([ \t]|(\\)*\\[trfv]|\\u[0-9a-f]{4}|[^\x00-\x7f])*((\\)*(\\n|\\?\")|'|$)"
 ROOT_LISTING_TRIGGER = (r"(^|[^a-z0-9_.-]|\\[a-z]|\\u[0-9a-f]{4})(" + "|".join(LISTING_WITNESSES) + ")/?" + _LINE_END)
 
 # any absolute path whose first component is not one of SAFE_ROOTS (`/` alone, `//`, `/.`, `/[a-z]*`, `/dev`)
@@ -551,13 +553,16 @@ def _filesystem_walk_all(log: AuditLog) -> list[Finding]:
 # 3. outbound network attempts
 # ---------------------------------------------------------------------------
 
+# `web_search` but in the `web_search_requests` counter every Claude Code reply's usage holds (`server_tool_use`): no rule
+# reads the counter as an action (a reply that bills a server tool is the gateway's evidence, `gateway_log`), and
+# matched, it made every line of Claude Code's own session files a candidate
 NETWORK_TRIGGERS = [
     r"curl", r"wget", r"(pip|pip3|conda|mamba|npm|yarn|pnpm|apt|apt-get|gem|cargo|go) +(-[a-z-]+ +)*(install|download|wheel|index|search|i|add|ci|update|view|get|source|exec)",
     r"npx", r"uv +(pip|add|sync|tool|run)", r"git .*(clone|fetch|pull|push|ls-remote|submodule|remote)",  # after any global options
     r"(^|[^a-z0-9_.-])(nc|ncat|netcat|telnet|ssh|scp|sftp|ftp|ping6?|nslookup|dig|host|traceroute|tracepath|socat|aria2c|gdown|kaggle|gsutil|yt-dlp|youtube-dl|huggingface-cli|hf|lynx|links|w3m|http|https|aws)([^a-z0-9_-]|$)",
     r"requests\.", r"httpx", r"urllib", r"urlopen", r"http\.client", r"httpsconnection", r"httpconnection", r"socket\.", r"aiohttp", r"ftplib",
     r"smtplib", r"paramiko", r"hf_hub_download", r"snapshot_download", r"load_dataset", r"torch\.hub", r"/dev/(tcp|udp)", r"wget\.download",
-    r"pytube", r"youtube\(", r"fetch\(", r"webfetch", r"websearch", r"web_search", r"simplehttpserver", r"http\.server",
+    r"pytube", r"youtube\(", r"fetch\(", r"webfetch", r"websearch", r"web_search([^_]|_[^r]|_r[^e]|_re[^q]|$)", r"simplehttpserver", r"http\.server",
     r"s_client", r"s_time",  # openssl's clients
     # the other languages' clients (actions.CODE_NETWORK): PHP, Ruby, Perl, Node
     r"(file_get_contents|fopen|readfile|file) *\(", r"curl_init", r"fsockopen", r"net::http", r"open-uri", r"uri\.open",
@@ -1278,6 +1283,14 @@ ALWAYS_PARSE = [r"\"kind\": *\"(message|final_answer|model_request)\""]
 # Lines whose programs build names at run time (actions.resolved_text), or bind a network module to
 # another name, are parsed whatever the rest says: what they build is only known once folded. So are the calls of a
 # stateful shell: what each reads depends on the folder the calls before it left the shell in (events.derive).
+# What a program builds a name by from constants that `runtime_names` folds (`'e' + 'nv'`, `'%s' % x`, `f'{a}'`, a slice,
+# `''.join(...)`, `.format(`, a `str` method, `Path(...)` and its `/`): a tool call holding none of them, and none of
+# RUNTIME_NAME_TRIGGERS, reads the same folded or not. A slice's bounds are an expression's characters (a JSON array of
+# objects, `[{"type":`, is none). `session_file_prefilter` reads a CLI's tool call that holds one.
+FOLD_TRIGGERS = [r"[+%*]", r"f('|\\\")", r"\[[-+0-9a-z_ ().]*:", r"path *\(", r"bytes *\(",
+                 r"\.(join|joinpath|decode|encode|format|lower|upper|strip|lstrip|rstrip|title|capitalize|swapcase|casefold"
+                 r"|replace|removeprefix|removesuffix) *\("]
+
 RUNTIME_NAME_TRIGGERS = [
     r"__import__", r"import_module", r"getattr *\(", r"chr *\(", r"fromhex", r"b(64|32|16|85)decode", r"a85decode",
     r"decodebytes", r"unhexlify", r"a2b_(hex|base64)", r"codecs\.(de|en)code", r"sys\.modules", r"(exec|eval) *\(",

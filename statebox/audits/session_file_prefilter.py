@@ -14,7 +14,8 @@ calls, tool results and model text need not become events. What a line means *be
   them is left to a pattern (each format's `quiet_line` decides from the parsed line, not its bytes);
 - a Codex line naming `spawn_agent` or `agent_id` is read: the subagents a session started are told from those
   calls and their answers (`external.spawned_agents`), and one whose rollout is missing flags the session;
-- the first line of tool calls is read (`AuditLog.given_prompts`: only prompts before the first action excuse);
+- the first line of tool calls is read (`AuditLog.given_prompts`: only prompts before the first action excuse), and
+  so is every line of tool calls holding what a program builds a name by at run time (`rules.FOLD_TRIGGERS`);
 - the final answer (Claude Code: the last assistant text after the last tool event; Codex: `task_complete`, else the
   last assistant message) is followed through every line, read or not;
 - a line holding a JSON escape no writer of these files uses (`\\uXXXX` of a printable or non-ASCII character, `\\/`)
@@ -33,23 +34,27 @@ from typing import Any, Callable, Protocol
 import orjson
 
 from statebox.audits.events import Prefilter
-from statebox.audits.fastmatch import Literals, compile_any, lines_matching_within, matching_lines
-from statebox.json_text import has_long_digits, json_value
+from statebox.audits.fastmatch import Literals, compile_any, lines_matching_within, match_bounds, matching_lines
+from statebox.audits.rules import FOLD_TRIGGERS
+from statebox.json_text import json_value
 from statebox.schema import ACTION_KINDS, EventKind
 from statebox.sessions import QUIET_CALLS, QUIET_NOTHING, QUIET_RESULTS, QUIET_TEXT, EventDraft, parse_json_line
 from statebox.sessions import claude_session, codex_rollout
 
-# a `\u` escape but of a control character (U+0000-U+001F: how JSON writers spell those), or an escaped `/`: text no
-# writer of these files spells so (an escaped backslash before a `u` matches too, and case is ignored: more read,
-# never less); searched with the triggers, in one pass
-ODD_ESCAPE = r"\\u([^0\n]|0[^0\n]|00[^01\n])|\\/"
+# a `\u` escape but of a control character JSON writers spell so (U+0000-U+001F but for the five they write short:
+# `\b \t \n \f \r`), or an escaped `/`: text no writer of these files spells so (an escaped backslash before a `u`
+# matches too, and case is ignored: more read, never less)
+ODD_ESCAPE = r"\\u([^0\n]|0[^0\n]|00[^01\n]|000[89acd])|\\/"
+# a number of 19 digits or more: orjson may read it otherwise than json, and the full reading reads such a line with
+# json (`json_text.line_loads`), which may also refuse what orjson reads (nesting past its recursion limit)
+LONG_DIGITS = r"[0-9]{19}"
 # what tells the subagents a Codex session started (`external.SPAWN_TOOL` calls and their answers)
 CODEX_SPAWN_WORDS = ("spawn_agent", "agent_id")
 
 def candidate_lines(data: bytes, prefilter: Prefilter, secret: Literals | None, words: tuple[str, ...] = ()) -> set[int]:
     """1-based numbers of the lines of `data` read as candidates: a static or output trigger, a secret value, an
-    odd escape, one of `words` (any case)."""
-    extra = (ODD_ESCAPE, *(re.escape(word) for word in words))
+    odd escape, a number of 19 digits, one of `words` (any case). Searched in one RE2 pass."""
+    extra = (ODD_ESCAPE, LONG_DIGITS, *(re.escape(word) for word in words))
     lines = lines_matching_within(prefilter.static_and_output(extra), data)
     if lines is None:  # a match across a newline: each pattern alone (`fastmatch.lines_matching_within` says why)
         lines = matching_lines(prefilter.static, data) | matching_lines(compile_any(list(extra)), data)
@@ -58,6 +63,18 @@ def candidate_lines(data: bytes, prefilter: Prefilter, secret: Literals | None, 
     if secret is not None:
         lines |= secret.lines(data)
     return lines
+
+
+_FOLDS: Any = None
+
+
+def _builds_names(line: bytes) -> bool:
+    """Whether a line of tool calls holds what a program builds a name by (`rules.FOLD_TRIGGERS`): the rules read its
+    programs folded (`runtime_names`), where `'e' + 'nv'` is `env`, which no trigger over the bytes can see."""
+    global _FOLDS
+    if _FOLDS is None:
+        _FOLDS = match_bounds(compile_any(FOLD_TRIGGERS))
+    return bool(_FOLDS(line, 0, len(line))[0] >= 0)
 
 
 class _Normaliser(Protocol):
@@ -108,9 +125,9 @@ def _drafts(data: bytes, candidates: set[int], norm: _Normaliser, quiet_line: Ca
     holds text and follows every line that cleared it. `feed` never reads the answer so far, it only sets or clears
     it, so a text line is read (at the end) only while nothing later set or cleared it: most never are.
 
-    A line outside `candidates` is told by orjson's reading (what `quiet_line` asks of it, names and truth values, is
-    the same where orjson reads a number of 19 digits as a float); a line fed is read as `json_text.json_value` reads
-    it, as the full reading does (without asking the whole file for such numbers first: a tenth of the reading)."""
+    A line outside `candidates` holds no number of 19 digits (LONG_DIGITS), so orjson's reading of it is the full
+    reading's (`json_text.line_loads` reads a line with orjson unless the line holds one), without asking the whole
+    file for such numbers first (a tenth of the reading)."""
     out: list[tuple[int, EventDraft]] = []
     pending: list[tuple[int, int, int]] = []  # (line, start, end) of the text lines since the answer was last set
     acted = False
@@ -141,13 +158,11 @@ def _drafts(data: bytes, candidates: set[int], norm: _Normaliser, quiet_line: Ca
                 if quiet == QUIET_TEXT:
                     pending.append((n, line_start, end))
                     continue
-                if quiet == QUIET_RESULTS or (quiet == QUIET_CALLS and acted):
+                if quiet == QUIET_RESULTS or (quiet == QUIET_CALLS and acted and not _builds_names(raw)):
                     if resets(obj):
                         norm.last_text = None
                         pending.clear()
                     continue
-                if has_long_digits(stripped):
-                    obj = json_value(stripped)  # the value the full reading feeds (json's, where orjson's may differ)
         before, norm.last_text = norm.last_text, _UNCHANGED
         if obj is None:
             drafts = parse_json_line(n, raw.decode("utf-8", "replace"), norm.feed, json_value)
