@@ -1276,21 +1276,26 @@ RULES: tuple[Rule, ...] = (
     Rule("audit_limit", rule_audit_limit, ()),
 )
 
-# Lines that are always parsed: the prompt (needed to excuse echoes) and the final answer (canary numbers).
-ALWAYS_PARSE = [r"\"kind\": *\"(message|final_answer|model_request)\""]
+# What a program builds a name by from constants that `runtime_names` folds (`'e' + 'nv'`, `'%s' % x`, `f'{a}'`, a slice,
+# `''.join(...)`, `.format(`, a `str` method, `Path(...)` and its `/`): a tool call holding none of them, and none of
+# RUNTIME_NAME_TRIGGERS, reads the same folded or not. A slice's bounds are an expression's characters (a JSON array of
+# objects, `[{"type":`, is none). `session_file_prefilter` reads a CLI's tool call that holds one.
+FOLD_TRIGGERS = [r"[+%*]", r"(^|[^a-z0-9_]|\\[nrt])r?fr?('|\\\")", r"\[[-+0-9a-z_ ().]*:", r"path *\(", r"bytes *\(",
+                 r"\.(join|joinpath|decode|encode|format|lower|upper|strip|lstrip|rstrip|title|capitalize|swapcase|casefold"
+                 r"|replace|removeprefix|removesuffix) *\("]
+
+# Lines that are always parsed: the prompt (needed to excuse echoes) and the final answer (canary numbers); and an
+# action of events.jsonl, or a tool call in a gateway reply, holding what a program builds a name by (FOLD_TRIGGERS:
+# the rules read its programs folded, `'e' + 'nv'` as `env`, which no trigger over the bytes sees). Both logs are
+# written on the host, the kind before the text, a reply's item type before its input.
+ALWAYS_PARSE = [r"\"kind\": *\"(message|final_answer|model_request)\"",
+                r"(\"kind\": *\"(" + "|".join(sorted(kind.value for kind in ACTION_KINDS)) + r")\"|tool_use|function_call"
+                r"|tool_calls|input_json_delta|custom_tool_call|local_shell_call)[^\n]*(" + "|".join(FOLD_TRIGGERS) + ")"]
 
 
 # Lines whose programs build names at run time (actions.resolved_text), or bind a network module to
 # another name, are parsed whatever the rest says: what they build is only known once folded. So are the calls of a
 # stateful shell: what each reads depends on the folder the calls before it left the shell in (events.derive).
-# What a program builds a name by from constants that `runtime_names` folds (`'e' + 'nv'`, `'%s' % x`, `f'{a}'`, a slice,
-# `''.join(...)`, `.format(`, a `str` method, `Path(...)` and its `/`): a tool call holding none of them, and none of
-# RUNTIME_NAME_TRIGGERS, reads the same folded or not. A slice's bounds are an expression's characters (a JSON array of
-# objects, `[{"type":`, is none). `session_file_prefilter` reads a CLI's tool call that holds one.
-FOLD_TRIGGERS = [r"[+%*]", r"f('|\\\")", r"\[[-+0-9a-z_ ().]*:", r"path *\(", r"bytes *\(",
-                 r"\.(join|joinpath|decode|encode|format|lower|upper|strip|lstrip|rstrip|title|capitalize|swapcase|casefold"
-                 r"|replace|removeprefix|removesuffix) *\("]
-
 RUNTIME_NAME_TRIGGERS = [
     r"__import__", r"import_module", r"getattr *\(", r"chr *\(", r"fromhex", r"b(64|32|16|85)decode", r"a85decode",
     r"decodebytes", r"unhexlify", r"a2b_(hex|base64)", r"codecs\.(de|en)code", r"sys\.modules", r"(exec|eval) *\(",
