@@ -2,11 +2,11 @@
 the files a user hands over.
 
 Why: a `~/.claude/projects` folder was parsed line by line, every tool call read as shell or code and every event
-judged, 4x slower per MB than a statebox run folder (1.2 s against 0.3 s CPU per 100 MB on the perf corpus), while
-nine lines in ten hold nothing any rule looks for. The same reasoning as `events.jsonl`'s prefilter: a line whose
-bytes hold none of the static or output triggers (`rules.static_triggers`, `rules.OUTPUT_TRIGGERS`) and none of the
-session's secret values (`--items`: original name, item id, decoys) makes no finding by what it holds, so its tool
-calls, tool results and model text need not become events. What a line means *beyond* its text is kept exactly:
+judged, 7x slower per MB than a statebox run folder (2.9 s against 0.4 s CPU per 100 MB on the perf corpus, in a
+fresh process), while nine lines in ten hold nothing any rule looks for. The same reasoning as `events.jsonl`'s
+prefilter: a line whose bytes hold none of the static or output triggers (`rules.static_triggers`,
+`rules.OUTPUT_TRIGGERS`) and none of the session's secret values (`--items`: original name, item id, decoys) makes no
+finding by what it holds, so its tool calls, tool results and model text need not become events. What a line means *beyond* its text is kept exactly:
 
 - every line that is not plain conversation (a prompt, a reminder, `isMeta`, an attachment, the system prompt
   snapshot, an API error, provider-run or unknown blocks, a line mixing text and tool blocks, bookkeeping, Codex's
@@ -18,8 +18,10 @@ calls, tool results and model text need not become events. What a line means *be
   so is every line of tool calls holding what a program builds a name by at run time (`rules.FOLD_TRIGGERS`);
 - the final answer (Claude Code: the last assistant text after the last tool event; Codex: `task_complete`, else the
   last assistant message) is followed through every line, read or not;
-- a line holding a JSON escape no writer of these files uses (`\\uXXXX` of a printable or non-ASCII character, `\\/`)
-  is read: the triggers are written for the bytes Claude Code, Codex and statebox write, where such text is plain.
+- a line holding a JSON escape no writer of these files uses (`\\uXXXX` of a printable or non-ASCII character, or of a
+  control character they write short, `\\/`) is read: the triggers are written for the bytes Claude Code, Codex and
+  statebox write, where such text is plain; so is a line holding a 19-digit number, which orjson and json may read
+  apart (the full reading asks json).
 
 Each line not read as a candidate is still parsed (orjson, ~0.17 s per 100 MB), to be told by its shape; what is
 skipped is turning it into events, reading its commands, deriving places and judging. `statebox audit --full` reads
@@ -50,6 +52,7 @@ ODD_ESCAPE = r"\\u([^0\n]|0[^0\n]|00[^01\n]|000[89acd])|\\/"
 LONG_DIGITS = r"[0-9]{19}"
 # what tells the subagents a Codex session started (`external.SPAWN_TOOL` calls and their answers)
 CODEX_SPAWN_WORDS = ("spawn_agent", "agent_id")
+
 
 def candidate_lines(data: bytes, prefilter: Prefilter, secret: Literals | None, words: tuple[str, ...] = ()) -> set[int]:
     """1-based numbers of the lines of `data` read as candidates: a static or output trigger, a secret value, an
