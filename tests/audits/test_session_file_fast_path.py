@@ -5,7 +5,9 @@ The contract: on ANY input both readings give each row the same verdict and the 
 rule). Checked on the real CLIs' recorded files, on seeded hostile sessions (honest turns with hazards at random
 places: cheats, echoed prohibitions, reminders after the first action, sidechains, mixed and provider-run blocks,
 odd escapes, broken lines, subagents), and on deterministic attacks the FULL path must flag (a case it misses tests
-nothing of the fast path). `test_divergence_*`: minimal reproducers of divergences found; they fail until fixed.
+nothing of the fast path). `test_divergence_*`: minimal reproducers of the divergences this hunt found, each closed
+since (its docstring says by what) but the two limits counted on what each reading keeps (strict `xfail`, as for run
+folders: docs/auditor.md, Known limits).
 """
 
 from __future__ import annotations
