@@ -952,7 +952,8 @@ class Prefilter:
         """The session's secret values as its logs' bytes may hold them: as written, and as a JSON string spells them
         (a value holding `"`, `\\` or a tab is escaped in the line; non-ASCII, where a writer escapes it)."""
         literals = secret_literals(facts)
-        spelled = [json.dumps(value, ensure_ascii=ascii)[1:-1] for value in literals for ascii in (False, True)]
+        spelled = [json.dumps(value, ensure_ascii=ascii)[1:-1] for value in literals if not _spelled_as_is(value)
+                   for ascii in (False, True)]
         return Literals(list(dict.fromkeys(literals + spelled))) if literals else None
 
     def _lines(self, data: bytes, matchers: list[Any]) -> set[int]:
@@ -1185,6 +1186,11 @@ def _gateway_evidence() -> Windowed:
     if _EVIDENCE is None:
         _EVIDENCE = Windowed(gateway_log.EVIDENCE_TRIGGERS)
     return _EVIDENCE
+
+
+def _spelled_as_is(value: str) -> bool:
+    """Whether a JSON string spells `value` as it is (printable ASCII but `"` and `\\`: most secret values)."""
+    return value.isascii() and value.isprintable() and '"' not in value and "\\" not in value
 
 
 def secret_literals(facts: AttemptFacts) -> list[str]:
