@@ -218,16 +218,23 @@ def test_a_seeded_type_fuzz_of_run_folders_never_ends_in_a_traceback_and_both_pa
 
 @pytest.mark.parametrize("seed", range(4))
 def test_a_seeded_type_fuzz_of_cli_files_never_ends_in_a_traceback(tmp_path: Path, seed: int) -> None:
+    """Type- and byte-mutated CLI files: no traceback, and the default reading (candidate lines,
+    `session_file_prefilter`) gives the verdicts and findings of `--full`."""
     rng = random.Random(100 + seed)
+    items = external.read_items(CLI_FILES / "items.jsonl")
     for case in range(40):
         entry = rng.choice(MANIFEST)
         target = tmp_path / f"c{case}" / entry["file"]
         target.parent.mkdir(parents=True)
         target.write_bytes(_mutate_file((CLI_FILES / entry["file"]).read_bytes(), rng))
-        try:
-            external.audit_path(tmp_path / f"c{case}", None, jobs=1)
-        except UserError:
-            pass
+        verdicts: list[object] = []
+        for full in (False, True):
+            try:
+                verdicts.append([(r.row.verdict.verdict, sorted((f.category, f.severity, f.rule) for f in r.row.verdict.findings))
+                                 for r in external.audit_path(tmp_path / f"c{case}", None, items=items, jobs=1, full=full)])
+            except UserError:
+                verdicts.append("refused")  # one line naming the file, exit 2: bad input said so, not a traceback
+        assert verdicts[0] == verdicts[1], (entry["file"], case)
 
 
 # ---------------------------------------------------------------------------------------- attempt.json's facts
