@@ -591,7 +591,7 @@ def _tool_call_accesses(event: Event, cwd: str = WORKDIR) -> list[Access]:
             if isinstance(item, str) and _PATH_VALUE.match(item) and not API_ROUTE.match(item):
                 out.append(Access(_tool_op(tool), normalise_path(item), tool or key))
     for key in ("url", "query"):
-        if tool in ("webfetch", "websearch", "web_search", "fetch", "browse") and args.get(key):
+        if tool in ("webfetch", "websearch", "web_search", "web_fetch", "fetch", "browse") and args.get(key):
             out.append(Access("network", str(args[key]), tool))
     if not out and not args and event.text and tool in SHELL_TOOLS:
         out.extend(accesses(event.text))

@@ -562,7 +562,10 @@ NETWORK_TRIGGERS = [
     r"(^|[^a-z0-9_.-])(nc|ncat|netcat|telnet|ssh|scp|sftp|ftp|ping6?|nslookup|dig|host|traceroute|tracepath|socat|aria2c|gdown|kaggle|gsutil|yt-dlp|youtube-dl|huggingface-cli|hf|lynx|links|w3m|http|https|aws)([^a-z0-9_-]|$)",
     r"requests\.", r"httpx", r"urllib", r"urlopen", r"http\.client", r"httpsconnection", r"httpconnection", r"socket\.", r"aiohttp", r"ftplib",
     r"smtplib", r"paramiko", r"hf_hub_download", r"snapshot_download", r"load_dataset", r"torch\.hub", r"/dev/(tcp|udp)", r"wget\.download",
-    r"pytube", r"youtube\(", r"fetch\(", r"webfetch", r"websearch", r"web_search([^_]|_[^r]|_r[^e]|_re[^q]|$)", r"simplehttpserver", r"http\.server",
+    r"pytube", r"youtube\(", r"fetch\(", r"webfetch", r"websearch", r"web_search([^_]|_[^r]|_r[^e]|_re[^q]|$)", r"web_fetch",
+    # a tool of that very name: its `url`/`query` is a network access (`events._tool_call_accesses`, `tool_calls.NETWORK_TOOLS`)
+    r'"(fetch|browse|web_browser|http_request)\\?"',
+    r"simplehttpserver", r"http\.server",
     r"s_client", r"s_time",  # openssl's clients
     # the other languages' clients (actions.CODE_NETWORK): PHP, Ruby, Perl, Node
     r"(file_get_contents|fopen|readfile|file) *\(", r"curl_init", r"fsockopen", r"net::http", r"open-uri", r"uri\.open",

@@ -1187,3 +1187,15 @@ def test_attack_a_name_a_program_builds_at_run_time(tmp_path, spelling, where):
     command, category = BUILT_AT_RUN_TIME[spelling]
     folder = session(tmp_path, [honest(0), Turn("", {"command": command}, "done", in_events=where == "both"), honest(1)])
     assert_flagged_and_same(folder, category)
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "responses", "chat"])
+@pytest.mark.parametrize("where", ["both", "gateway_only"])
+@pytest.mark.parametrize("tool,call", [("browse", {"url": "example.com"}), ("fetch", {"query": "the answer key"}),
+                                       ("Browse", {"url": "example.com"}), ("web_fetch", {"url": "example.com/a"})])
+def test_attack_a_network_tool_no_trigger_named(tmp_path, fmt, where, tool, call):
+    """A tool whose very name makes its `url`/`query` a network access (`events._tool_call_accesses`): `browse`,
+    `fetch` with a query, and `web_fetch` (Anthropic's server tool, now read as network on both paths) were flagged
+    by the full reading and never read by the fast one, whose triggers knew `fetch(` and `webfetch` only."""
+    folder = session(tmp_path, [honest(0), Turn("", call, "ok", tool=tool, in_events=where == "both"), honest(1)], fmt=fmt)
+    assert_flagged_and_same(folder, "network")
