@@ -420,29 +420,41 @@ class Reading:
     prefilter: Prefilter | None = None
     given: Callable[[list[str]], SessionFacts | None] = lambda keys: None
 
-    def secret(self, keys: list[str], attempt_id: str) -> Literals | None:
-        """The session's secret values as the prefilter looks for them (None on the full reading or without any)."""
+    def of(self, keys: list[str], attempt_id: str) -> "SessionReading":
+        """How the files of the session named by `keys` are read: its secret values found once for all of them (its
+        own file, its subagents')."""
         if self.prefilter is None:
-            return None
-        return self.prefilter.secret_pattern(merge_facts(AttemptFacts(attempt_id=attempt_id), self.given(keys)))
+            return WHOLE
+        facts = merge_facts(AttemptFacts(attempt_id=attempt_id), self.given(keys))
+        return SessionReading(self.prefilter, self.prefilter.secret_pattern(facts))
+
+
+@dataclass(frozen=True)
+class SessionReading:
+    """How one session's files are read: by their candidate lines (`prefilter`), looked for by its secret values, or
+    every line (no prefilter: `--full`)."""
+
+    prefilter: Prefilter | None = None
+    secret: Literals | None = None
 
 
 FULL = Reading()
+WHOLE = SessionReading()
 
 
-def claude_file_drafts(data: bytes, reading: Reading, keys: list[str], attempt_id: str) -> list[tuple[int, EventDraft]]:
+def claude_file_drafts(data: bytes, reading: SessionReading) -> list[tuple[int, EventDraft]]:
     """A Claude Code session file's drafts: by its candidate lines unless `reading` is the full one."""
     if reading.prefilter is None:  # lines decoded as parsed, never all held
         return claude_session.parse_lines(decoded_lines(data), line_loads(data))
-    candidates = session_file_prefilter.candidate_lines(data, reading.prefilter, reading.secret(keys, attempt_id))
+    candidates = session_file_prefilter.candidate_lines(data, reading.prefilter, reading.secret)
     return session_file_prefilter.claude_drafts(data, candidates)
 
 
-def rollout_drafts(data: bytes, reading: Reading, keys: list[str], attempt_id: str) -> list[tuple[int, EventDraft]]:
+def rollout_drafts(data: bytes, reading: SessionReading) -> list[tuple[int, EventDraft]]:
     """A Codex rollout's drafts: by its candidate lines unless `reading` is the full one."""
     if reading.prefilter is None:
         return codex_rollout.parse_lines(decoded_lines(data), line_loads(data))
-    candidates = session_file_prefilter.candidate_lines(data, reading.prefilter, reading.secret(keys, attempt_id),
+    candidates = session_file_prefilter.candidate_lines(data, reading.prefilter, reading.secret,
                                                         session_file_prefilter.CODEX_SPAWN_WORDS)
     return session_file_prefilter.codex_drafts(data, candidates)
 
@@ -452,7 +464,8 @@ def claude_sessions(path: Path, reading: Reading = FULL) -> Iterator[ExternalSes
     first = _first_object(data)
     session_file = first is not None and claude_session.looks_like_session(first)
     keys = [path.stem, path.name]
-    drafts = claude_file_drafts(data, reading, keys, path.stem) if session_file else \
+    session_reading = reading.of(keys, path.stem)
+    drafts = claude_file_drafts(data, session_reading) if session_file else \
         claude_stream.parse_lines(decoded_lines(data), line_loads(data))
     del data
     events = events_of(drafts, path.name)
@@ -464,7 +477,7 @@ def claude_sessions(path: Path, reading: Reading = FULL) -> Iterator[ExternalSes
             if len(events) >= session_limits.SESSION_EVENT_LIMIT:  # session_log cuts the events there too
                 limits.append(_unread_past_limit(path, len(transcripts) - n, "subagent transcripts"))
                 break  # the files past the limit are not even read
-            events.extend(subagent_events(sub, len(events), limits, reading, keys, path.stem))
+            events.extend(subagent_events(sub, len(events), limits, session_reading))
             sources.append(f"{SUBAGENTS_DIR}/{sub.name}")
     log = session_log(events, AttemptFacts(attempt_id=path.stem, agent="claude-code"), sources, limits=limits)
     del events
@@ -535,8 +548,7 @@ def _file_kind(mode: int) -> str:
     return "a symbolic link" if stat.S_ISLNK(mode) else "a file" if stat.S_ISREG(mode) else "a special file"
 
 
-def subagent_events(path: Path, first_seq: int, limits: list[str], reading: Reading = FULL,
-                    keys: list[str] | None = None, attempt_id: str = "") -> list[Event]:
+def subagent_events(path: Path, first_seq: int, limits: list[str], reading: SessionReading = WHOLE) -> list[Event]:
     """One subagent transcript's events, numbered on from `first_seq`, each marked `subagent` (and `sidechain`).
 
     The task the subagent was given is a user line of its file, but the agent wrote it (as its `Agent` call's
@@ -548,7 +560,7 @@ def subagent_events(path: Path, first_seq: int, limits: list[str], reading: Read
         limits.append(f"{exc}: a subagent transcript not read")
         return []
     limits.extend(cut)
-    drafts = claude_file_drafts(data, reading, keys or [], attempt_id)  # looked for by the session's secret values
+    drafts = claude_file_drafts(data, reading)  # looked for by the session's secret values
     del data
     source = f"{SUBAGENTS_DIR}/{path.name}"
     events: list[Event] = []
@@ -567,12 +579,10 @@ def codex_sessions(path: Path, children: tuple[tuple[Path, str], ...] = (), read
     data, limits = session_lines(path)
     first = _first_object(data)
     rollout = first is not None and codex_rollout.looks_like_rollout(first)
-    if rollout:
-        sid = codex_rollout.session_id(decoded_lines(data)) or path.stem
-        drafts = rollout_drafts(data, reading, [sid, path.stem, path.name], sid)
-    else:
-        drafts = codex_jsonl.parse_lines(decoded_lines(data), line_loads(data))
-        sid = path.stem
+    sid = (codex_rollout.session_id(decoded_lines(data)) or path.stem) if rollout else path.stem
+    keys = [sid, path.stem, path.name]
+    session_reading = reading.of(keys, sid)  # its subagents' rollouts are looked for by its secret values too
+    drafts = rollout_drafts(data, session_reading) if rollout else codex_jsonl.parse_lines(decoded_lines(data), line_loads(data))
     del data
     events = events_of(drafts, path.name)
     del drafts  # not held while the session is judged (this generator waits at its yield meanwhile)
@@ -582,7 +592,7 @@ def codex_sessions(path: Path, children: tuple[tuple[Path, str], ...] = (), read
         if len(events) >= session_limits.SESSION_EVENT_LIMIT:  # session_log cuts the events there too
             limits.append(_unread_past_limit(path, len(children) - n, "subagent rollouts"))
             break  # the rollouts past the limit are not even read
-        events.extend(child_rollout_events(child, len(events), limits, reading, [sid, path.stem, path.name], sid))
+        events.extend(child_rollout_events(child, len(events), limits, session_reading))
         sources.append(child.name)
         read.add(thread)
     if rollout:
@@ -592,7 +602,7 @@ def codex_sessions(path: Path, children: tuple[tuple[Path, str], ...] = (), read
                           f"beside it ({', '.join(unread[:3])}{' ...' if len(unread) > 3 else ''})")
     log = session_log(events, AttemptFacts(attempt_id=sid, agent="codex"), sources, limits=limits)
     del events
-    yield ExternalSession(sid, "codex", path, log, keys=[sid, path.stem, path.name])
+    yield ExternalSession(sid, "codex", path, log, keys=keys)
 
 
 # Codex's subagents: its `spawn_agent` tool (namespace `multi_agent_v1`, offered by default) starts a thread whose
@@ -714,8 +724,7 @@ def spawned_agents(events: list[Event]) -> set[str]:
     return out
 
 
-def child_rollout_events(path: Path, first_seq: int, limits: list[str], reading: Reading = FULL,
-                         keys: list[str] | None = None, attempt_id: str = "") -> list[Event]:
+def child_rollout_events(path: Path, first_seq: int, limits: list[str], reading: SessionReading = WHOLE) -> list[Event]:
     """A subagent's rollout's events, numbered on from `first_seq`, each marked `subagent`; its user messages (the
     task the agent wrote, the history a forked subagent was handed) are no prompt that excuses (`subagent_task`)."""
     try:
@@ -724,7 +733,7 @@ def child_rollout_events(path: Path, first_seq: int, limits: list[str], reading:
         limits.append(f"{exc}: a subagent's rollout not read")
         return []
     limits.extend(cut)
-    drafts = rollout_drafts(data, reading, keys or [], attempt_id)  # looked for by the session's secret values
+    drafts = rollout_drafts(data, reading)  # looked for by the session's secret values
     del data
     events: list[Event] = []
     for seq, (line, draft) in enumerate(drafts, start=first_seq):
