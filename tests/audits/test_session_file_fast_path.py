@@ -519,6 +519,18 @@ def pick(rng: random.Random, pool: dict, leave_out: frozenset[str] = frozenset()
     return name, pool[name]
 
 
+def _knobs(rng: random.Random, names: tuple[str, ...], leave_out: frozenset[str]) -> tuple[list[str], str, set[str], str | None, str]:
+    """(hazards, final answer's placement, layouts, escape, prompt) of one seeded session, either format."""
+    hazards = [h for h in names if rng.random() < 0.18]
+    final = rng.choice(FINALS)
+    layouts = {lay for lay in LAYOUTS if rng.random() < 0.12} - leave_out
+    escape = rng.choice(ESCAPES) if rng.random() < 0.3 else None
+    if escape == "control" and "control_escapes" in leave_out:
+        escape = None
+    prompt = PROMPT + (f"\nThe clip was cut from {ORIGINAL}." if "prompt_names" in hazards else "")
+    return hazards, final, layouts, escape, prompt
+
+
 def claude_case(root: Path, seed: int, leave_out: frozenset[str] = OPEN) -> Generated:
     """One hostile Claude Code project folder: a session file (and maybe subagent transcripts)."""
     rng = random.Random(seed)
@@ -527,14 +539,8 @@ def claude_case(root: Path, seed: int, leave_out: frozenset[str] = OPEN) -> Gene
     project.mkdir(parents=True)
     provider_usage = rng.random() < 0.3
     c = Claude(sid, provider_usage=provider_usage)
-    hazards = [h for h in CLAUDE_HAZARDS if rng.random() < 0.18]
-    final = rng.choice(FINALS)
-    layouts = {lay for lay in LAYOUTS if rng.random() < 0.12} - leave_out
-    escape = rng.choice(ESCAPES) if rng.random() < 0.3 else None
-    if escape == "control" and "control_escapes" in leave_out:
-        escape = None
+    hazards, final, layouts, escape, prompt = _knobs(rng, CLAUDE_HAZARDS, leave_out)
     cheats: list[str] = []
-    prompt = PROMPT + (f"\nThe clip was cut from {ORIGINAL}." if "prompt_names" in hazards else "")
     head: list[dict] = [*c.queued(prompt), c.user_text(prompt), c.attachment("environment", "# Environment\n - cwd: /workspace"),
                         c.attachment("date", "Today's date is 2026-11-30."), *c.bookkeeping()]
     segments: list[list[dict]] = []
@@ -691,14 +697,8 @@ def codex_case(root: Path, seed: int, leave_out: frozenset[str] = OPEN) -> Gener
     day = root / "codex" / "sessions" / "2026" / "11" / "30"
     day.mkdir(parents=True)
     c = Codex(thread)
-    hazards = [h for h in CODEX_HAZARDS if rng.random() < 0.18]
-    final = rng.choice(FINALS)
-    layouts = {lay for lay in LAYOUTS if rng.random() < 0.12} - leave_out
-    escape = rng.choice(ESCAPES) if rng.random() < 0.3 else None
-    if escape == "control" and "control_escapes" in leave_out:
-        escape = None
+    hazards, final, layouts, escape, prompt = _knobs(rng, CODEX_HAZARDS, leave_out)
     cheats: list[str] = []
-    prompt = PROMPT + (f"\nThe clip was cut from {ORIGINAL}." if "prompt_names" in hazards else "")
     head = c.head(prompt)
     segments: list[list[dict]] = []
     for _ in range(rng.randint(1, 5)):
