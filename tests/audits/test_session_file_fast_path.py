@@ -22,6 +22,7 @@ import orjson
 import pytest
 
 from statebox.audits import external, session_limits
+from statebox.audits.rules import GATEWAY_ENDPOINT
 from statebox.json_text import json_value
 
 HERE = Path(__file__).parent
@@ -178,6 +179,13 @@ def write_items(root: Path, lines: list[dict]) -> dict[str, external.SessionFact
 # Claude Code's session file (`~/.claude/projects/<project>/<session>.jsonl`), as the recorded files shape it
 # ---------------------------------------------------------------------------------------------------------------
 
+def claude_id(prefix: str, n: int) -> str:
+    """An id as the API gives one (`msg_01...`, `req_011C...`: letters and digits, no long run of digits). A zero-padded
+    number made a 19-digit run on every assistant line, which reads every one of them as a candidate
+    (session_file_prefilter.LONG_DIGITS): the quiet lines this file tests were never quiet."""
+    return f"{prefix}_01" + "".join("ABCDEFGHJK"[int(digit)] for digit in f"{n:022d}")
+
+
 class Claude:
     """The lines of one Claude Code session file (or a subagent's transcript: every line `isSidechain`)."""
 
@@ -229,10 +237,10 @@ class Claude:
         usage: dict[str, Any] = {"input_tokens": 1034, "output_tokens": 39}
         if self.provider_usage:
             usage["server_tool_use"] = {"web_search_requests": 0, "web_fetch_requests": 0}
-        message = {"id": f"msg_{self.n:024x}", "type": "message", "role": "assistant", "model": "claude-opus-4-7",
+        message = {"id": claude_id("msg", self.n), "type": "message", "role": "assistant", "model": "claude-opus-4-7",
                    "content": blocks, "stop_reason": "tool_use" if any(b.get("type") == "tool_use" for b in blocks) else "end_turn",
                    "stop_sequence": None, "usage": usage}
-        return self._conv("assistant", sidechain, message=message, requestId=f"req_{self.n:020x}", **extra)
+        return self._conv("assistant", sidechain, message=message, requestId=claude_id("req", self.n), **extra)
 
     def tool_result(self, call_id: str, output: str, sidechain: bool | None = None, stderr: str = "",
                     is_error: bool = False) -> dict:
@@ -242,7 +250,7 @@ class Claude:
             sourceToolAssistantUUID=self.last)
 
     def api_error(self, text: str = "API Error: 500 Internal server error") -> dict:
-        return self._conv("assistant", message={"id": f"msg_{self.n:024x}", "type": "message", "role": "assistant",
+        return self._conv("assistant", message={"id": claude_id("msg", self.n), "type": "message", "role": "assistant",
                                                 "model": "<synthetic>", "content": [{"type": "text", "text": text}]},
                           is_api_error_message=True, error="unknown", isApiErrorMessage=True)
 
@@ -1452,3 +1460,23 @@ def test_divergence_the_derived_event_limit_counts_only_the_events_read(tmp_path
     session, items = claude_file(tmp_path, lambda c: [row for i in range(520) for row in c.bash(f"python3 /workspace/list.py {i}", paths)]
                                  + answered(c))
     assert_flagged_and_same(session, items, "audit_limit")
+
+
+GATEWAY_NAMES = [name.replace("\\.", ".") for name in GATEWAY_ENDPOINT.pattern.split("|")]
+ESCAPED_BREAKS = ["cd /tmp\nhost example.com", "true;\tssh user@10.0.0.2", "ls\r\nnc -z 10.0.0.1 80", "echo ok\ndig +short example.com"]
+
+
+@pytest.mark.parametrize("fmt", ["claude", "codex"])
+@pytest.mark.parametrize("command", [f"python3 ask.py --via {name}" for name in GATEWAY_NAMES] + ESCAPED_BREAKS)
+def test_divergence_the_model_gateway_or_a_network_tool_after_a_line_break(tmp_path, command, fmt):
+    """Closed (GATEWAY_ENDPOINT is one of the network rule's triggers; the network tools' trigger takes a JSON escape
+    before the name). Found by running every string literal of the test suite through both readings as a later
+    command: a command naming the gateway's socket, relay or base URL is `a tool talks to the model gateway` (high) on
+    the full path and was never read on the fast one; so was a network tool after an escaped line break or tab
+    (`\\nhost`: a letter before the name). The Claude lines here were candidates all along, hiding it: the builder
+    gave every assistant line a 19-digit id (`claude_id` says why no longer)."""
+    if fmt == "claude":
+        target, items = claude_file(tmp_path, lambda c: c.bash("ls -la", "a.txt") + c.bash(command, "done") + answered(c))
+    else:
+        target, items = codex_file(tmp_path, lambda c: c.exec_turn("ls -la", "a.txt") + c.exec_turn(command, "done"))
+    assert_flagged_and_same(target, items, "network")
