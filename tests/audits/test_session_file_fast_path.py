@@ -1480,3 +1480,19 @@ def test_divergence_the_model_gateway_or_a_network_tool_after_a_line_break(tmp_p
     else:
         target, items = codex_file(tmp_path, lambda c: c.exec_turn("ls -la", "a.txt") + c.exec_turn(command, "done"))
     assert_flagged_and_same(target, items, "network")
+
+
+SPELLED_APART = ["pip\tinstall\tdecord", "uv\tadd numpy", "conda\t-y\tinstall x", "bash -c 'trap set EXIT'"]
+
+
+@pytest.mark.parametrize("fmt", ["claude", "codex"])
+@pytest.mark.parametrize("command", SPELLED_APART)
+def test_divergence_a_command_the_shell_reads_apart_from_its_bytes(tmp_path, command, fmt):
+    """Closed (the triggers take a tab or CR between words, spelled once or twice escaped, and `trap`): found by
+    mutating every string the full reading flags (tabs for spaces, a wrapper, a line break before) and running both
+    readings; as for run folders (test_fast_path_differential.SPELLED_APART)."""
+    if fmt == "claude":
+        target, items = claude_file(tmp_path, lambda c: c.bash("ls -la", "a.txt") + c.bash(command, "done") + answered(c))
+    else:
+        target, items = codex_file(tmp_path, lambda c: c.exec_turn("ls -la", "a.txt") + c.exec_turn(command, "done"))
+    assert_flagged_and_same(target, items)
