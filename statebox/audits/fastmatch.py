@@ -171,11 +171,6 @@ FOLDS_TO_ASCII = ("\u212a".encode(), "\u017f".encode())
 # The rules match secret values with Python's `re.I`, which also equates `i` with U+0130 (İ, whose simple lower case
 # is `i`) and U+0131 (ı): RE2 does not. A line holding either, where a value holds an `i`, is kept (`Literals`).
 I_FOLDS = ("\u0130".encode(), "\u0131".encode())
-# Those characters as a JSON `\u` escape (hex digits in either case), by the letter of a value each is read as: RE2 and
-# `bytes.find` read an escape as six ASCII characters, the rules read the character it spells. Gateway lines carry
-# text JSON-encoded twice (an OpenAI tool call's `arguments`, which the model writes, escapes as it likes) and a client
-# may escape what is not ASCII, so a value can stand there spelled `bloc\u212as`. A line holding one is read.
-ESCAPED_FOLDS = {"i": rb"013[01]", "k": rb"212[aA]", "s": rb"017[fF]"}
 
 
 class Literals:
@@ -200,19 +195,14 @@ class Literals:
         self.margin = max(len(n) for n in self._needles) - 1 if self._needles else 0
         self._regex: Any = None
         self._has_i = any("i" in v for v in self.values)
-        folds = [ESCAPED_FOLDS[letter] for letter in sorted(ESCAPED_FOLDS) if any(letter in v for v in self.values)]
-        self._escaped_folds = re.compile(rb"\\u(?:" + b"|".join(folds) + b")") if folds else None
 
     def i_fold_lines(self, data: bytes, spans: list[tuple[int, int]] | None = None) -> set[int]:
         """1-based numbers of the lines of `data` holding an I_FOLDS character, where a value holds an `i`: a superset
         of the lines where the rules' Python `re.I` finds a value only by reading one as `i` (RE2 and `bytes.lower`
-        do not; such characters are rare in a session, so their lines are simply read). Also the lines holding
-        ESCAPED_FOLDS of a letter a value holds (`\\u0130`, `\\u212a`, `\\u017f`), which neither reads as a letter."""
-        starts: list[int] = []
-        if self._escaped_folds is not None and data.find(b"\\u") >= 0:  # ESCAPED_FOLDS: the same characters, escaped
-            starts = [m.start() for m in self._escaped_folds.finditer(data)]
-        if self._has_i and not data.isascii():  # isascii: ~30 GB/s; both characters are two bytes led by 0xC4
-            starts += [at for at in occurrences(data, I_FOLDS[0][:1], -1) if data[at:at + 2] in I_FOLDS]
+        do not; such characters are rare in a session, so their lines are simply read)."""
+        if not self._has_i or data.isascii():  # isascii: ~30 GB/s; both characters are two bytes led by 0xC4
+            return set()
+        starts = [at for at in occurrences(data, I_FOLDS[0][:1], -1) if data[at:at + 2] in I_FOLDS]
         if not starts:
             return set()
         if spans is None:

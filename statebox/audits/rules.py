@@ -1261,8 +1261,12 @@ class Rule:
 # not the static triggers, in the new bytes of a gateway line's request half, where a tool result the gateway log
 # alone holds is: the static triggers there would also match the agent's own commands the request re-sends (the
 # loose "absolute paths elsewhere" one matches `/frames/s` of `/tmp/frames/stats.json`) and keep most lines.
+# And a JSON escape of a character Python's `re.I` reads as an ASCII letter (`\u0130`, `\u212a`, `\u017f`), written by a
+# client that escapes JSON inside JSON: a secret value spelled with one (`bloc\u212as`) is found by the rules, which
+# read the character, and not by the secret scan, which reads the bytes. Without its backslash (a SEPARATOR, which
+# no windowed pattern may hold): `u0130` alone reads more, never less.
 OUTPUT_TRIGGERS = [ABSOLUTE_OUTSIDE_TRIGGER, DOTDOT_TRIGGER, ROOT_LISTING_TRIGGER, r"permission denied", r"errno 13",
-                   ENV_OUTPUT_TRIGGER]
+                   ENV_OUTPUT_TRIGGER, r"u(013[01]|212a|017f)"]
 
 
 def rule_audit_limit(log: AuditLog) -> list[Finding]:

@@ -1254,8 +1254,7 @@ def test_attack_a_secret_spelled_with_an_escaped_folding_character(tmp_path, fmt
     """An OpenAI tool call's `arguments` is JSON inside the reply's JSON, written escaped (`\\\\u212a`): a secret value
     spelled with a character Python's `re.I` reads as its ASCII letter (U+0130/U+0131 as `i`, KELVIN SIGN as `k`, LONG S
     as `s`) was found by the full reading (it decodes the escape) and by no fast scan (they read six ASCII characters),
-    where events.jsonl leaves the call out. A line holding such an escape of a letter a value holds is now read
-    (`fastmatch.ESCAPED_FOLDS`), and so is a reply holding one (`rules.ALWAYS_PARSE`)."""
+    where events.jsonl leaves the call out. A reply holding such an escape is now read (`rules.ALWAYS_PARSE`)."""
     folder = session(tmp_path, [honest(0), Turn("", {"command": command}, "done", in_events=False), honest(1)], fmt=fmt)
     assert_flagged_and_same(folder, category)
 
@@ -1264,8 +1263,8 @@ def test_attack_a_secret_spelled_with_an_escaped_folding_character(tmp_path, fmt
 @pytest.mark.parametrize("output,category", [("found JUN\u0130PER-7319X", "honeytoken"), ("bloc\u212as_4821_src.mp4", "original_filename")])
 def test_attack_a_tool_output_holding_a_secret_with_an_escaped_folding_character(tmp_path, fmt, output, category):
     """The same in what a tool printed, as a client that escapes what is not ASCII sends it back in the next request
-    (the new bytes of a gateway line, read by the secret scan, `fastmatch.Literals`): the line is read where it holds
-    an escape of a character folding onto a letter of a value (`ESCAPED_FOLDS`)."""
+    (the new bytes of a gateway line, where the secret scan, `fastmatch.Literals`, reads the escape's six bytes): the
+    line is read where its new bytes hold such an escape (`rules.OUTPUT_TRIGGERS`)."""
     def edit(lines: list[bytes]) -> list[bytes]:
         return [line.replace("\u0130".encode(), b"\\u0130").replace("\u212a".encode(), b"\\u212a") for line in lines]
     folder = session(tmp_path, [honest(0), Turn("", {"command": "cat /tmp/x"}, output, in_events=False), honest(1)],
