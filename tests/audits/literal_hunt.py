@@ -1,0 +1,173 @@
+"""The literal hunt: every string literal of the test suite, put where an agent's action stands in each log the auditor
+reads fast, judged by both readings (the fast path and `--full`); any difference is a hole in the fast path.
+
+Why the test suite's literals: they are the commands, outputs and claims every rule's tests were written with, so a
+trigger that does not cover what its rule fires on shows up as soon as one of them stands where the triggers are the
+only reader (a later tool call, after the first action, which is always read). Mutated too (a tab for each space, a
+line break or a wrapper before, letters Python's `re.I` folds): the rules read a command's words, the triggers its
+bytes. Its first run (2026-11-30) found a command naming the model gateway (`ANTHROPIC_BASE_URL`: no trigger held
+the gateway's names), a network tool after an escaped line break (`\\nhost`), words apart by tabs (`pip\\tinstall`),
+`set` run by `trap`, and secret values spelled with escaped folding characters; all closed, each a test of its own in
+test_fast_path_differential.py / test_session_file_fast_path.py.
+
+`test_literal_hunt.py` runs it in CI; `python tests/audits/literal_hunt.py` runs every placement and prints what
+differs (a few minutes on two cores).
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+import test_fast_path_differential as run_folder  # noqa: E402  (the run folders' writers)
+import test_session_file_fast_path as cli  # noqa: E402  (the CLIs' files' writers)
+
+TESTS = HERE.parent
+SHORTEST, LONGEST = 3, 3000
+
+
+def test_suite_literals() -> list[str]:
+    """Every string constant of 3 to 3,000 characters in the test suite's Python files, sorted, once each."""
+    found: set[str] = set()
+    for path in sorted(TESTS.rglob("*.py")):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        found.update(node.value for node in ast.walk(tree)
+                     if isinstance(node, ast.Constant) and isinstance(node.value, str) and SHORTEST <= len(node.value) <= LONGEST)
+    return sorted(text for text in found if _writable(text))
+
+
+def _writable(text: str) -> bool:
+    """Whether a log can hold `text` (a lone surrogate, which some tests write on purpose, cannot be UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+Verdicts = Any  # each writer's judge gives its own row shape; only equality is asked
+Judge = Callable[[Path, list[str]], tuple[Verdicts, Verdicts]]
+
+
+def _run_folder(turn: Callable[[str], Any], **kw: Any) -> Judge:
+    def judge(root: Path, texts: list[str]) -> tuple[Verdicts, Verdicts]:
+        folder = run_folder.session(root, [run_folder.honest(0)] + [turn(text) for text in texts], **kw)
+        return run_folder.both(folder)
+    return judge
+
+
+def _claude(rows: Callable[[Any, str], list[dict]], end: Callable[[Any], list[dict]] = cli.answered) -> Judge:
+    def judge(root: Path, texts: list[str]) -> tuple[Verdicts, Verdicts]:
+        target, items = cli.claude_file(root, lambda c: c.bash("ls -la", "a.txt") + [r for t in texts for r in rows(c, t)] + end(c))
+        return cli.both(target, items)
+    return judge
+
+
+def _codex(rows: Callable[[Any, str], list[dict]]) -> Judge:
+    def judge(root: Path, texts: list[str]) -> tuple[Verdicts, Verdicts]:
+        target, items = cli.codex_file(root, lambda c: c.exec_turn("ls -la", "a.txt") + [r for t in texts for r in rows(c, t)])
+        return cli.both(target, items)
+    return judge
+
+
+Turn = run_folder.Turn
+# where each text stands, in which log: a later command, what a tool printed, the agent's text (each text a turn of its
+# own, after the first action, which is always read)
+PLACES: dict[str, Judge] = {
+    "run_command": _run_folder(lambda s: Turn("x", {"command": s}, "done")),
+    "run_command_gateway_only": _run_folder(lambda s: Turn("x", {"command": s}, "done", in_events=False)),
+    "run_command_responses": _run_folder(lambda s: Turn("x", {"command": s}, "done"), fmt="responses"),
+    "run_output": _run_folder(lambda s: Turn("x", {"command": "sh /tmp/look.sh"}, s)),
+    "run_output_gateway_only": _run_folder(lambda s: Turn("x", {"command": "sh /tmp/look.sh"}, s, in_events=False)),
+    "claude_command": _claude(lambda c, s: c.bash(s, "done")),
+    "claude_output": _claude(lambda c, s: c.bash("sh /tmp/look.sh", s)),
+    "claude_text": _claude(lambda c, s: [c.assistant([c.text(s)])] + c.bash("ls", "a.txt")),
+    "claude_answer": _claude(lambda c, s: [c.assistant([c.text(s)])], end=lambda c: []),  # the last text is the answer
+    "codex_command": _codex(lambda c, s: c.exec_turn(s, "done")),
+    "codex_output": _codex(lambda c, s: c.exec_turn("sh /tmp/look.sh", s)),
+    "codex_text": _codex(lambda c, s: [c.message("assistant", s), c.event("agent_message", message=s)] + c.exec_turn("ls", "a.txt")),
+}
+# the few every CI chunk runs for each literal (a command in each format); the others, for the flagged ones
+FIRST = ("run_command", "run_command_gateway_only", "claude_command", "codex_command")
+COMMANDS = FIRST + ("run_command_responses",)  # where the mutations of a flagged command are put
+
+MUTATIONS: dict[str, Callable[[str], str]] = {
+    "line_break_before": lambda s: "cd /tmp\n" + s,
+    "tab_after_a_separator": lambda s: "true;\t" + s,
+    "chained": lambda s: "echo start && " + s,
+    "upper_case": str.upper,
+    "folding_letters": lambda s: s.replace("k", "\u212a").replace("s", "\u017f"),
+    "subshell": lambda s: "(" + s + ")",
+    "tabs_for_spaces": lambda s: s.replace(" ", "\t"),
+    "bash_c": lambda s: "bash -c '" + s.replace("'", "") + "'",
+    "doubled_slashes": lambda s: s.replace("/", "//"),
+}
+
+BATCH = 25  # texts judged in one session: a finding the fast path misses changes its findings all the same
+
+
+def differences(texts: list[str], places: tuple[str, ...] | None = None) -> list[tuple[str, str, Verdicts, Verdicts]]:
+    """(place, text, fast, full) where the two readings differ: each batch of texts is one session per place, and a
+    batch that differs is judged text by text to name the text (where no text alone differs, the batch is named:
+    texts that differ only together are a difference too)."""
+    out: list[tuple[str, str, Verdicts, Verdicts]] = []
+    root = Path(tempfile.mkdtemp(prefix="hunt-"))
+    try:
+        n = 0
+        for name in places or tuple(PLACES):
+            for at in range(0, len(texts), BATCH):
+                batch = texts[at:at + BATCH]
+                n += 1
+                fast, full = PLACES[name](root / f"p{n}", batch)
+                if fast == full:
+                    continue
+                alone = []
+                for text in batch if len(batch) > 1 else []:
+                    n += 1
+                    one_fast, one_full = PLACES[name](root / f"p{n}", [text])
+                    if one_fast != one_full:
+                        alone.append((name, text, one_fast, one_full))
+                out.extend(alone or [(name, " | ".join(batch), fast, full)])
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
+def flagged_by_full(text: str) -> bool:
+    """Whether the full reading flags `text` as a later command of a run folder (what the mutations start from)."""
+    root = Path(tempfile.mkdtemp(prefix="hunt-"))
+    try:
+        folder = run_folder.session(root, [run_folder.honest(0), Turn("x", {"command": text}, "done")])
+        return run_folder.judge(folder, False)[0] != "clean"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _main() -> None:
+    from multiprocessing import Pool
+
+    literals = test_suite_literals()
+    with Pool() as pool:
+        flagged = [s for s, bad in zip(literals, pool.map(flagged_by_full, literals, chunksize=32)) if bad]
+        texts = list(dict.fromkeys(literals + [mutate(s) for s in flagged for mutate in MUTATIONS.values()]))
+        print(f"{len(literals)} literals, {len(flagged)} flagged as a command by --full, {len(texts)} texts in "
+              f"{len(PLACES)} places", flush=True)
+        batches = [texts[at:at + BATCH] for at in range(0, len(texts), BATCH)]
+        found = [row for rows in pool.map(differences, batches) for row in rows]
+    for place, text, fast, full in found:
+        print(f"{place}: {text[:100]!r}\n  fast {fast}\n  full {full}")
+    print(f"{len(found)} differences")
+    sys.exit(1 if found else 0)
+
+
+if __name__ == "__main__":
+    _main()
