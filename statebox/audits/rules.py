@@ -672,8 +672,11 @@ def _network_all(log: AuditLog) -> list[Finding]:
 # 4. local caches
 # ---------------------------------------------------------------------------
 
+# each name CACHE_CODE reads, its blanks (`\\s`) as a line spells them: a space, or a tab or line break escaped once or
+# twice (the rest of what `\\s` takes is ODD_BLANK, whose lines are always read)
 CACHE_TRIGGERS = [r"\.cache", r"hf_home", r"huggingface", r"transformers_cache", r"torch_home", r"xdg_cache", r"hf_datasets",
-                  r"\.keras", r"tensorflow_datasets", r"pip +cache", r"torch/hub", r"\.ultralytics", r"site-packages", r"conda/pkgs"]
+                  r"hf_hub_cache", r"\.keras", r"tensorflow_datasets", r"(pip|hf)( |\\+[tnr])+cache", r"torch/hub",
+                  r"\.ultralytics", r"site-packages", r"conda/pkgs"]
 CACHE_CODE = re.compile(
     r"\b(?:HF_HOME|HF_DATASETS_CACHE|HUGGINGFACE_HUB_CACHE|HF_HUB_CACHE|TRANSFORMERS_CACHE|TORCH_HOME|XDG_CACHE_HOME)\b"
     r"|\bpip\s+cache\s+(?:list|dir|info)|\bhf\s+cache\b|huggingface-cli\s+scan-cache|torch\.hub\.get_dir\(|~/\.cache\b|\$HOME/\.cache\b",
@@ -1254,6 +1257,17 @@ class Rule:
     triggers: tuple[str, ...]
 
 
+# Whitespace Python's `\s` (and `str.split`) takes that neither a shell nor Python's tokenizer splits on: the characters
+# (U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000) and, as JSON writes them, the escapes of
+# those and of VT, FF and U+001C-U+001F (written `\u001c`), without their backslash (a SEPARATOR: a windowed scan may
+# search this; `u0085` alone reads more, never less). The rules read a text's `\s` and the triggers its blanks as a
+# shell splits on them, so a line holding one is always read (ALWAYS_PARSE, OUTPUT_TRIGGERS and the CLIs' files'
+# candidates, with the form feed JSON writes short, `\f`).
+ODD_BLANK = "(" + "|".join(["\x85", "\xa0", "\u1680", *(chr(c) for c in range(0x2000, 0x200B)), "\u2028", "\u2029",
+                            "\u202f", "\u205f", "\u3000"]) + \
+    r"|u(000[bc]|001[c-f]|0085|00a0|1680|200[0-9a]|202[89f]|205f|3000))"
+FORM_FEED = r"\\f"  # `\f` as JSON writes a form feed (and an escaped backslash before an `f`: more read, never less)
+
 # What a tool's output can show that a rule reads (secrets are searched apart): for filesystem_walk, the only rule that
 # judges `actions.output_accesses` (op `seen`), an absolute path outside the safe roots, a `..` component, a listing
 # of `/` (ROOT_LISTING_TRIGGER) and a refusal (`_REFUSED` reads its path even from the middle of a word); for
@@ -1266,7 +1280,7 @@ class Rule:
 # read the character, and not by the secret scan, which reads the bytes. Without its backslash (a SEPARATOR, which
 # no windowed pattern may hold): `u0130` alone reads more, never less.
 OUTPUT_TRIGGERS = [ABSOLUTE_OUTSIDE_TRIGGER, DOTDOT_TRIGGER, ROOT_LISTING_TRIGGER, r"permission denied", r"errno 13",
-                   ENV_OUTPUT_TRIGGER, r"u(013[01]|212a|017f)"]
+                   ENV_OUTPUT_TRIGGER, r"u(013[01]|212a|017f)", ODD_BLANK]
 
 
 def rule_audit_limit(log: AuditLog) -> list[Finding]:
@@ -1305,7 +1319,7 @@ FOLD_TRIGGERS = [r"[+%*]", r"(^|[^a-z0-9_]|\\[nrt])r?fr?('|\\\")", r"\[[-+0-9a-z
 # of printable ASCII or of a character Python's `re.I` reads as an ASCII letter (`\u0065nv` is `env`, `bloc\u212as` holds
 # `blocks`): neither log's writer spells such text so, but the model writes an OpenAI tool call's `arguments` itself, as
 # escaped as it likes, and the triggers read the bytes.
-ALWAYS_PARSE = [r"\"kind\": *\"(message|final_answer|model_request)\"", r"\\u(00[2-7][0-9a-f]|013[01]|212a|017f)",
+ALWAYS_PARSE = [r"\"kind\": *\"(message|final_answer|model_request)\"", r"\\u(00[2-7][0-9a-f]|013[01]|212a|017f)", ODD_BLANK, FORM_FEED,
                 r"(\"kind\": *\"(" + "|".join(sorted(kind.value for kind in ACTION_KINDS)) + r")\"|tool_use|function_call"
                 r"|tool_calls|input_json_delta|custom_tool_call|local_shell_call)[^\n]*(" + "|".join(FOLD_TRIGGERS) + ")"]
 

@@ -1496,3 +1496,19 @@ def test_divergence_a_command_the_shell_reads_apart_from_its_bytes(tmp_path, com
     else:
         target, items = codex_file(tmp_path, lambda c: c.exec_turn("ls -la", "a.txt") + c.exec_turn(command, "done"))
     assert_flagged_and_same(target, items)
+
+
+BLANKS_PYTHON_READS = ["echo $HF_HUB_CACHE", "pip\ncache list", "pip\x85cache list", "pip\u3000cache dir", "pip\x0bcache list",
+                       "pip\x0ccache list", "pip\x1ccache list", "pip\tcache\tinfo", "scandir(\x1d\x0b\x1c\u202f\u2009\r\x1d\u202f\x1e\u2003os.sep"]
+
+
+@pytest.mark.parametrize("fmt", ["claude", "codex"])
+@pytest.mark.parametrize("command", BLANKS_PYTHON_READS)
+def test_divergence_blanks_the_rules_regexes_read(tmp_path, command, fmt):
+    """Closed (`rules.ODD_BLANK` and `FORM_FEED` make a line a candidate; the cache triggers take escaped blanks and
+    `hf_hub_cache`): as for run folders (test_fast_path_differential.BLANKS_PYTHON_READS)."""
+    if fmt == "claude":
+        target, items = claude_file(tmp_path, lambda c: c.bash("ls -la", "a.txt") + c.bash(command, "done") + answered(c))
+    else:
+        target, items = codex_file(tmp_path, lambda c: c.exec_turn("ls -la", "a.txt") + c.exec_turn(command, "done"))
+    assert_flagged_and_same(target, items)
