@@ -27,6 +27,7 @@ import binascii
 import codecs
 import posixpath
 import re
+import warnings
 from functools import lru_cache
 from typing import Callable
 
@@ -72,7 +73,11 @@ def _resolve(code: str, depth: int) -> str | None:
     if len(code) > MAX_SOURCE or not code.strip():
         return None
     try:
-        tree = ast.parse(code)
+        # the agent's program, not ours: an invalid escape in it (`'\\d'`) warns as it parses (a SyntaxWarning on stderr
+        # from Python 3.12), a line per program of a hostile session in the audit's output
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
+            tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     nodes = tree_nodes(tree)
