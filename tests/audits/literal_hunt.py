@@ -89,6 +89,10 @@ PLACES: dict[str, Judge] = {
     "run_command": _run_folder(lambda s: Turn("x", {"command": s}, "done")),
     "run_command_gateway_only": _run_folder(lambda s: Turn("x", {"command": s}, "done", in_events=False)),
     "run_command_responses": _run_folder(lambda s: Turn("x", {"command": s}, "done"), fmt="responses"),
+    # an OpenAI call's arguments are JSON inside the reply's JSON, escaped as the model likes: the gateway log alone
+    "run_command_responses_gateway_only": _run_folder(lambda s: Turn("x", {"command": s}, "done", in_events=False), fmt="responses"),
+    "run_command_chat_gateway_only": _run_folder(lambda s: Turn("x", {"command": s}, "done", in_events=False), fmt="chat"),
+    "run_command_events_only": _run_folder(lambda s: Turn("x", {"command": s}, "done", in_gateway=False)),
     "run_output": _run_folder(lambda s: Turn("x", {"command": "sh /tmp/look.sh"}, s)),
     "run_output_gateway_only": _run_folder(lambda s: Turn("x", {"command": "sh /tmp/look.sh"}, s, in_events=False)),
     "claude_command": _claude(lambda c, s: c.bash(s, "done")),
@@ -101,7 +105,7 @@ PLACES: dict[str, Judge] = {
 }
 # the few every CI chunk runs for each literal (a command in each format); the others, for the flagged ones
 FIRST = ("run_command", "run_command_gateway_only", "claude_command", "codex_command")
-COMMANDS = FIRST + ("run_command_responses",)  # where the mutations of a flagged command are put
+COMMANDS = FIRST + ("run_command_responses", "run_command_responses_gateway_only")  # where a flagged command's mutations go
 
 MUTATIONS: dict[str, Callable[[str], str]] = {
     "line_break_before": lambda s: "cd /tmp\n" + s,
