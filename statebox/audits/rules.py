@@ -49,6 +49,7 @@ from statebox.audits.session_limits import AUDIT_LIMIT_RULE
 from statebox.audits.shell_runs import SHELLS, command_words, env_reading, executed_texts
 from statebox.audits.shell_words import is_shell_command, simple_commands, strip_comments, strip_heredocs
 from statebox.schema import Event, EventKind, Finding
+from statebox.sessions.tool_calls import READ_TOOLS, WRITE_TOOLS
 
 QUOTE_MAX = 200
 
@@ -1267,6 +1268,13 @@ ODD_BLANK = "(" + "|".join(["\x85", "\xa0", "\u1680", *(chr(c) for c in range(0x
                             "\u202f", "\u205f", "\u3000"]) + \
     r"|u(000[bc]|001[c-f]|0085|00a0|1680|200[0-9a]|202[89f]|205f|3000))"
 FORM_FEED = r"\\f"  # `\f` as JSON writes a form feed (and an escaped backslash before an `f`: more read, never less)
+# A file tool's path input holding a JSON escape (`"file_path": "/workspace\n1000"`): the tool opens the path as one
+# name, escapes and all, where the triggers end a path component at the escape (a shell's word ends at a line break),
+# so `/workspace\n1000`, outside the workspace, read as `/workspace`. The keys: every file tool's
+# (`tool_calls.READ_TOOLS`, `WRITE_TOOLS`) and `pattern` (a glob's), their quotes escaped or not (JSON inside JSON); not
+# `input`, a patch, whose paths are its lines (`*** Update File: x`), read line by line as the triggers read them.
+_PATH_KEYS = sorted((set(READ_TOOLS.values()) | set(WRITE_TOOLS.values()) | {"path", "file_path", "pattern"}) - {"input"})
+ESCAPED_PATH_INPUT = r'\\*"(' + "|".join(_PATH_KEYS) + r')\\*" *: *\\*"([^"\\]|\\+[^"\\])*\\+[bfnrtu]'
 
 # What a tool's output can show that a rule reads (secrets are searched apart): for filesystem_walk, the only rule that
 # judges `actions.output_accesses` (op `seen`), an absolute path outside the safe roots, a `..` component, a listing
@@ -1320,6 +1328,7 @@ FOLD_TRIGGERS = [r"[+%*]", r"(^|[^a-z0-9_]|\\[nrt])r?fr?('|\\\")", r"\[[-+0-9a-z
 # `blocks`): neither log's writer spells such text so, but the model writes an OpenAI tool call's `arguments` itself, as
 # escaped as it likes, and the triggers read the bytes.
 ALWAYS_PARSE = [r"\"kind\": *\"(message|final_answer|model_request)\"", r"\\u(00[2-7][0-9a-f]|013[01]|212a|017f)", ODD_BLANK, FORM_FEED,
+                ESCAPED_PATH_INPUT,
                 r"(\"kind\": *\"(" + "|".join(sorted(kind.value for kind in ACTION_KINDS)) + r")\"|tool_use|function_call"
                 r"|tool_calls|input_json_delta|custom_tool_call|local_shell_call)[^\n]*(" + "|".join(FOLD_TRIGGERS) + ")"]
 

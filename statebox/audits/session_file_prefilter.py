@@ -37,7 +37,7 @@ import orjson
 
 from statebox.audits.events import Prefilter
 from statebox.audits.fastmatch import Literals, compile_any, lines_matching_within, match_bounds, matching_lines
-from statebox.audits.rules import FOLD_TRIGGERS, FORM_FEED
+from statebox.audits.rules import ESCAPED_PATH_INPUT, FOLD_TRIGGERS, FORM_FEED
 from statebox.json_text import json_value
 from statebox.schema import ACTION_KINDS, EventKind
 from statebox.sessions import QUIET_CALLS, QUIET_NOTHING, QUIET_RESULTS, QUIET_TEXT, EventDraft, parse_json_line
@@ -57,7 +57,7 @@ CODEX_SPAWN_WORDS = ("spawn_agent", "agent_id")
 def candidate_lines(data: bytes, prefilter: Prefilter, secret: Literals | None, words: tuple[str, ...] = ()) -> set[int]:
     """1-based numbers of the lines of `data` read as candidates: a static or output trigger, a secret value, an
     odd escape, a number of 19 digits, one of `words` (any case). Searched in one RE2 pass."""
-    extra = (ODD_ESCAPE, LONG_DIGITS, FORM_FEED, *(re.escape(word) for word in words))  # ODD_BLANK: an output trigger
+    extra = (ODD_ESCAPE, LONG_DIGITS, FORM_FEED, ESCAPED_PATH_INPUT, *(re.escape(word) for word in words))  # ODD_BLANK: an output trigger
     lines = lines_matching_within(prefilter.static_and_output(extra), data)
     if lines is None:  # a match across a newline: each pattern alone (`fastmatch.lines_matching_within` says why)
         lines = matching_lines(prefilter.static, data) | matching_lines(compile_any(list(extra)), data)

@@ -1512,3 +1512,12 @@ def test_divergence_blanks_the_rules_regexes_read(tmp_path, command, fmt):
     else:
         target, items = codex_file(tmp_path, lambda c: c.exec_turn("ls -la", "a.txt") + c.exec_turn(command, "done"))
     assert_flagged_and_same(target, items)
+
+
+@pytest.mark.parametrize("tool,call", [("Read", {"file_path": "/workspace\n1000\n"}), ("Glob", {"pattern": "/workspace\t*"}),
+                                       ("Grep", {"pattern": "k", "path": "/tmp\nx"})])
+def test_divergence_a_file_tool_path_holding_a_line_break(tmp_path, tool, call):
+    """Closed (`rules.ESCAPED_PATH_INPUT` makes the line a candidate): as for run folders
+    (test_fast_path_differential.test_attack_a_file_tool_path_holding_a_line_break)."""
+    target, items = claude_file(tmp_path, lambda c: c.bash("ls -la", "a.txt") + c.turn(tool, dict(call), "ok") + answered(c))
+    assert_flagged_and_same(target, items, "filesystem_walk")
