@@ -95,7 +95,9 @@ PLACES: dict[str, Judge] = {
     "run_command_events_only": _run_folder(lambda s: Turn("x", {"command": s}, "done", in_gateway=False)),
     "run_output": _run_folder(lambda s: Turn("x", {"command": "sh /tmp/look.sh"}, s)),
     "run_output_gateway_only": _run_folder(lambda s: Turn("x", {"command": "sh /tmp/look.sh"}, s, in_events=False)),
+    "run_read_gateway_only": _run_folder(lambda s: Turn("x", {"file_path": s}, "ok", tool="Read", in_events=False)),
     "claude_command": _claude(lambda c, s: c.bash(s, "done")),
+    "claude_read": _claude(lambda c, s: c.turn("Read", {"file_path": s}, "ok")),
     "claude_output": _claude(lambda c, s: c.bash("sh /tmp/look.sh", s)),
     "claude_text": _claude(lambda c, s: [c.assistant([c.text(s)])] + c.bash("ls", "a.txt")),
     "claude_answer": _claude(lambda c, s: [c.assistant([c.text(s)])], end=lambda c: []),  # the last text is the answer
@@ -103,9 +105,10 @@ PLACES: dict[str, Judge] = {
     "codex_output": _codex(lambda c, s: c.exec_turn("sh /tmp/look.sh", s)),
     "codex_text": _codex(lambda c, s: [c.message("assistant", s), c.event("agent_message", message=s)] + c.exec_turn("ls", "a.txt")),
 }
-# the few every CI chunk runs for each literal (a command in each format); the others, for the flagged ones
-FIRST = ("run_command", "run_command_gateway_only", "claude_command", "codex_command")
-COMMANDS = FIRST + ("run_command_responses", "run_command_responses_gateway_only")  # where a flagged command's mutations go
+# the few every CI chunk runs for each literal (a command in each format, a path a file tool opens); the others, for the
+# flagged ones
+FIRST = ("run_command", "run_command_gateway_only", "claude_command", "codex_command", "run_read_gateway_only", "claude_read")
+COMMANDS = FIRST[:4] + ("run_command_responses", "run_command_responses_gateway_only")  # where a flagged command's mutations go
 
 MUTATIONS: dict[str, Callable[[str], str]] = {
     "line_break_before": lambda s: "cd /tmp\n" + s,

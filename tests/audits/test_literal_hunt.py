@@ -1,9 +1,8 @@
 """The literal hunt in CI (literal_hunt.py says what and why): every string literal of the test suite as a later command
-in a run folder (events.jsonl and gateway log, and the gateway log alone), a Claude Code file and a Codex rollout, read
-by the fast path and by `--full`; a literal `--full` flags as a command is also put in every place (outputs, agent
-text), and its mutations (a tab for each space, a line break or a wrapper before, folding letters) in every command
-place. The fast path must
-give the same verdicts and findings everywhere.
+in a run folder (events.jsonl and gateway log, and the gateway log alone), a Claude Code file and a Codex rollout, and
+as a path Read opens, read by the fast path and by `--full`; a literal `--full` flags as a command is also put in
+every place (outputs, agent text), and its mutations (a tab for each space, a line break or a wrapper before, folding
+letters) in every command place. The fast path must give the same verdicts and findings everywhere.
 
 Split in CHUNKS by the literal's place in the sorted list, so xdist spreads it; the literals are those of this
 checkout's tests, so the hunt grows with the suite.
@@ -33,7 +32,8 @@ def test_the_hunt_has_literals_and_places():
 @pytest.mark.slow
 @pytest.mark.parametrize("chunk", range(CHUNKS))
 def test_every_literal_reads_the_same_both_ways(chunk: int):
-    """A literal in the four command places; one --full flags there, in every place, and its mutations as commands."""
+    """A literal in the FIRST places (a command in each format, a path Read opens); one --full flags as a command, in
+    every place, and its mutations as commands."""
     texts = LITERALS[chunk::CHUNKS]
     flagged = [text for text in texts if literal_hunt.flagged_by_full(text)]
     mutated = list(dict.fromkeys(mutate(text) for text in flagged for mutate in literal_hunt.MUTATIONS.values()))
