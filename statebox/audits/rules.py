@@ -1327,8 +1327,8 @@ FOLD_TRIGGERS = [r"[+%*]", r"(^|[^a-z0-9_]|\\[nrt])r?fr?('|\\\")", r"\[[-+0-9a-z
 # of printable ASCII or of a character Python's `re.I` reads as an ASCII letter (`\u0065nv` is `env`, `bloc\u212as` holds
 # `blocks`): neither log's writer spells such text so, but the model writes an OpenAI tool call's `arguments` itself, as
 # escaped as it likes, and the triggers read the bytes.
-ALWAYS_PARSE = [r"\"kind\": *\"(message|final_answer|model_request)\"", r"\\u(00[2-7][0-9a-f]|013[01]|212a|017f)", ODD_BLANK, FORM_FEED,
-                ESCAPED_PATH_INPUT,
+ALWAYS_PARSE = [r"\"kind\": *\"(message|final_answer|model_request)\"",
+                r"\\u(00[2-7][0-9a-f]|013[01]|212a|017f)", ODD_BLANK, FORM_FEED, ESCAPED_PATH_INPUT,
                 r"(\"kind\": *\"(" + "|".join(sorted(kind.value for kind in ACTION_KINDS)) + r")\"|tool_use|function_call"
                 r"|tool_calls|input_json_delta|custom_tool_call|local_shell_call)[^\n]*(" + "|".join(FOLD_TRIGGERS) + ")"]
 

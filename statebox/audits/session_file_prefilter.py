@@ -21,7 +21,8 @@ finding by what it holds, so its tool calls, tool results and model text need no
 - a line holding a JSON escape no writer of these files uses (`\\uXXXX` of a printable or non-ASCII character, or of a
   control character they write short, `\\/`) is read: the triggers are written for the bytes Claude Code, Codex and
   statebox write, where such text is plain; so is a line holding a 19-digit number, which orjson and json may read
-  apart (the full reading asks json).
+  apart (the full reading asks json), a blank Python's `\\s` takes and no shell does (`rules.ODD_BLANK`, `\\f`), or a
+  file tool's path holding an escape (`rules.ESCAPED_PATH_INPUT`: the tool opens `/workspace\\n1` as one name).
 
 Each line not read as a candidate is still parsed (orjson, ~0.17 s per 100 MB), to be told by its shape; what is
 skipped is turning it into events, reading its commands, deriving places and judging. `statebox audit --full` reads
@@ -55,9 +56,10 @@ CODEX_SPAWN_WORDS = ("spawn_agent", "agent_id")
 
 
 def candidate_lines(data: bytes, prefilter: Prefilter, secret: Literals | None, words: tuple[str, ...] = ()) -> set[int]:
-    """1-based numbers of the lines of `data` read as candidates: a static or output trigger, a secret value, an
-    odd escape, a number of 19 digits, one of `words` (any case). Searched in one RE2 pass."""
-    extra = (ODD_ESCAPE, LONG_DIGITS, FORM_FEED, ESCAPED_PATH_INPUT, *(re.escape(word) for word in words))  # ODD_BLANK: an output trigger
+    """1-based numbers of the lines of `data` read as candidates: a static or output trigger (`rules.ODD_BLANK` among
+    them), a secret value, an odd escape, a form feed (`\\f`), a file tool's path holding an escape
+    (`rules.ESCAPED_PATH_INPUT`), a number of 19 digits, one of `words` (any case). Searched in one RE2 pass."""
+    extra = (ODD_ESCAPE, LONG_DIGITS, FORM_FEED, ESCAPED_PATH_INPUT, *(re.escape(word) for word in words))
     lines = lines_matching_within(prefilter.static_and_output(extra), data)
     if lines is None:  # a match across a newline: each pattern alone (`fastmatch.lines_matching_within` says why)
         lines = matching_lines(prefilter.static, data) | matching_lines(compile_any(list(extra)), data)
