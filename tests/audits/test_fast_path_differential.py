@@ -605,6 +605,12 @@ def honest(t: int = 0) -> Turn:
     return Turn(THOUGHTS[t % 3], {"command": f"python3 /workspace/count.py --stride {t + 1}"}, f"blobs={t + 3}")
 
 
+def later_command(tmp_path: Path, command: str, where: str, **kw: Any) -> Path:
+    """An attempt whose shell `command` runs between two honest turns, after the first action (always read), recorded
+    in both logs (`where` "both") or in the gateway log alone; `kw` as `session` takes them."""
+    return session(tmp_path, [honest(0), Turn("", {"command": command}, "done", in_events=where == "both"), honest(1)], **kw)
+
+
 @pytest.mark.parametrize("fmt", ["anthropic", "responses", "chat"])
 @pytest.mark.parametrize("usage", [True, False])
 @pytest.mark.parametrize("long", [True, False])
@@ -1181,7 +1187,7 @@ def test_attack_a_name_a_program_builds_at_run_time(tmp_path, spelling, where):
     folds it (`runtime_names`) and flags it; the fast path keeps an action line holding what a program builds a name
     by (`rules.FOLD_TRIGGERS`), in events.jsonl and in the gateway's replies."""
     command, category = BUILT_AT_RUN_TIME[spelling]
-    folder = session(tmp_path, [honest(0), Turn("", {"command": command}, "done", in_events=where == "both"), honest(1)])
+    folder = later_command(tmp_path, command, where)
     assert_flagged_and_same(folder, category)
 
 
@@ -1211,7 +1217,7 @@ def test_attack_a_command_naming_the_model_gateway(tmp_path, fmt, where, command
     (high) on the full path (`rules.rule_network`, GATEWAY_ENDPOINT over the action's text); the fast path never read
     the line: no network trigger held those names (found by running every string literal of the test suite through
     both readings as a command). GATEWAY_ENDPOINT is now one of the network rule's triggers."""
-    folder = session(tmp_path, [honest(0), Turn("", {"command": command}, "done", in_events=where == "both"), honest(1)], fmt=fmt)
+    folder = later_command(tmp_path, command, where, fmt=fmt)
     assert_flagged_and_same(folder, "network")
 
 
@@ -1222,7 +1228,7 @@ def test_attack_a_network_tool_after_a_line_break(tmp_path, where, command):
     """A network tool named right after a line break or tab of the command: JSON writes it `\\n` / `\\t`, so the byte
     before the name is a letter and the trigger's edge (`[^a-z0-9_.-]`) did not hold; the full path reads the command's
     words (`network attempt via host`). The edge now also takes a JSON escape, as the other triggers' edges do."""
-    folder = session(tmp_path, [honest(0), Turn("", {"command": command}, "done", in_events=where == "both"), honest(1)])
+    folder = later_command(tmp_path, command, where)
     assert_flagged_and_same(folder, "network")
 
 
@@ -1241,7 +1247,7 @@ def test_attack_a_command_the_shell_reads_apart_from_its_bytes(tmp_path, spellin
     through both readings: words apart by a tab (`pip\\tinstall`: the trigger wanted spaces), `set` run by `trap`
     (followed by an operand of trap's, so not `set` alone to the trigger) were flagged by the full reading and never read by the fast one."""
     command, category = SPELLED_APART[spelling]
-    folder = session(tmp_path, [honest(0), Turn("", {"command": command}, "done", in_events=where == "both"), honest(1)])
+    folder = later_command(tmp_path, command, where)
     assert_flagged_and_same(folder, category)
 
 
@@ -1293,8 +1299,7 @@ def test_attack_blanks_the_rules_regexes_read(tmp_path, spelling, where):
     VT, FF, U+001C-U+001F, U+0085, U+00A0, U+2000-U+200A, U+3000...) and the triggers took a space; and no trigger
     held `HF_HUB_CACHE`. Now the cache triggers take a tab or line break between words, and a line holding any of
     the other blanks is always read (`rules.ODD_BLANK`, `FORM_FEED`)."""
-    folder = session(tmp_path, [honest(0), Turn("", {"command": BLANKS_PYTHON_READS[spelling]}, "done",
-                                               in_events=where == "both"), honest(1)])
+    folder = later_command(tmp_path, BLANKS_PYTHON_READS[spelling], where)
     assert_flagged_and_same(folder)
 
 

@@ -936,6 +936,13 @@ def answered(c: Claude, text: str = "ANSWER: 4") -> list[dict]:
     return [c.assistant([c.thinking("Done.")]), c.assistant([c.text(text)])]
 
 
+def later_command_file(tmp_path: Path, fmt: str, command: str) -> tuple[Path, dict[str, external.SessionFacts]]:
+    """A Claude Code file (`fmt` "claude") or a Codex rollout whose shell `command` runs after a first call (always read)."""
+    if fmt == "claude":
+        return claude_file(tmp_path, lambda c: c.bash("ls -la", "a.txt") + c.bash(command, "done") + answered(c))
+    return codex_file(tmp_path, lambda c: c.exec_turn("ls -la", "a.txt") + c.exec_turn(command, "done"))
+
+
 def lines_with(word: bytes, change: Callable[[bytes], bytes]) -> Edit:
     return lambda lines: [change(line) if word in line else line for line in lines]
 
@@ -1283,10 +1290,7 @@ def test_divergence_a_name_a_program_builds_at_run_time(tmp_path, spelling, fmt)
     not `+`, `.join(`, `.format(`, `%`) and no secret value (only pieces of it): clean. The same commands in a run
     folder's events.jsonl or gateway log diverge there too (the command shapes of `os.system('e' + 'nv')` at least)."""
     cmd = BUILT[spelling]
-    if fmt == "claude":
-        target, items = claude_file(tmp_path, lambda c: c.bash("ls -la", "a.txt") + c.bash(cmd, "done") + answered(c))
-    else:
-        target, items = codex_file(tmp_path, lambda c: c.exec_turn("ls -la", "a.txt") + c.exec_turn(cmd, "done"))
+    target, items = later_command_file(tmp_path, fmt, cmd)
     assert_flagged_and_same(target, items)
 
 
@@ -1475,10 +1479,7 @@ def test_divergence_the_model_gateway_or_a_network_tool_after_a_line_break(tmp_p
     the full path and was never read on the fast one; so was a network tool after an escaped line break or tab
     (`\\nhost`: a letter before the name). The Claude lines here were candidates all along, hiding it: the builder
     gave every assistant line a 19-digit id (`claude_id` says why no longer)."""
-    if fmt == "claude":
-        target, items = claude_file(tmp_path, lambda c: c.bash("ls -la", "a.txt") + c.bash(command, "done") + answered(c))
-    else:
-        target, items = codex_file(tmp_path, lambda c: c.exec_turn("ls -la", "a.txt") + c.exec_turn(command, "done"))
+    target, items = later_command_file(tmp_path, fmt, command)
     assert_flagged_and_same(target, items, "network")
 
 
@@ -1491,10 +1492,7 @@ def test_divergence_a_command_the_shell_reads_apart_from_its_bytes(tmp_path, com
     """Closed (the triggers take a tab or CR between words, spelled once or twice escaped, and `trap`): found by
     mutating every string the full reading flags (tabs for spaces, a wrapper, a line break before) and running both
     readings; as for run folders (test_fast_path_differential.SPELLED_APART)."""
-    if fmt == "claude":
-        target, items = claude_file(tmp_path, lambda c: c.bash("ls -la", "a.txt") + c.bash(command, "done") + answered(c))
-    else:
-        target, items = codex_file(tmp_path, lambda c: c.exec_turn("ls -la", "a.txt") + c.exec_turn(command, "done"))
+    target, items = later_command_file(tmp_path, fmt, command)
     assert_flagged_and_same(target, items)
 
 
@@ -1507,10 +1505,7 @@ BLANKS_PYTHON_READS = ["echo $HF_HUB_CACHE", "pip\ncache list", "pip\x85cache li
 def test_divergence_blanks_the_rules_regexes_read(tmp_path, command, fmt):
     """Closed (`rules.ODD_BLANK` and `FORM_FEED` make a line a candidate; the cache triggers take escaped blanks and
     `hf_hub_cache`): as for run folders (test_fast_path_differential.BLANKS_PYTHON_READS)."""
-    if fmt == "claude":
-        target, items = claude_file(tmp_path, lambda c: c.bash("ls -la", "a.txt") + c.bash(command, "done") + answered(c))
-    else:
-        target, items = codex_file(tmp_path, lambda c: c.exec_turn("ls -la", "a.txt") + c.exec_turn(command, "done"))
+    target, items = later_command_file(tmp_path, fmt, command)
     assert_flagged_and_same(target, items)
 
 
