@@ -21,11 +21,13 @@ log where it has them (an Inspect sample's metadata and input, an ATIF trajector
 names a field: the auditor's own facts over the log's.
 
 statebox's own exports (`statebox export`) lack what only the run folder holds: the decoys' paths and
-canaries (secret facts), the original video name, and the host's atime snapshot of the decoys. Their
-audit re-judges every action in the export, and takes from the verdict the export recorded only the
-findings it cannot re-judge for want of those facts (`honeytoken` and `original_filename` findings,
-and host evidence with no event), each marked `recorded by the run`. Carried findings can only raise a
-verdict, never lower one, and a log that is not a statebox export has none to carry.
+canaries (secret facts), the original video name, the host's atime snapshot of the decoys, and the
+witness logs (an export is the attempt's events.jsonl as a conversation: an action the gateway alone
+saw, which an agent can leave out of its own log, is not in it; nor is an output past the export's cap).
+Their audit re-judges every action in the export, and takes from the verdict the export recorded each
+finding it does not make again (no re-judged finding of its category and severity), marked `recorded by
+the run`. Carried findings can only raise a verdict, never lower one, and a log that is not
+a statebox export has none to carry.
 
 Every file is hostile: opened without following links, regular files only, under a size cap; an Inspect log
 is also admitted before inspect_ai reads it (`inspect_admission`: zip bombs, entry counts, references).
@@ -53,8 +55,9 @@ from statebox.audits import session_file_prefilter
 from statebox.audits.events import AttemptFacts, AuditLog, FactNotText, Prefilter, new_event, session_log, sniff_object
 from statebox.audits.fastmatch import Literals
 from statebox.audits.findings_shown import shown_indexes
+from statebox.audits.rules import run_rules
 from statebox.audits.session_limits import cut_to_lines, past_bytes, past_steps
-from statebox.audits.verdict import AuditedAttempt, audit_run, default_prefilter, verdict_of
+from statebox.audits.verdict import AuditedAttempt, audit_run, default_prefilter, verdict_from
 from statebox.audits.workers import workers
 from statebox.collector import collector_paused
 from statebox.errors import DataError, UserError
@@ -968,26 +971,33 @@ def inspect_sessions(path: Path, log: "EvalLog | None" = None) -> Iterator[Exter
 AUDIT_SCORER = "statebox_audit"
 
 
-def carried_findings(session: ExternalSession) -> list[Finding]:
-    """The findings a statebox export recorded that this audit cannot re-judge without the run's secret
-    facts or host evidence (see the module docstring), marked as carried."""
-    facts = session.log.facts
+def carried_findings(session: ExternalSession, rejudged: list[Finding]) -> list[Finding]:
+    """The findings a statebox export recorded that its audit did not make again from the export's own actions
+    (`rejudged`: no finding of the same category and severity), marked as carried, one per category and severity.
+
+    Why every such finding and not only those wanting the run's secret facts or host evidence: an export holds the
+    attempt's events.jsonl alone. A cheat the gateway log alone witnessed (the agent left it out of its own log) was
+    contaminated in the run folder and clean in every export of it (tests/audits/export_hunt.py found it); what the
+    export lost is unknown to its reader, what the run found is recorded. So the export's verdict holds every category
+    and severity the run's did: carried findings only add (a finding the export's actions make again is not carried
+    twice), and they can only raise a verdict."""
+    made = {(finding.category, finding.severity) for finding in rejudged}
     out: list[Finding] = []
     for raw in session.recorded or []:
         if not isinstance(raw, dict):
             continue
-        category, event = raw.get("category"), raw.get("event")
-        lacking = (category == "honeytoken" and not (facts.honeytoken_paths or facts.honeytoken_values)) \
-            or (category == "original_filename" and not facts.original_name) or event is None
-        if not lacking:
-            continue
-        where = f"; run event {event}" if event is not None else "; host evidence"
         try:
-            out.append(Finding.model_validate({"category": category, "severity": raw.get("severity"), "event": None,
-                                               "quote": str(raw.get("quote") or "")[:200],
-                                               "rule": f"{CARRIED_PREFIX}: {raw.get('rule') or category}{where}"}))
+            found = Finding.model_validate({"category": raw.get("category"), "severity": raw.get("severity"),
+                                            "event": None, "quote": str(raw.get("quote") or "")[:200]})
         except ValidationError:
             continue  # not a finding statebox writes: nothing to carry
+        if (found.category, found.severity) in made:
+            continue
+        made.add((found.category, found.severity))
+        event = raw.get("event")
+        where = f"; run event {event}" if event is not None else "; host evidence"
+        found.rule = f"{CARRIED_PREFIX}: {raw.get('rule') or found.category}{where}"
+        out.append(found)
     return out
 
 
@@ -1048,12 +1058,13 @@ def load_sessions(target: Path, fmt: str | None = None, items: dict[str, Session
 def audit_session(session: ExternalSession, policy: Any, items: dict[str, SessionFacts],
                   flags: SessionFacts | None = None) -> AuditedAttempt:
     with_facts(session, items, flags)
-    carried = carried_findings(session)
-    verdict = verdict_of(session.log, policy, carried)
+    rejudged = run_rules(session.log)
+    carried = carried_findings(session, rejudged)
+    verdict = verdict_from(session.log.facts.attempt_id, rejudged + carried, policy)
     notes = []
     if carried:
         notes.append(f"{len(carried)} finding(s) carried from the export's recorded verdict: the export holds "
-                     "no decoy paths, canaries, original name or atime snapshot to judge them again")
+                     "no decoy paths, canaries, original name, atime snapshot or witness log to judge them again")
     facts = session.log.facts
     return AuditedAttempt(session.name, facts.agent, facts.item_id, verdict, session.log, notes)
 

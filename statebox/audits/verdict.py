@@ -58,9 +58,13 @@ def action_for(label: str, policy: Any = None) -> str:
 
 
 def verdict_of(log: AuditLog, policy: Any = None, extra: list[Finding] | None = None) -> Verdict:
-    findings = run_rules(log) + list(extra or [])
+    return verdict_from(log.facts.attempt_id, run_rules(log) + list(extra or []), policy)
+
+
+def verdict_from(attempt_id: str, findings: list[Finding], policy: Any = None) -> Verdict:
+    """The verdict these findings make (`label_of`) and the policy's action for it."""
     label = label_of(findings)
-    return Verdict(attempt_id=log.facts.attempt_id, verdict=label, findings=findings, action=action_for(label, policy))
+    return Verdict(attempt_id=attempt_id, verdict=label, findings=findings, action=action_for(label, policy))
 
 
 def _with_second_pass(verdict: Verdict, log: AuditLog, policy: Any, attempt_dir: Path) -> Verdict:
@@ -70,9 +74,7 @@ def _with_second_pass(verdict: Verdict, log: AuditLog, policy: Any, attempt_dir:
     extra = second_pass(log, verdict.findings, policy, cache_dir=attempt_dir)
     if not extra:
         return verdict
-    findings = verdict.findings + extra
-    label = label_of(findings)
-    return Verdict(attempt_id=verdict.attempt_id, verdict=label, findings=findings, action=action_for(label, policy))
+    return verdict_from(verdict.attempt_id, verdict.findings + extra, policy)
 
 
 def audit_log(log: AuditLog, policy: Any = None) -> Verdict:

@@ -61,10 +61,9 @@ Verdicts = Any  # each writer's judge gives its own row shape; only equality is 
 Judge = Callable[[Path, list[str]], tuple[Verdicts, Verdicts]]
 
 
-def _run_folder(turn: Callable[[str], Any], **kw: Any) -> Judge:
+def _run_folder(place: str) -> Judge:
     def judge(root: Path, texts: list[str]) -> tuple[Verdicts, Verdicts]:
-        folder = run_folder.session(root, [run_folder.honest(0)] + [turn(text) for text in texts], **kw)
-        return run_folder.both(folder)
+        return run_folder.both(run_session(root, place, texts))
     return judge
 
 
@@ -83,19 +82,32 @@ def _codex(rows: Callable[[Any, str], list[dict]]) -> Judge:
 
 
 Turn = run_folder.Turn
-# where each text stands, in which log: a later command, what a tool printed, the agent's text (each text a turn of its
-# own, after the first action, which is always read)
-PLACES: dict[str, Judge] = {
-    "run_command": _run_folder(lambda s: Turn("x", {"command": s}, "done")),
-    "run_command_gateway_only": _run_folder(lambda s: Turn("x", {"command": s}, "done", in_events=False)),
-    "run_command_responses": _run_folder(lambda s: Turn("x", {"command": s}, "done"), fmt="responses"),
+# where each text stands in a run folder: a later command, what a tool printed, a path Read opens (each text a turn of
+# its own, after the first action, which is always read) -> (the turn holding a text, `run_folder.session`'s options)
+RUN_PLACES: dict[str, tuple[Callable[[str], Any], dict[str, Any]]] = {
+    "run_command": (lambda s: Turn("x", {"command": s}, "done"), {}),
+    "run_command_gateway_only": (lambda s: Turn("x", {"command": s}, "done", in_events=False), {}),
+    "run_command_responses": (lambda s: Turn("x", {"command": s}, "done"), {"fmt": "responses"}),
     # an OpenAI call's arguments are JSON inside the reply's JSON, escaped as the model likes: the gateway log alone
-    "run_command_responses_gateway_only": _run_folder(lambda s: Turn("x", {"command": s}, "done", in_events=False), fmt="responses"),
-    "run_command_chat_gateway_only": _run_folder(lambda s: Turn("x", {"command": s}, "done", in_events=False), fmt="chat"),
-    "run_command_events_only": _run_folder(lambda s: Turn("x", {"command": s}, "done", in_gateway=False)),
-    "run_output": _run_folder(lambda s: Turn("x", {"command": "sh /tmp/look.sh"}, s)),
-    "run_output_gateway_only": _run_folder(lambda s: Turn("x", {"command": "sh /tmp/look.sh"}, s, in_events=False)),
-    "run_read_gateway_only": _run_folder(lambda s: Turn("x", {"file_path": s}, "ok", tool="Read", in_events=False)),
+    "run_command_responses_gateway_only": (lambda s: Turn("x", {"command": s}, "done", in_events=False), {"fmt": "responses"}),
+    "run_command_chat_gateway_only": (lambda s: Turn("x", {"command": s}, "done", in_events=False), {"fmt": "chat"}),
+    "run_command_events_only": (lambda s: Turn("x", {"command": s}, "done", in_gateway=False), {}),
+    "run_output": (lambda s: Turn("x", {"command": "sh /tmp/look.sh"}, s), {}),
+    "run_output_gateway_only": (lambda s: Turn("x", {"command": "sh /tmp/look.sh"}, s, in_events=False), {}),
+    "run_read_gateway_only": (lambda s: Turn("x", {"file_path": s}, "ok", tool="Read", in_events=False), {}),
+}
+
+
+def run_session(root: Path, place: str, texts: list[str], name: str = "a") -> Path:
+    """The attempt folder `root/name` of RUN_PLACES' `place` holding `texts`, each a turn of its own after the first
+    action."""
+    turn, kw = RUN_PLACES[place]
+    return run_folder.session(root, [run_folder.honest(0)] + [turn(text) for text in texts], name=name, **kw)
+
+
+# the same places and the CLIs' files': a later command, what a tool printed, the agent's text
+PLACES: dict[str, Judge] = {
+    **{name: _run_folder(name) for name in RUN_PLACES},
     "claude_command": _claude(lambda c, s: c.bash(s, "done")),
     "claude_read": _claude(lambda c, s: c.turn("Read", {"file_path": s}, "ok")),
     "claude_output": _claude(lambda c, s: c.bash("sh /tmp/look.sh", s)),

@@ -8,11 +8,12 @@ first item of two generated families.
 
 How decoy evidence travels: an export holds neither the decoys' paths and canaries (the run's secret
 facts) nor the host's atime snapshot. Auditing an export re-judges every action in it; the findings it
-cannot re-judge for want of those facts (`honeytoken`, `original_filename`, host evidence) are carried
-from the verdict the export recorded, marked `recorded by the run` (audits/external.py). The cheater's
-own commands show the cheating, so its verdict is contaminated either way; the test also checks that
-the carried findings are exactly those (never a finding the export's actions re-prove) and that the
-re-judged findings agree with the run's.
+does not make again (here those wanting those facts: `honeytoken`, `original_filename`, host evidence)
+are carried from the verdict the export recorded, marked `recorded by the run` (audits/external.py;
+export_hunt.py hunts the rest, a cheat the gateway alone saw among them). The cheater's own commands
+show the cheating, so its verdict is contaminated either way; the test also checks that the carried
+findings are exactly those (never a finding the export's actions re-prove) and that the re-judged
+findings agree with the run's.
 """
 
 from __future__ import annotations

@@ -1,0 +1,64 @@
+"""The export hunt in CI (export_hunt.py says what and why): every string literal of the test suite in every place of a
+run folder (a later command in each API's gateway log, with and without events.jsonl; an output; a path Read opens),
+exported to Inspect (JSON and `.eval`) and ATIF, and each export audited: its verdict, categories and severities must
+be the run folder's. Plus the case it found, alone, and the two sides of the rule that closed it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import export_hunt  # noqa: E402
+import literal_hunt  # noqa: E402
+
+from statebox.audits.external import CARRIED_PREFIX, audit_path  # noqa: E402
+
+CHUNKS = 8
+LITERALS = literal_hunt.test_suite_literals()
+CHEAT = "cat /data/annotations/answers.csv"
+
+
+def _export_rows(tmp_path: Path, place: str, texts: list[str], as_export: bool = True) -> dict[str, list]:
+    folder = literal_hunt.run_session(tmp_path / "attempts", place, texts, name="attempt0000")
+    export_hunt.write_exports([folder], tmp_path, as_export=as_export)
+    return {name: [row.row.verdict for row in audit_path(tmp_path / name, None)] for name in export_hunt.EXPORTS}
+
+
+def test_a_cheat_only_the_gateway_saw_is_carried_into_every_export(tmp_path):
+    """The agent left its cheat out of events.jsonl; the run folder's gateway log holds it, an export does not. Each
+    export's audit is contaminated by the findings the run recorded, each marked as carried (before: clean)."""
+    for name, verdicts in _export_rows(tmp_path, "run_command_gateway_only", [CHEAT]).items():
+        (verdict,) = verdicts
+        assert verdict.verdict == "contaminated", name
+        assert {(f.category, f.severity) for f in verdict.findings} == {("qa_metadata", "high"), ("filesystem_walk", "medium")}
+        assert all(f.rule.startswith(CARRIED_PREFIX) and f.event is None for f in verdict.findings), name
+
+
+def test_what_the_export_shows_is_judged_again_not_carried(tmp_path):
+    """The same cheat in events.jsonl too: the export's own actions make every finding, none is carried twice."""
+    for name, verdicts in _export_rows(tmp_path, "run_command", [CHEAT]).items():
+        (verdict,) = verdicts
+        assert verdict.verdict == "contaminated", name
+        assert {(f.category, f.severity) for f in verdict.findings} >= {("qa_metadata", "high")}
+        assert not any(f.rule.startswith(CARRIED_PREFIX) for f in verdict.findings), name
+
+
+def test_a_log_that_is_not_a_statebox_export_carries_nothing(tmp_path):
+    """Findings in an Inspect sample's metadata of some other task are text, not a verdict statebox recorded: the
+    actions alone are judged (the ATIF trajectories stay statebox's: they are not part of this case)."""
+    rows = _export_rows(tmp_path, "run_command_gateway_only", [CHEAT], as_export=False)
+    for name in ("inspect.json", "inspect.eval"):
+        (verdict,) = rows[name]
+        assert verdict.verdict == "clean" and not verdict.findings, name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chunk", range(CHUNKS))
+def test_every_literal_audits_the_same_from_each_export(chunk: int):
+    found = export_hunt.differences(LITERALS[chunk::CHUNKS])
+    assert not found, "\n".join(f"{place} -> {export}: {text[:100]!r}\n  run folder {own}\n  export {theirs}"
+                                for place, export, text, own, theirs in found[:20])
