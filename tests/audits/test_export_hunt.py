@@ -1,7 +1,7 @@
 """The export hunt in CI (export_hunt.py says what and why): every string literal of the test suite in every place of a
 run folder (a later command in each API's gateway log, with and without events.jsonl; an output; a path Read opens),
-exported to Inspect (JSON and `.eval`) and ATIF, and each export audited: its verdict, categories and severities must
-be the run folder's. Plus the case it found, alone, and the two sides of the rule that closed it.
+and the mutations of those `--full` flags as commands, exported to Inspect (JSON and `.eval`) and ATIF, and each export
+audited: its verdict, categories and severities must be the run folder's. Plus the case it found, alone, and the two sides of the rule that closed it.
 """
 
 from __future__ import annotations
@@ -59,6 +59,13 @@ def test_a_log_that_is_not_a_statebox_export_carries_nothing(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("chunk", range(CHUNKS))
 def test_every_literal_audits_the_same_from_each_export(chunk: int):
-    found = export_hunt.differences(LITERALS[chunk::CHUNKS])
+    """Every literal in every run-folder place; one `--full` flags as a command also mutated (literal_hunt.MUTATIONS:
+    tabs, line breaks, wrappers, upper case, folding letters: what an export's JSON must carry as it is) in the places
+    the export holds (a command in events.jsonl, in two APIs' gateway logs, and an output)."""
+    texts = LITERALS[chunk::CHUNKS]
+    flagged = [text for text in texts if literal_hunt.flagged_by_full(text)]
+    mutated = list(dict.fromkeys(mutate(text) for text in flagged for mutate in literal_hunt.MUTATIONS.values()))
+    found = export_hunt.differences(texts) + \
+        export_hunt.differences(mutated, ("run_command", "run_command_responses", "run_output"))
     assert not found, "\n".join(f"{place} -> {export}: {text[:100]!r}\n  run folder {own}\n  export {theirs}"
                                 for place, export, text, own, theirs in found[:20])
