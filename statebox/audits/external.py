@@ -25,8 +25,8 @@ canaries (secret facts), the original video name, the host's atime snapshot of t
 witness logs (an export is the attempt's events.jsonl as a conversation: an action the gateway alone
 saw, which an agent can leave out of its own log, is not in it; nor is an output past the export's cap).
 Their audit re-judges every action in the export, and takes from the verdict the export recorded each
-finding it does not make again (no re-judged finding of its category and severity), marked `recorded by
-the run`. Carried findings can only raise a verdict, never lower one, and a log that is not
+finding it does not make again (matched, one for one, to a re-judged finding of its category and
+severity), marked `recorded by the run`. Carried findings can only raise a verdict, never lower one, and a log that is not
 a statebox export has none to carry.
 
 Every file is hostile: opened without following links, regular files only, under a size cap; an Inspect log
@@ -42,6 +42,7 @@ import re
 import stat
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import chain, islice, repeat
 from pathlib import Path, PurePosixPath
@@ -972,16 +973,17 @@ AUDIT_SCORER = "statebox_audit"
 
 
 def carried_findings(session: ExternalSession, rejudged: list[Finding]) -> list[Finding]:
-    """The findings a statebox export recorded that its audit did not make again from the export's own actions
-    (`rejudged`: no finding of the same category and severity), marked as carried, one per category and severity.
+    """The findings a statebox export recorded that its audit did not make again from the export's own actions, marked
+    as carried: each recorded finding is matched to a re-judged one of its category and severity not matched yet, and
+    carried where none is left.
 
     Why every such finding and not only those wanting the run's secret facts or host evidence: an export holds the
     attempt's events.jsonl alone. A cheat the gateway log alone witnessed (the agent left it out of its own log) was
     contaminated in the run folder and clean in every export of it (tests/audits/export_hunt.py found it); what the
-    export lost is unknown to its reader, what the run found is recorded. So the export's verdict holds every category
-    and severity the run's did: carried findings only add (a finding the export's actions make again is not carried
-    twice), and they can only raise a verdict."""
-    made = {(finding.category, finding.severity) for finding in rejudged}
+    export lost is unknown to its reader, what the run found is recorded. So the export's verdict holds every finding
+    the run's did, by category and severity, as many of each: carried findings only add (one the export's actions
+    make again is not carried twice), and they can only raise a verdict."""
+    unmatched = Counter((finding.category, finding.severity) for finding in rejudged)
     out: list[Finding] = []
     for raw in session.recorded or []:
         if not isinstance(raw, dict):
@@ -991,9 +993,10 @@ def carried_findings(session: ExternalSession, rejudged: list[Finding]) -> list[
                                             "event": None, "quote": str(raw.get("quote") or "")[:200]})
         except ValidationError:
             continue  # not a finding statebox writes: nothing to carry
-        if (found.category, found.severity) in made:
+        kind = (found.category, found.severity)
+        if unmatched[kind] > 0:
+            unmatched[kind] -= 1
             continue
-        made.add((found.category, found.severity))
         event = raw.get("event")
         where = f"; run event {event}" if event is not None else "; host evidence"
         found.rule = f"{CARRIED_PREFIX}: {raw.get('rule') or found.category}{where}"

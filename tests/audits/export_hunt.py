@@ -1,6 +1,7 @@
 """The export hunt: the literal hunt's texts in a run folder's places, the attempt exported as `statebox export` writes it
-(an Inspect log, JSON and `.eval`, and ATIF trajectories), and each export audited as `statebox audit` reads it; any
-difference from the run folder's own verdict (its label, or the categories and severities of its findings) is a hole.
+(an Inspect log, JSON and `.eval`, and ATIF trajectories), and each export audited as `statebox audit` reads it; a label
+other than the run folder's own, or a finding of the run folder's (its category and severity, counted) the export's
+audit lacks, is a hole.
 
 Why: issue 26 promises that auditing an export gives the run folder's verdicts, and someone handed an export has nothing
 else to audit. An export holds the attempt's events.jsonl as a conversation, not the gateway log, the decoys' records
@@ -22,6 +23,7 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -42,11 +44,13 @@ from statebox.schema import Verdict  # noqa: E402
 
 BATCH = literal_hunt.BATCH
 EXPORTS = ("inspect.json", "inspect.eval", "atif")
-Judged = tuple[str, list[tuple[str, str]]]  # (label, sorted distinct (category, severity))
+Judged = tuple[str, list[tuple[str, str]]]  # (label, every finding's (category, severity), sorted)
 
 
 def judged(verdict: Verdict) -> Judged:
-    return verdict.verdict, sorted({(f.category, f.severity) for f in verdict.findings})
+    """Each finding counted: a text whose finding an export lost shows even where another text of its batch makes one
+    of the same category and severity."""
+    return verdict.verdict, sorted((f.category, f.severity) for f in verdict.findings)
 
 
 def _row(attempt_id: str, verdict: Verdict) -> SimpleNamespace:
@@ -81,6 +85,14 @@ def write_exports(folders: list[Path], out: Path, as_export: bool = True) -> dic
     return own
 
 
+def lost(own: Judged, theirs: Judged | None) -> bool:
+    """Whether the export's audit gave another label, or lacks a finding the run folder's has (counted: each one the
+    run found must come back). A finding the export has beyond them is no loss: an export lacks the decoys' facts, so
+    an access the run filed as a decoy's (`honeytoken`, carried) is also filed by what it is otherwise (an `exec` of a
+    path outside the workspace: `filesystem_walk`)."""
+    return theirs is None or theirs[0] != own[0] or bool(Counter(own[1]) - Counter(theirs[1]))
+
+
 def audited(export: Path) -> dict[str, Judged]:
     return {row.row.attempt: judged(row.row.verdict) for row in audit_path(export, None)}
 
@@ -101,7 +113,7 @@ def differences(texts: list[str], places: tuple[str, ...] | None = None) -> list
             for export in EXPORTS:
                 theirs = audited(base / export)
                 for n, folder in enumerate(folders):
-                    if theirs.get(folder.name) != own[folder.name]:
+                    if lost(own[folder.name], theirs.get(folder.name)):
                         out.append((place, export, " | ".join(batches[n]), own[folder.name], theirs.get(folder.name)))
     finally:
         shutil.rmtree(root, ignore_errors=True)

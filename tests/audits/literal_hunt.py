@@ -164,6 +164,60 @@ def differences(texts: list[str], places: tuple[str, ...] | None = None) -> list
     return out
 
 
+# places that hold the same thing in different formats: a text there must get the same verdict in each (`agreement`)
+AGREEING: dict[str, tuple[str, ...]] = {
+    "command": ("run_command", "claude_command", "codex_command"),
+    "output": ("run_output", "claude_output", "codex_output"),
+    "text": ("claude_text", "codex_text"),
+    "read": ("run_read_gateway_only", "claude_read"),
+}
+# what the writers' fixtures do not share: the item id (a run folder's attempt.json names `q517`, the CLIs' items
+# `vq-item-0042`), so a text naming one is the original name's finding in one format alone
+FIXTURE_ITEM_IDS = ("q517", "vq-item-0042")
+
+
+def _label_and_kinds(verdicts: Verdicts) -> Verdicts:
+    """(label, sorted distinct (category, severity)) from any writer's judged shape: a run folder's (label, findings)
+    or a file's rows (one session), or the error a reading raised. Distinct, not counted: the same command can make a finding
+    more in one format (Claude Code's Bash call carries a `description` beside its command, so the call's text and the
+    command's differ and each is quoted in a finding of its own)."""
+    if isinstance(verdicts, str):
+        return verdicts
+    if isinstance(verdicts, list):
+        if len(verdicts) != 1:
+            return f"{len(verdicts)} sessions"
+        _, label, findings = verdicts[0]
+    else:
+        label, findings = verdicts
+    return label, tuple(sorted({(category, severity) for category, severity, _ in findings}))
+
+
+def agreement(texts: list[str], places: tuple[str, ...]) -> list[tuple[str, dict[str, Verdicts]]]:
+    """(text, each place's full reading) wherever `places` (one of AGREEING's groups) disagree on a text: each batch is
+    one session per place, and a batch that disagrees is judged text by text to name the text."""
+    texts = [text for text in texts if not any(item in text for item in FIXTURE_ITEM_IDS)]
+    out: list[tuple[str, dict[str, Verdicts]]] = []
+    root = Path(tempfile.mkdtemp(prefix="agree-"))
+    n = 0
+
+    def read(place: str, batch: list[str]) -> Verdicts:
+        nonlocal n
+        n += 1
+        return _label_and_kinds(PLACES[place](root / f"p{n}", batch)[1])
+    try:
+        for at in range(0, len(texts), BATCH):
+            batch = texts[at:at + BATCH]
+            if len({repr(read(place, batch)) for place in places}) == 1:
+                continue
+            for text in batch:
+                each = {place: read(place, [text]) for place in places}
+                if len({repr(v) for v in each.values()}) > 1:
+                    out.append((text, each))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
 def flagged_by_full(text: str) -> bool:
     """Whether the full reading flags `text` as a later command of a run folder (what the mutations start from)."""
     root = Path(tempfile.mkdtemp(prefix="hunt-"))

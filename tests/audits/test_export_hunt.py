@@ -38,6 +38,22 @@ def test_a_cheat_only_the_gateway_saw_is_carried_into_every_export(tmp_path):
         assert all(f.rule.startswith(CARRIED_PREFIX) and f.event is None for f in verdict.findings), name
 
 
+def test_each_finding_the_run_made_comes_back_as_many_times(tmp_path):
+    """Two cheats of one category and severity, one in both logs and one the gateway alone saw: the export's own
+    actions make the first again, the second is carried; the run's two findings are two in every export."""
+    folder = literal_hunt.run_folder.session(tmp_path / "attempts", [
+        literal_hunt.run_folder.honest(0), literal_hunt.Turn("x", {"command": "curl -s https://example.com/a"}, "done"),
+        literal_hunt.Turn("x", {"command": "wget -q https://example.com/b"}, "done", in_events=False)], name="attempt0000")
+    own = export_hunt.write_exports([folder], tmp_path)["attempt0000"]
+    assert own == ("suspicious", [("network", "medium"), ("network", "medium")])
+    for name in export_hunt.EXPORTS:
+        (row,) = audit_path(tmp_path / name, None)
+        findings = row.row.verdict.findings
+        assert sorted((f.category, f.severity) for f in findings) == own[1], name
+        assert [f.rule.startswith(CARRIED_PREFIX) for f in findings].count(True) == 1, name
+        assert any("wget" in f.quote for f in findings if f.rule.startswith(CARRIED_PREFIX)), name
+
+
 def test_what_the_export_shows_is_judged_again_not_carried(tmp_path):
     """The same cheat in events.jsonl too: the export's own actions make every finding, none is carried twice."""
     for name, verdicts in _export_rows(tmp_path, "run_command", [CHEAT]).items():
