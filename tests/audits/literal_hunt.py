@@ -164,11 +164,53 @@ def differences(texts: list[str], places: tuple[str, ...] | None = None) -> list
     return out
 
 
+InspectStep = tuple[str, dict[str, Any] | None, str | None]  # (the assistant's text, a bash call's arguments, its output)
+
+
+def inspect_log(root: Path, steps: list[InspectStep]) -> tuple[Path, dict[str, Any]]:
+    """An Inspect log of another harness (not a statebox export), written by inspect_ai itself: one sample whose
+    assistant calls Inspect's `bash` tool (`cmd`) after the prompt, a first call, then `steps`, then answers; and
+    the items the CLIs' files are audited with (their facts by sample id)."""
+    from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalSample, EvalSpec, write_eval_log
+    from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageTool, ChatMessageUser, ModelOutput
+    from inspect_ai.tool import ToolCall
+
+    messages: list[Any] = [ChatMessageSystem(content="You are a coding agent."), ChatMessageUser(content=cli.PROMPT)]
+    for n, (text, arguments, output) in enumerate([("", {"cmd": "ls -la"}, "a.txt"), *steps, ("ANSWER: 4", None, None)]):
+        calls = [ToolCall(id=f"call_{n}", function="bash", arguments=arguments)] if arguments is not None else None
+        messages.append(ChatMessageAssistant(content=text, tool_calls=calls))
+        if arguments is not None:
+            messages.append(ChatMessageTool(content=output or "", tool_call_id=f"call_{n}", function="bash"))
+    sample = EvalSample(id=cli.SID, epoch=1, input=cli.PROMPT, target="4", messages=messages,
+                        output=ModelOutput.from_content("openai/gpt-5", "ANSWER: 4"))
+    root.mkdir(parents=True)
+    path = root / "log.json"
+    write_eval_log(EvalLog(eval=EvalSpec(created="2027-01-15T08:00:00+00:00", task="video_qa", dataset=EvalDataset(),
+                                         model="openai/gpt-5", config=EvalConfig()), status="success", samples=[sample]),
+                   str(path), format="json")
+    return path, cli.write_items(root, [cli.items_line(cli.SID)])
+
+
+def _inspect(steps: Callable[[str], list[InspectStep]]) -> Judge:
+    """An Inspect log holding the texts (`steps` of each), read in full (an Inspect log has no other reading)."""
+    def judge(root: Path, texts: list[str]) -> tuple[Verdicts, Verdicts]:
+        target, items = inspect_log(root, [step for text in texts for step in steps(text)])
+        rows = cli.judged(target, items, True)
+        return rows, rows
+    return judge
+
+
+# The agreement check's places beyond PLACES (no fast path to hunt in them): other harnesses' logs
+OTHER_PLACES: dict[str, Judge] = {
+    "inspect_command": _inspect(lambda s: [("", {"cmd": s}, "done")]),
+    "inspect_output": _inspect(lambda s: [("", {"cmd": "sh /tmp/look.sh"}, s)]),
+    "inspect_text": _inspect(lambda s: [(s, None, None), ("", {"cmd": "ls"}, "a.txt")]),
+}
 # places that hold the same thing in different formats: a text there must get the same verdict in each (`agreement`)
 AGREEING: dict[str, tuple[str, ...]] = {
-    "command": ("run_command", "claude_command", "codex_command"),
-    "output": ("run_output", "claude_output", "codex_output"),
-    "text": ("claude_text", "codex_text"),
+    "command": ("run_command", "claude_command", "codex_command", "inspect_command"),
+    "output": ("run_output", "claude_output", "codex_output", "inspect_output"),
+    "text": ("claude_text", "codex_text", "inspect_text"),
     "read": ("run_read_gateway_only", "claude_read"),
 }
 # what the writers' fixtures do not share: the item id (a run folder's attempt.json names `q517`, the CLIs' items
@@ -192,10 +234,12 @@ def _label_and_kinds(verdicts: Verdicts) -> Verdicts:
     return label, tuple(sorted({(category, severity) for category, severity, _ in findings}))
 
 
-def agreement(texts: list[str], places: tuple[str, ...]) -> list[tuple[str, dict[str, Verdicts]]]:
+def agreement(texts: list[str], places: tuple[str, ...],
+              leave_out: tuple[str, ...] = FIXTURE_ITEM_IDS) -> list[tuple[str, dict[str, Verdicts]]]:
     """(text, each place's full reading) wherever `places` (one of AGREEING's groups) disagree on a text: each batch is
-    one session per place, and a batch that disagrees is judged text by text to name the text."""
-    texts = [text for text in texts if not any(item in text for item in FIXTURE_ITEM_IDS)]
+    one session per place, and a batch that disagrees is judged text by text to name the text. A text naming one of
+    `leave_out` in any case (the rules read ids case-blind) is left out."""
+    texts = [text for text in texts if not any(item in text.lower() for item in leave_out)]
     out: list[tuple[str, dict[str, Verdicts]]] = []
     root = Path(tempfile.mkdtemp(prefix="agree-"))
     n = 0
@@ -203,7 +247,7 @@ def agreement(texts: list[str], places: tuple[str, ...]) -> list[tuple[str, dict
     def read(place: str, batch: list[str]) -> Verdicts:
         nonlocal n
         n += 1
-        return _label_and_kinds(PLACES[place](root / f"p{n}", batch)[1])
+        return _label_and_kinds({**PLACES, **OTHER_PLACES}[place](root / f"p{n}", batch)[1])
     try:
         for at in range(0, len(texts), BATCH):
             batch = texts[at:at + BATCH]
