@@ -46,7 +46,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from itertools import chain, islice, repeat
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
@@ -64,7 +64,7 @@ from statebox.collector import collector_paused
 from statebox.errors import DataError, UserError
 from statebox.json_text import decoded_lines, json_value, jsonl_lines, line_loads
 from statebox.replace_file import replacing_by_name
-from statebox.schema import Event, EventKind, Finding
+from statebox.schema import Event, EventKind, Finding, FindingCategory, Severity
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl
 from statebox.sessions import atif_trajectory, claude_session, codex_rollout, inspect_sample
 from statebox.sessions.shapes import list_of, object_at
@@ -972,36 +972,55 @@ def inspect_sessions(path: Path, log: "EvalLog | None" = None) -> Iterator[Exter
 AUDIT_SCORER = "statebox_audit"
 
 
-def carried_findings(session: ExternalSession, rejudged: list[Finding]) -> list[Finding]:
+CARRIED_PER_KIND = 100  # recorded findings of one category and severity carried at most (a hostile export can list millions)
+
+
+def carried_findings(session: ExternalSession, rejudged: list[Finding]) -> tuple[list[Finding], int]:
     """The findings a statebox export recorded that its audit did not make again from the export's own actions, marked
-    as carried: each recorded finding is matched to a re-judged one of its category and severity not matched yet, and
-    carried where none is left.
+    as carried, and how many more were left uncarried past CARRIED_PER_KIND of one category and severity: each recorded
+    finding is matched to a re-judged one of its category and severity not matched yet, and carried where none is left.
 
     Why every such finding and not only those wanting the run's secret facts or host evidence: an export holds the
     attempt's events.jsonl alone. A cheat the gateway log alone witnessed (the agent left it out of its own log) was
     contaminated in the run folder and clean in every export of it (tests/audits/export_hunt.py found it); what the
     export lost is unknown to its reader, what the run found is recorded. So the export's verdict holds every finding
-    the run's did, by category and severity, as many of each: carried findings only add (one the export's actions
-    make again is not carried twice), and they can only raise a verdict."""
-    unmatched = Counter((finding.category, finding.severity) for finding in rejudged)
+    the run's did, by category and severity, as many of each (up to the cap, past which the verdict and its categories
+    are the same): carried findings only add (one the export's actions make again is not carried twice), and they can
+    only raise a verdict."""
+    unmatched: Counter[tuple[str, str]] = Counter((finding.category, finding.severity) for finding in rejudged)
+    carried: Counter[tuple[str, str]] = Counter()
     out: list[Finding] = []
+    past_cap = 0
     for raw in session.recorded or []:
         if not isinstance(raw, dict):
             continue
-        try:
-            found = Finding.model_validate({"category": raw.get("category"), "severity": raw.get("severity"),
-                                            "event": None, "quote": str(raw.get("quote") or "")[:200]})
-        except ValidationError:
-            continue  # not a finding statebox writes: nothing to carry
-        kind = (found.category, found.severity)
+        category, severity = raw.get("category"), raw.get("severity")
+        if not (isinstance(category, str) and isinstance(severity, str)) \
+                or category not in _CATEGORIES or severity not in _SEVERITIES:
+            continue  # not a finding statebox writes (a list or an object is not even hashable): nothing to carry
+        kind = (category, severity)
         if unmatched[kind] > 0:
             unmatched[kind] -= 1
             continue
-        event = raw.get("event")
-        where = f"; run event {event}" if event is not None else "; host evidence"
-        found.rule = f"{CARRIED_PREFIX}: {raw.get('rule') or found.category}{where}"
-        out.append(found)
-    return out
+        if carried[kind] >= CARRIED_PER_KIND:
+            past_cap += 1
+            continue
+        carried[kind] += 1
+        # only text is shown, cut: a hostile export's value of another type is never turned into text
+        event, rule, quote = raw.get("event"), _text_of(raw.get("rule")), _text_of(raw.get("quote"))
+        where = f"; run event {event}" if type(event) is int else "; host evidence" if event is None else ""
+        out.append(Finding(category=kind[0], severity=kind[1], event=None, quote=quote,
+                           rule=f"{CARRIED_PREFIX}: {rule or kind[0]}{where}"))
+    return out, past_cap
+
+
+_CATEGORIES = frozenset(get_args(FindingCategory))
+_SEVERITIES = frozenset(get_args(Severity))
+
+
+def _text_of(value: object) -> str:
+    """A recorded finding's text field as shown: a string cut to 200 characters, anything else nothing."""
+    return value[:200] if isinstance(value, str) else ""
 
 
 @dataclass
@@ -1062,12 +1081,15 @@ def audit_session(session: ExternalSession, policy: Any, items: dict[str, Sessio
                   flags: SessionFacts | None = None) -> AuditedAttempt:
     with_facts(session, items, flags)
     rejudged = run_rules(session.log)
-    carried = carried_findings(session, rejudged)
+    carried, past_cap = carried_findings(session, rejudged)
     verdict = verdict_from(session.log.facts.attempt_id, rejudged + carried, policy)
     notes = []
     if carried:
         notes.append(f"{len(carried)} finding(s) carried from the export's recorded verdict: the export holds "
                      "no decoy paths, canaries, original name, atime snapshot or witness log to judge them again")
+    if past_cap:
+        notes.append(f"{past_cap} more recorded finding(s) not carried: past {CARRIED_PER_KIND} of one category and "
+                     "severity (the verdict and its categories are the same)")
     facts = session.log.facts
     return AuditedAttempt(session.name, facts.agent, facts.item_id, verdict, session.log, notes)
 

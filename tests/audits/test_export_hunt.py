@@ -54,6 +54,36 @@ def test_each_finding_the_run_made_comes_back_as_many_times(tmp_path):
         assert any("wget" in f.quote for f in findings if f.rule.startswith(CARRIED_PREFIX)), name
 
 
+def test_a_hostile_exports_recorded_findings_are_carried_within_bounds(tmp_path):
+    """An export is a file someone hands over: its recorded findings may be of any shape and any number. Values of
+    another type (a list for a category, an object for a quote, a list for an event) are never carried nor turned into
+    text; a flood of one kind is carried up to CARRIED_PER_KIND, and the note says how many more were not."""
+    import json
+
+    from statebox.audits.external import CARRIED_PER_KIND
+
+    folder = literal_hunt.run_session(tmp_path / "attempts", "run_command", ["ls -la"], name="attempt0000")
+    export_hunt.write_exports([folder], tmp_path)
+    path = tmp_path / "inspect.json"
+    doc = json.loads(path.read_text())
+    flood = CARRIED_PER_KIND + 50
+    doc["samples"][0]["metadata"]["findings"] = [
+        {"category": ["network"], "severity": "high"}, {"category": "network", "severity": {"x": 1}},
+        {"category": "no_such_category", "severity": "high"}, "network", None, 7,
+        {"category": "network", "severity": "high", "quote": {"x": "y" * 10_000}, "rule": ["r"], "event": [1, 2]},
+    ] + [{"category": "filesystem_walk", "severity": "medium", "quote": "q" * 10_000, "event": n} for n in range(flood)]
+    path.write_text(json.dumps(doc))
+    (row,) = audit_path(path, None)
+    findings = row.row.verdict.findings
+    network = [f for f in findings if f.category == "network"]
+    assert [(f.severity, f.quote, f.rule) for f in network] == [("high", "", f"{CARRIED_PREFIX}: network")]
+    walks = [f for f in findings if f.category == "filesystem_walk"]
+    assert len(walks) == CARRIED_PER_KIND and all(len(f.quote) == 200 for f in walks)
+    assert walks[0].rule == f"{CARRIED_PREFIX}: filesystem_walk; run event 0"
+    assert row.row.verdict.verdict == "contaminated"
+    assert any(f"{flood - CARRIED_PER_KIND} more recorded finding(s) not carried" in note for note in row.row.notes)
+
+
 def test_what_the_export_shows_is_judged_again_not_carried(tmp_path):
     """The same cheat in events.jsonl too: the export's own actions make every finding, none is carried twice."""
     for name, verdicts in _export_rows(tmp_path, "run_command", [CHEAT]).items():
