@@ -26,8 +26,8 @@ witness logs (an export is the attempt's events.jsonl as a conversation: an acti
 saw, which an agent can leave out of its own log, is not in it; nor is an output past the export's cap).
 Their audit re-judges every action in the export, and takes from the verdict the export recorded each
 finding it does not make again (matched, one for one, to a re-judged finding of its category and
-severity), marked `recorded by the run`. Carried findings can only raise a verdict, never lower one, and a log that is not
-a statebox export has none to carry.
+severity), marked `recorded by the run`. Carried findings can only raise a verdict, never lower one,
+and a log that is not a statebox export has none to carry.
 
 Every file is hostile: opened without following links, regular files only, under a size cap; an Inspect log
 is also admitted before inspect_ai reads it (`inspect_admission`: zip bombs, entry counts, references).
@@ -41,8 +41,8 @@ import os
 import re
 import stat
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain, islice, repeat
 from pathlib import Path, PurePosixPath
