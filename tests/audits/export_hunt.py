@@ -26,7 +26,6 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
