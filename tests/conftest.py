@@ -131,6 +131,23 @@ def _no_mounts_left_behind(tmp_path_factory):
     limited_fs.unmount_all(tmp_path_factory.getbasetemp())
 
 
+# The model keys as the session found them. A test (or a fixture) that sets one for its own use and leaves it set
+# hands it to every later test of its worker: the red team's decoy key, left set, made a later `statebox demo` in the
+# same worker take it for a real key, add the real agent on the real API and hang to its deadline, in one test order
+# and not another.
+MODEL_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "HF_TOKEN")
+_MODEL_KEYS_AT_START = {key: os.environ.get(key) for key in MODEL_KEYS}
+
+
+@pytest.fixture(autouse=True)
+def _no_model_key_left_behind():
+    """Each test leaves the model keys of its worker's environment as the session found them."""
+    yield
+    changed = [key for key in MODEL_KEYS if os.environ.get(key) != _MODEL_KEYS_AT_START[key]]
+    assert not changed, f"{', '.join(changed)} changed in this worker's environment and left so: restore it " \
+                        "(monkeypatch.setenv, or put it back once the work that needs it is done)"
+
+
 @pytest.fixture(scope="session")
 def tiny_suite(tmp_path_factory) -> Path:
     """The built-in tiny suite, generated once per test session; returns the suite folder."""

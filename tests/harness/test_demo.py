@@ -9,6 +9,7 @@ finds only honeytokens, is flagged contaminated, and its answers are voided.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -22,7 +23,12 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 def test_demo_catches_the_cheating_coding_agent(tmp_path, docker_engine):
     out = tmp_path / "demo"
-    proc = run_statebox(["demo", "--out", str(out), "--agent", "oracle", "--agent", "claude-code-scripted"], timeout=900)
+    # the demo a newcomer runs has no API key (README): with one it adds the real agent on the real API, which this
+    # machine cannot reach (a key some other test of this worker set once made it hang to the deadline)
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
+    proc = run_statebox(["demo", "--out", str(out), "--agent", "oracle", "--agent", "claude-code-scripted"], timeout=900,
+                        env=env)
+    assert "API key found" not in proc.stdout
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     assert "statebox demo" in proc.stdout and "report:" in proc.stdout
     assert "demo timing by phase: images " in proc.stdout and "host-side agents (oracle) " in proc.stdout

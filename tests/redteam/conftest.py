@@ -118,8 +118,10 @@ def redteam(docker_engine, tmp_path_factory):
     from statebox.sandbox.workspace import prepare_workspace
     from statebox.schema import Item, Query
 
-    for key, value in DECOYS.items():  # the harness's own environment holds "real" secrets
-        os.environ[key] = value
+    # the harness's own environment holds "real" secrets while the attackers run, and only then: the worker process
+    # goes on to other tests (a later `statebox demo` in it took the decoy for a real key and called the real API)
+    before = {key: os.environ.get(key) for key in DECOYS}
+    os.environ.update(DECOYS)
     image = ensure_image("sandbox")
     src_dir = tmp_path_factory.mktemp(SECRET_DATASET) / "videos"
     src_dir.mkdir()
@@ -173,9 +175,16 @@ def redteam(docker_engine, tmp_path_factory):
                        leftover_containers=left, wall_s=wall)
 
     started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        for outcome in pool.map(run_one, ATTACKS):
-            OUTCOMES[outcome.attack.name] = outcome
+    try:
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            for outcome in pool.map(run_one, ATTACKS):
+                OUTCOMES[outcome.attack.name] = outcome
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     total = time.monotonic() - started
     ctx = {"outcomes": OUTCOMES, "needles": needles, "listener": listener, "video": video, "video_hash": video_hash,
            "canary": canary, "ro_dir": ro_dir, "image": image, "total_s": total, "logs": logs}
@@ -184,8 +193,6 @@ def redteam(docker_engine, tmp_path_factory):
     listener.close()
     for outcome in OUTCOMES.values():
         outcome.workspace.cleanup()
-    for key in DECOYS:
-        os.environ.pop(key, None)
 
 
 def pytest_terminal_summary(terminalreporter):
