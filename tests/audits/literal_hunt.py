@@ -11,7 +11,9 @@ the gateway's names), a network tool after an escaped line break (`\\nhost`), wo
 test_fast_path_differential.py / test_session_file_fast_path.py.
 
 `test_literal_hunt.py` runs it in CI; `python tests/audits/literal_hunt.py` runs every placement and prints what
-differs (a few minutes on two cores).
+differs (a few minutes on two cores). The same texts and places serve two more checks: `agreement` (one verdict in every
+format, an Inspect log another harness wrote among them: test_format_agreement.py) and export_hunt.py (every export
+audits to its run folder's verdict).
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 import test_fast_path_differential as run_folder  # noqa: E402  (the run folders' writers)
 import test_session_file_fast_path as cli  # noqa: E402  (the CLIs' files' writers)
+from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalSample, EvalSpec, write_eval_log  # noqa: E402
+from inspect_ai.model import (ChatMessageAssistant, ChatMessageSystem, ChatMessageTool, ChatMessageUser,  # noqa: E402
+                              ModelOutput)
+from inspect_ai.tool import ToolCall  # noqa: E402
 
 TESTS = HERE.parent
 SHORTEST, LONGEST = 3, 3000
@@ -171,10 +177,6 @@ def inspect_log(root: Path, steps: list[InspectStep]) -> tuple[Path, dict[str, A
     """An Inspect log of another harness (not a statebox export), written by inspect_ai itself: one sample whose
     assistant calls Inspect's `bash` tool (`cmd`) after the prompt, a first call, then `steps`, then answers; and
     the items the CLIs' files are audited with (their facts by sample id)."""
-    from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalSample, EvalSpec, write_eval_log
-    from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageTool, ChatMessageUser, ModelOutput
-    from inspect_ai.tool import ToolCall
-
     messages: list[Any] = [ChatMessageSystem(content="You are a coding agent."), ChatMessageUser(content=cli.PROMPT)]
     for n, (text, arguments, output) in enumerate([("", {"cmd": "ls -la"}, "a.txt"), *steps, ("ANSWER: 4", None, None)]):
         calls = [ToolCall(id=f"call_{n}", function="bash", arguments=arguments)] if arguments is not None else None
@@ -220,9 +222,12 @@ FIXTURE_ITEM_IDS = ("q517", "vq-item-0042")
 
 def _label_and_kinds(verdicts: Verdicts) -> Verdicts:
     """(label, sorted distinct (category, severity)) from any writer's judged shape: a run folder's (label, findings)
-    or a file's rows (one session), or the error a reading raised. Distinct, not counted: the same command can make a finding
-    more in one format (Claude Code's Bash call carries a `description` beside its command, so the call's text and the
-    command's differ and each is quoted in a finding of its own)."""
+    or a file's rows (one session), or the error a reading raised.
+
+    Distinct, not counted: the same command can make a finding more in one format (Claude Code's Bash call carries a
+    `description` beside its command, so the call's text and the command's differ and each is quoted in a finding of
+    its own). The cost: in a batch, a text whose finding one format misses is hidden where another text of the batch
+    makes one of that category and severity in every format; its label and every other kind still show."""
     if isinstance(verdicts, str):
         return verdicts
     if isinstance(verdicts, list):
