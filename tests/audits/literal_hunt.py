@@ -208,6 +208,7 @@ OTHER_PLACES: dict[str, Judge] = {
     "inspect_output": _inspect(lambda s: [("", {"cmd": "sh /tmp/look.sh"}, s)]),
     "inspect_text": _inspect(lambda s: [(s, None, None), ("", {"cmd": "ls"}, "a.txt")]),
 }
+EVERY_PLACE: dict[str, Judge] = {**PLACES, **OTHER_PLACES}
 # places that hold the same thing in different formats: a text there must get the same verdict in each (`agreement`)
 AGREEING: dict[str, tuple[str, ...]] = {
     "command": ("run_command", "claude_command", "codex_command", "inspect_command"),
@@ -252,7 +253,7 @@ def agreement(texts: list[str], places: tuple[str, ...],
     def read(place: str, batch: list[str]) -> Verdicts:
         nonlocal n
         n += 1
-        return _label_and_kinds({**PLACES, **OTHER_PLACES}[place](root / f"p{n}", batch)[1])
+        return _label_and_kinds(EVERY_PLACE[place](root / f"p{n}", batch)[1])
     try:
         for at in range(0, len(texts), BATCH):
             batch = texts[at:at + BATCH]
