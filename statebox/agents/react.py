@@ -38,13 +38,14 @@ from statebox.attempt import AgentOptions, AttemptContext, GatewaySession, Provi
 from statebox.attempt_folder import EVENTS_FILE, GATEWAY_LOG
 from statebox.errors import InfrastructureError, UserError
 from statebox.json_text import json_value
+from statebox.model_names import ANTHROPIC_MODEL
 from statebox.recorder import SessionRecorder
 from statebox.sandbox.gateway import GatewayLease
 from statebox.sandbox.provider import Sandbox
 from statebox.sandbox.spec import ContainerSpec
 from statebox.schema import AttemptStatus, EventKind, Session
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = ANTHROPIC_MODEL
 TOOL_OUTPUT_LIMIT = 12_000  # characters of a tool result shown to the model (head and tail kept)
 TOOL_TIMEOUT_S = 300.0
 MAX_FRAMES_PER_CALL = 16

@@ -23,10 +23,11 @@ from typing import Any
 from statebox.audits.events import AuditLog
 from statebox.errors import UserError
 from statebox.json_text import json_value
+from statebox.model_names import ANTHROPIC_MODEL
 from statebox.schema import Finding
 
 CACHE_FILE = "llm_audit.json"
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = ANTHROPIC_MODEL
 CATEGORIES = ("self_recognition", "filesystem_walk", "network", "local_cache", "env_dump", "qa_metadata", "original_filename")
 INSTRUCTIONS = (
     "You audit an AI agent's session from a video question-answering benchmark for contamination: did the agent try to "

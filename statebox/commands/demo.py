@@ -36,6 +36,7 @@ from statebox.attempt_folder import RUN_CONFIG_FILE
 from statebox.commands.run import execute_run
 from statebox.harness.plan import RunConfig, agent_options, datasets_from_suite
 from statebox.harness.runner import run_planned
+from statebox.model_names import ANTHROPIC_MODEL, OPENAI_MODEL
 from statebox.report.page import write_report
 from statebox.report.leaderboard import wide_console
 from statebox.progress import ProgressDisplay
@@ -212,7 +213,7 @@ def _run_quietly(config: RunConfig, run_dir: Path, console, gateway_options: dic
 def _real_agent() -> tuple[str, str] | None:
     """Which real coding agent the demo can add, from the keys the user set."""
     if os.environ.get("ANTHROPIC_API_KEY"):
-        return "claude-code", os.environ.get("STATEBOX_DEMO_MODEL", "claude-sonnet-4-5")
+        return "claude-code", os.environ.get("STATEBOX_DEMO_MODEL", ANTHROPIC_MODEL)
     if os.environ.get("OPENAI_API_KEY"):
-        return "codex", os.environ.get("STATEBOX_DEMO_MODEL", "gpt-5")
+        return "codex", os.environ.get("STATEBOX_DEMO_MODEL", OPENAI_MODEL)
     return None

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from statebox.benchmarks import load_benchmark
+from statebox.model_names import ANTHROPIC_MODEL, OPENAI_MODEL
 from statebox.scoring.judge import make_judge
 from statebox.scoring.predictions import load_predictions
 from statebox.schema import ScoreReport
@@ -43,7 +44,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object (the ScoreReport) on stdout."),
         judge: JudgeKind = typer.Option(JudgeKind.auto, "--judge",
                                         help="EC-Bench enumeration judge (auto: OpenAI/Anthropic key if set, else fuzzy)."),
-        judge_model: str = typer.Option(None, "--judge-model", help="Judge model (default gpt-5 / claude-sonnet-4-5)."),
+        judge_model: str = typer.Option(None, "--judge-model", help=f"Judge model (default {OPENAI_MODEL} / {ANTHROPIC_MODEL})."),
         bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Bootstrap replicates for the 95% CIs (0: none)."),
         seed: int = typer.Option(0, "--seed", help="Seed for the bootstrap and the random baseline."),
     ) -> None:

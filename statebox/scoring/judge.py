@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from statebox.errors import UserError
+from statebox.model_names import ANTHROPIC_MODEL, OPENAI_MODEL
 from statebox.replace_file import replace_text
 
 PROMPT_VERSION = "ecbench-enum-v1"
@@ -46,7 +47,7 @@ Reply with one JSON object and nothing else:
 {{"tp_items": [], "fp_items": [], "fn_items": [], "reasoning": "", "confidence": 0.0}}
 All three arrays must be present (possibly empty); confidence is a number between 0 and 1."""
 
-DEFAULT_MODELS = {"openai": "gpt-5", "anthropic": "claude-sonnet-4-5"}
+DEFAULT_MODELS = {"openai": OPENAI_MODEL, "anthropic": ANTHROPIC_MODEL}
 
 
 @dataclass

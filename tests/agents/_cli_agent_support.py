@@ -280,7 +280,7 @@ def _codex_budget_checks(session: Session) -> None:
     assert session.duration_s < 60
 
 
-CLAUDE = CliUnderTest(agent="claude-code", binary="claude", model="claude-sonnet-4-5", api="anthropic", raw_log="claude.stream.jsonl",
+CLAUDE = CliUnderTest(agent="claude-code", binary="claude", model="claude-sonnet-4-6", api="anthropic", raw_log="claude.stream.jsonl",
                       upstream_key=("x-api-key", DECOY_ANTHROPIC), crash_exit_code=1,
                       session_checks=_claude_session_checks, budget_checks=_claude_budget_checks)
 CODEX = CliUnderTest(agent="codex", binary="codex", model="gpt-5-codex", api="responses", raw_log="codex.jsonl",

@@ -114,7 +114,7 @@ def run_react(setup, script, *, provider_model: str, budgets=None):
         return session, upstream.model_requests()
 
 
-@pytest.mark.parametrize("model", ["claude-sonnet-4-5", "gpt-4o"])
+@pytest.mark.parametrize("model", ["claude-sonnet-4-6", "gpt-4o"])
 def test_react_end_to_end(attempt_setup, model):
     from statebox.scoring import score_query
 

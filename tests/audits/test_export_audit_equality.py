@@ -45,7 +45,7 @@ def run_dir(tmp_path_factory, docker_engine) -> Path:
     script = [Turn(text="Let me look at the workspace.", shell="ls -la"), Turn(shell="python3 -c 'print(6*7)'"),
               Turn(text="ANSWER: B")]
     with ScriptedModelServer(script) as model:
-        proc = _cli(["run", "--agent", "scripted-cheater", "--agent", "react", "--model", "claude-sonnet-4-5",
+        proc = _cli(["run", "--agent", "scripted-cheater", "--agent", "react", "--model", "claude-sonnet-4-6",
                      "--suite", str(suite), "--limit", "1", "--run-dir", str(run), "--json"],
                     env={"ANTHROPIC_BASE_URL": model.base_url, "ANTHROPIC_API_KEY": "sk-scripted"})
     assert proc.returncode == 0, proc.stderr[-3000:]

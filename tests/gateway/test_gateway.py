@@ -41,7 +41,7 @@ def assert_no_secret(lease, *secrets):
 
 def test_anthropic_non_streaming_and_streaming_key_swap(lease, scripted):
     client = anthropic_client(lease, max_retries=0)
-    first = client.messages.create(model="claude-sonnet-4-5", max_tokens=64, tools=BASH,
+    first = client.messages.create(model="claude-sonnet-4-6", max_tokens=64, tools=BASH,
                                    messages=[{"role": "user", "content": "list the files"}])
     assert first.stop_reason == "tool_use"
     call = first.content[0]
@@ -49,7 +49,7 @@ def test_anthropic_non_streaming_and_streaming_key_swap(lease, scripted):
     messages = [{"role": "user", "content": "list the files"},
                 {"role": "assistant", "content": [c.model_dump(exclude_none=True) for c in first.content]},
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "a.mp4"}]}]
-    with client.messages.stream(model="claude-sonnet-4-5", max_tokens=64, tools=BASH, messages=messages) as s:
+    with client.messages.stream(model="claude-sonnet-4-6", max_tokens=64, tools=BASH, messages=messages) as s:
         deltas = [e.type for e in s]
         final = s.get_final_message()
     assert final.stop_reason == "end_turn" and final.content[0].text == "The answer is 42."

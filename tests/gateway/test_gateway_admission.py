@@ -52,7 +52,7 @@ TABLE_OF_PATH = {"/v1/messages": "anthropic", "/v1/messages/count_tokens": "coun
 # What the real CLIs and the SDK agents send (shapes captured from Claude Code 2.1 and Codex 0.169
 # through the scripted model; see test_real_cli_* in tests/agents for the live check).
 CLAUDE_CODE_BODY = {
-    "model": "claude-sonnet-4-5", "max_tokens": 32000, "stream": True, "temperature": 1,
+    "model": "claude-sonnet-4-6", "max_tokens": 32000, "stream": True, "temperature": 1,
     "metadata": {"user_id": "user_abc_account__session_1"},
     "system": [{"type": "text", "text": "You are Claude Code", "cache_control": {"type": "ephemeral"}}],
     "tools": [{"name": "Bash", "description": "run", "input_schema": {"type": "object", "properties": {}},

@@ -75,7 +75,7 @@ def _run(tmp_path: Path, agent: str, model: str, keys: dict[str, str]) -> tuple[
 
 
 @pytest.mark.parametrize("agent,model,keys", [
-    ("claude-code", "claude-sonnet-4-5", {"ANTHROPIC_API_KEY": "sk-ant-DECOY-session-0123456789"}),
+    ("claude-code", "claude-sonnet-4-6", {"ANTHROPIC_API_KEY": "sk-ant-DECOY-session-0123456789"}),
     ("codex", "gpt-5-codex", {"OPENAI_API_KEY": "sk-proj-DECOY-session-0123456789"}),
 ])
 def test_cli_agent_continues_its_conversation_across_query_points(tmp_path, docker_engine, agent, model, keys):
@@ -99,7 +99,7 @@ def test_an_agent_without_a_conversation_gets_the_earlier_answers_in_its_questio
     server = ScriptedModelServer([Turn(text="ANSWER: 7")]).start()
     try:
         config = RunConfig(run_id="mllmsession", agents=["mllm"], datasets=[_dataset(tmp_path)], streaming="session",
-                           agent_options={"mllm": {"model": "claude-sonnet-4-5", "frames": 4, "extra": {"vtools": "local"}}})
+                           agent_options={"mllm": {"model": "claude-sonnet-4-6", "frames": 4, "extra": {"vtools": "local"}}})
         store = run_planned(config, tmp_path / "run", gateway_options={
             "env": {"ANTHROPIC_API_KEY": "sk-ant-DECOY-session-0123456789"}, "anthropic_base_url": server.base_url})
         rows = sorted(store.rows(), key=lambda r: r.query_index)

@@ -24,7 +24,7 @@ def test_react_answer_link_to_host_environ_is_refused(attempt_setup, monkeypatch
     monkeypatch.setenv("STATEBOX_RT_HOST_SECRET", HOST_SECRET)
     script = [Turn(shell="ln -s /proc/self/environ answer.txt; ls -la answer.txt"),
               Turn(text="I wrote my answer to answer.txt.")]
-    session, _ = run_react(attempt_setup, script, provider_model="claude-sonnet-4-5")
+    session, _ = run_react(attempt_setup, script, provider_model="claude-sonnet-4-6")
     print("status", session.status, "response", session.response[:200])
     assert HOST_SECRET not in session.response
     assert "STATEBOX_RT_HOST_SECRET" not in session.response
@@ -36,5 +36,5 @@ def test_react_answer_link_to_host_environ_is_refused(attempt_setup, monkeypatch
 
 def test_react_answer_fifo_does_not_hang_the_host(attempt_setup):  # noqa: F811
     script = [Turn(shell="mkfifo answer.txt; ls -la answer.txt"), Turn(text="Done.")]
-    session, _ = run_react(attempt_setup, script, provider_model="claude-sonnet-4-5")
+    session, _ = run_react(attempt_setup, script, provider_model="claude-sonnet-4-6")
     assert session.response == "Done." or session.response == ""

@@ -200,7 +200,7 @@ def _run_cli(agent_name: str, model: str, tmp_path, docker_engine, monkeypatch):
 
 
 @pytest.mark.parametrize("agent_name,model,raw_log", [
-    ("claude-code", "claude-sonnet-4-5", "claude.stream.jsonl"),
+    ("claude-code", "claude-sonnet-4-6", "claude.stream.jsonl"),
     ("codex", "gpt-5-codex", "codex.jsonl"),
 ])
 def test_cli_agent_flood_is_capped(agent_name, model, raw_log, tmp_path, docker_engine, monkeypatch):
@@ -252,7 +252,7 @@ def test_react_tool_flood_is_capped(tmp_path, docker_engine):
             anthropic_api_key="sk-ant-decoy", openai_api_key="sk-decoy",
         ) as gateway:
             ctx.gateway = gateway
-            session = ReactAgent(AgentOptions(model="claude-sonnet-4-5")).run(ctx)
+            session = ReactAgent(AgentOptions(model="claude-sonnet-4-6")).run(ctx)
             bodies = [json.dumps(r.body) for r in upstream.model_requests()]
     finally:
         workspace.cleanup()

@@ -48,7 +48,7 @@ def run(suite, tmp_path_factory, docker_engine) -> tuple[Path, dict]:
               Turn(text="ANSWER: B")]
     with ScriptedModelServer(script) as model:
         proc = _cli(["run", "--agent", "oracle", "--agent", "chance-random", "--agent", "scripted-cheater",
-                     "--agent", "react", "--model", "claude-sonnet-4-5", "--suite", str(suite), "--limit", "1",
+                     "--agent", "react", "--model", "claude-sonnet-4-6", "--suite", str(suite), "--limit", "1",
                      "--run-dir", str(run_dir), "--json"],
                     env={"ANTHROPIC_BASE_URL": model.base_url, "ANTHROPIC_API_KEY": "sk-scripted"})
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -137,7 +137,7 @@ def test_inspect_log_read_back_matches_the_store(run, tmp_path, suffix):
         assert "42" in outputs[calls[1].id]
         assert sample.messages[-1].role == "assistant" and sample.messages[-1].text == "ANSWER: B"
         assert sample.messages[-1].metadata["final_answer"] is True
-        assert sample.model_usage["anthropic/claude-sonnet-4-5"].input_tokens == rows[sample.id].input_tokens > 0
+        assert sample.model_usage["anthropic/claude-sonnet-4-6"].input_tokens == rows[sample.id].input_tokens > 0
     # the cheater's shell script and its output, one call and one result
     cheater = next(s for s in log.samples if s.metadata["agent"] == "scripted-cheater")
     assert cheater.messages[0].role == "user" and "Question:" in cheater.messages[0].text
@@ -295,7 +295,7 @@ def test_atif_trajectories_follow_the_rfc_and_match_the_store(run, tmp_path):
         final = [s for s in doc["steps"] if s.get("extra", {}).get("final_answer")]
         assert final and final[-1]["message"] == row.response
         if row.agent == "react":
-            assert doc["agent"]["model_name"] == "anthropic/claude-sonnet-4-5"
+            assert doc["agent"]["model_name"] == "anthropic/claude-sonnet-4-6"
             calls = [(s, c) for s in doc["steps"] for c in s.get("tool_calls", [])]
             assert [c["function_name"] for _, c in calls] == ["bash", "bash"]
             step, call = calls[1]

@@ -1,0 +1,18 @@
+"""The models statebox asks when the user names none, written once.
+
+Why one module: the Anthropic default was written in four places (the ReAct agent, the audit's second pass, the
+scoring judge, the demo's real agent) and all four named `claude-sonnet-4-5`, which Anthropic retires on
+2026-11-30 (the `anthropic` SDK's `DEPRECATED_MODELS`). From that day a user with a key would get a refused
+request from each of them, and the gateway, which pins the default when a run names no `--model`, would pin a model
+that no longer answers. `tests/test_model_names.py` fails as soon as the SDK the lockfile installs lists a default
+here as deprecated, months before its retirement, so the next move is made on a working day, not on a user's run.
+
+A default is a choice that moves numbers (the judge decides open-ended scores): every caller records the model it
+used (the judge's `provider:model` name, the run's plan, the audit's cached verdicts), so a changed default is
+visible in what it wrote. Bottom layer: a name, nothing imported.
+"""
+
+from __future__ import annotations
+
+ANTHROPIC_MODEL = "claude-sonnet-4-6"
+OPENAI_MODEL = "gpt-5"

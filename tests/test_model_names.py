@@ -1,0 +1,58 @@
+"""The models statebox asks by default still answer, and each caller takes them from `statebox.model_names`.
+
+Why: the shared Anthropic default reached its retirement (2026-11-30) while four modules still named it. The SDK the
+lockfile installs lists every model Anthropic has announced a retirement for; a default on that list fails here,
+months before the day it would fail a user's run."""
+
+from __future__ import annotations
+
+import pytest
+from anthropic._data import DEPRECATED_MODELS  # the SDK's own list; if it moves, this import fails loudly
+
+from statebox import model_names
+from statebox.agents import react, vision_client
+from statebox.audits import llm_pass
+from statebox.commands import demo
+from statebox.sandbox.gateway.accounting import price_lookup
+from statebox.scoring import judge
+
+DEFAULTS = {
+    "react agent": react.DEFAULT_MODEL,
+    "audit second pass": llm_pass.DEFAULT_MODEL,
+    "anthropic judge": judge.DEFAULT_MODELS["anthropic"],
+    "openai judge": judge.DEFAULT_MODELS["openai"],
+    "vision agent (anthropic)": vision_client.DEFAULT_MODELS["anthropic"],
+    "vision agent (openai)": vision_client.DEFAULT_MODELS["openai"],
+}
+
+
+def test_the_sdk_list_is_read_and_names_the_retired_default() -> None:
+    # the list this check stands on holds the model that prompted it: an empty or renamed list would pass anything
+    assert "claude-sonnet-4-5" in DEPRECATED_MODELS
+
+
+@pytest.mark.parametrize("caller", sorted(DEFAULTS))
+def test_no_default_is_announced_for_retirement(caller: str) -> None:
+    model = DEFAULTS[caller]
+    assert model not in DEPRECATED_MODELS, f"{caller}: {model} retires {DEPRECATED_MODELS.get(model)}"
+
+
+@pytest.mark.parametrize("caller", sorted(DEFAULTS))
+def test_every_default_has_a_price(caller: str) -> None:
+    # under a cost budget the gateway refuses a model with no price (it would cost $0 and never trip the budget)
+    assert price_lookup(DEFAULTS[caller]) is not None
+
+
+def test_the_callers_take_the_shared_defaults() -> None:
+    assert react.DEFAULT_MODEL == llm_pass.DEFAULT_MODEL == model_names.ANTHROPIC_MODEL
+    assert judge.DEFAULT_MODELS == {"anthropic": model_names.ANTHROPIC_MODEL, "openai": model_names.OPENAI_MODEL}
+
+
+def test_the_demo_adds_a_real_agent_on_the_shared_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("STATEBOX_DEMO_MODEL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-used")
+    assert demo._real_agent() == ("claude-code", model_names.ANTHROPIC_MODEL)
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
+    assert demo._real_agent() == ("codex", model_names.OPENAI_MODEL)
