@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -107,8 +108,15 @@ def test_cli_json_contract(tmp_path):
     assert cheat["verdict"] == "contaminated" and cheat["item"] == "vstat-blocks-0042"
     assert {"qa_metadata", "filesystem_walk"} == {f["category"] for f in cheat["findings"]}
     assert (run / "attempts" / "cheat_grep_question__codex" / "verdict.json").exists()
-    table_out = subprocess.run([sys.executable, "-m", "statebox.cli", "audit", str(run)], capture_output=True, text=True, check=True)
-    assert "contaminated" in table_out.stdout and "clean" in table_out.stdout
+    wide = {**os.environ, "COLUMNS": "200"}
+    table_out = subprocess.run([sys.executable, "-m", "statebox.cli", "audit", str(run)], capture_output=True, text=True,
+                               check=True, env=wide).stdout
+    # the table lists the flagged attempt and counts the clean one; --all lists both
+    assert "cheat_grep_question__codex" in table_out and "honest_opencv__claude" not in table_out
+    assert "1 clean attempt not listed (--all lists them)" in table_out and "clean: 1, suspicious: 0, contaminated: 1" in table_out
+    every = subprocess.run([sys.executable, "-m", "statebox.cli", "audit", str(run), "--all"], capture_output=True, text=True,
+                           check=True, env=wide).stdout
+    assert "cheat_grep_question__codex" in every and "honest_opencv__claude" in every and "not listed" not in every
 
 
 def test_cli_lone_session_file_with_flags(tmp_path):
