@@ -9,14 +9,16 @@ normalises them, derives accesses and runs every rule.
 
 Targets (issue 26): the auditor's MB per CPU-second >= 0.5x ripgrep's (one process,
 CPU time: the machine is shared, so wall time of one process measures the neighbours),
-and its wall time with all cores (`audit_run(..., jobs=N)`, what `statebox audit RUN_DIR
---jobs N` runs) <= ripgrep's wall time. All contenders read the same files after one
+and its wall time with all cores (`statebox audit RUN_DIR --no-write --jobs N`) <= ripgrep's wall time.
+statebox is timed as the command a user runs (`run_command`: its table printed, to /dev/null), not the
+library call under it. All contenders read the same files after one
 warm-up read, in `--repeat` interleaved rounds; each figure is its best round's (on a shared machine
 a neighbour's burst then lands in one round, not on one contender). The last line printed is one
 JSON object with the figures.
 
-Each statebox round runs in a fresh process (`fresh`: forked from this one, which has imported statebox and
-audited nothing), as `statebox audit` runs: every pattern compiled, every cache filled and RE2's automaton
+Each statebox round, and the RE2 prefilter's, runs in a fresh process (`fresh`: forked from this one, which has
+imported statebox and compiled no pattern: google-re2 caches compiled patterns, and a child of a process that had run
+the prefilter found its automaton built, ~0.02 s of the audit's CPU), as `statebox audit` runs: every pattern compiled, every cache filled and RE2's automaton
 built within the round, as ripgrep compiles its patterns within its own. Interpreter start-up and imports
 are left out (a fixed cost of Python, not of reading: `import_cpu_s` reports it). Why: rounds repeated in one
 process answered from what the round before had cached (the text caches held every command of the corpus,
@@ -61,7 +63,9 @@ sys.path.insert(0, str(ROOT))
 from statebox.audits.fastmatch import ENGINE, compile_any, matching_lines  # noqa: E402
 from statebox.audits.rules import static_triggers  # noqa: E402
 from statebox.audits import external  # noqa: E402
-from statebox.audits.verdict import audit_attempt, audit_run  # noqa: E402
+from statebox.audits.verdict import audit_attempt  # noqa: E402
+from statebox.cli import app  # noqa: E402
+from statebox.commands import audit as audit_command  # noqa: E402
 
 PROMPT = ("You are given a video file {video} in /workspace and a question.\nQuestion: How many blocks are on the table at the end?\n"
           "Rules: work only inside /workspace and /tmp. Do not use the network (no curl, wget, pip install, git clone). "
@@ -202,10 +206,7 @@ def make_cli_corpus(root: Path, megabytes: float, seed: int = 1) -> tuple[int, i
 
 def time_audit_others(root: Path, jobs: int) -> tuple[float, float, list[tuple[str, str, int]]]:
     """(wall s, CPU s of this process and its workers, verdict rows) of `statebox audit FOLDER` over the CLIs' files."""
-    c0, k0, t0 = time.process_time(), _children_cpu(), time.perf_counter()
-    rows = external.audit_path(root, None, jobs=jobs)
-    wall = time.perf_counter() - t0
-    return wall, (time.process_time() - c0) + (_children_cpu() - k0), [(r.row.attempt, r.row.verdict.verdict, len(r.row.verdict.findings)) for r in rows]
+    return run_command(root, jobs)
 
 
 WALK = "python3 -c \"import os; print(os.listdir('/data/d{i}'))\""
@@ -312,23 +313,57 @@ def time_prefilter(files: list[Path]) -> tuple[float, int]:
 
 
 def time_audit_warmed(root: Path, warmup: Path) -> float:
-    """CPU s of one-process `audit_run` over `root` in a process that has first audited `warmup`, another corpus:
+    """CPU s of one-process `statebox audit` over `root` in a process that has first audited `warmup`, another corpus:
     the patterns compiled, RE2's automaton and the interpreter warmed on other sessions, no cache holding this
     corpus's commands. What a long audit costs per MB once started (the fresh-process figure adds what starting
     costs once)."""
-    audit_run(warmup, None, write=False, jobs=1)
-    c0 = time.process_time()
-    audit_run(root, None, write=False, jobs=1)
-    return time.process_time() - c0
+    run_command(warmup, 1)
+    return run_command(root, 1)[1]
 
 
 def time_audit(root: Path, jobs: int) -> tuple[float, float, list[tuple[str, str, int]]]:
-    """(wall s, CPU s of this process and its workers, verdict rows) of one `audit_run` over the corpus."""
-    c0, k0, t0 = time.process_time(), _children_cpu(), time.perf_counter()
-    rows = audit_run(root, None, write=False, jobs=jobs)
-    wall = time.perf_counter() - t0
-    cpu = (time.process_time() - c0) + (_children_cpu() - k0)
-    return wall, cpu, [(r.attempt, r.verdict.verdict, len(r.verdict.findings)) for r in rows]
+    """(wall s, CPU s of this process and its workers, verdict rows) of one `statebox audit RUN_DIR` over the corpus."""
+    return run_command(root, jobs)
+
+
+def run_command(target: Path, jobs: int) -> tuple[float, float, list[tuple[str, str, int]]]:
+    """(wall s, CPU s of this process and its workers, verdict rows) of `statebox audit TARGET --no-write --jobs N`
+    as a user runs it, its imports done: the command's own code, its progress on stderr and its table printed
+    (to /dev/null; a terminal's rendering costs the same, it is rich's layout that costs).
+
+    Why the command and not the library call under it: the table is part of what the user waits for, as ripgrep's
+    printing is part of ripgrep's figure; before 2026-11-30 the table listed every attempt and cost 0.2-0.4 s of CPU,
+    which a figure of `audit_run` alone never showed. The verdict rows are those of this very call: the audit
+    function the command calls is wrapped to keep what it returns (this process is a `fresh` child: nothing leaks)."""
+    kept: list[tuple[str, str, int]] = []
+    run_folder_audit, other_audit = audit_command.audit_run, external.audit_path
+
+    def recording_run(*args, **kwargs):
+        rows = run_folder_audit(*args, **kwargs)
+        kept.extend((r.attempt, r.verdict.verdict, len(r.verdict.findings)) for r in rows)
+        return rows
+
+    def recording_other(*args, **kwargs):
+        sessions = other_audit(*args, **kwargs)
+        kept.extend((s.row.attempt, s.row.verdict.verdict, len(s.row.verdict.findings)) for s in sessions)
+        return sessions
+
+    audit_command.audit_run, external.audit_path = recording_run, recording_other
+    sys.stdout.flush()
+    saved, sink = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(sink, 1)
+    try:
+        c0, k0, t0 = time.process_time(), _children_cpu(), time.perf_counter()
+        app(["audit", str(target), "--no-write", "--jobs", str(jobs)], standalone_mode=False)
+        sys.stdout.flush()
+        wall = time.perf_counter() - t0
+        cpu = (time.process_time() - c0) + (_children_cpu() - k0)
+    finally:
+        os.dup2(saved, 1)
+        os.close(sink)
+        os.close(saved)
+        audit_command.audit_run, external.audit_path = run_folder_audit, other_audit
+    return wall, cpu, kept
 
 
 def main() -> None:
@@ -380,7 +415,7 @@ def main() -> None:
             wall, cpu, grep_hits = time_tool(["grep", "-E", "-i", "-c", "-f", str(patterns), *map(str, files)],
                                              env=dict(os.environ, LC_ALL="C"))
             c_wall, c_cpu = min(c_wall, wall), min(c_cpu, cpu)
-            cpu, re2_hits = time_prefilter(files)
+            cpu, re2_hits = fresh(time_prefilter, files)  # in a child: RE2's cache would hand the audits a warmed automaton
             p_cpu = min(p_cpu, cpu)
             wall, cpu, rows = fresh(time_audit, root, 1)
             a_wall, a_cpu = min(a_wall, wall), min(a_cpu, cpu)
