@@ -56,3 +56,15 @@ def test_the_demo_adds_a_real_agent_on_the_shared_default(monkeypatch: pytest.Mo
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
     assert demo._real_agent() == ("codex", model_names.OPENAI_MODEL)
+
+
+@pytest.mark.parametrize("model, price", [
+    ("claude-opus-5-5", (4.0, 20.0)),          # the longer prefix wins over claude-opus-5
+    ("claude-opus-5", (5.0, 25.0)),
+    ("claude-sonnet-5-5", (2.0, 10.0)),
+    ("claude-opus-4-8", (5.0, 25.0)),          # not claude-opus-4's $15/$75
+    ("claude-opus-4-7", (15.0, 75.0)),         # unlisted: its family's price, which trips a budget early, never late
+    ("claude-haiku-5-5", None),                # priced "from": refused under a cost budget unless the policy prices it
+])
+def test_current_models_are_priced_by_their_own_prefix(model: str, price: tuple[float, float] | None) -> None:
+    assert price_lookup(model) == price

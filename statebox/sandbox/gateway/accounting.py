@@ -34,8 +34,17 @@ from statebox.schema import Usage
 
 # USD per million tokens (input, output), list prices; the longest matching prefix wins.
 # Under a cost budget a model with no price here (nor in the policy's `budgets.prices_per_mtok`)
-# is refused: it would otherwise cost $0 and the budget would never trip.
+# is refused: it would otherwise cost $0 and the budget would never trip. A model priced by a
+# shorter prefix than its own pays that prefix's price: claude-opus-4-7 is charged as claude-opus-4
+# ($15/$75) until its own price is listed, which trips a budget early, never late.
+# Claude 5 and Opus 4.8 list prices: Anthropic's model pages (platform.claude.com/docs/.../models/*/overview),
+# read 2026-11-30. Not listed: Haiku 5.5 ("from" a price, it varies) and Fable (two prices seen): refused
+# under a cost budget unless the policy prices them.
 PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
+    "claude-opus-5-5": (4.0, 20.0),
+    "claude-opus-5": (5.0, 25.0),
+    "claude-sonnet-5": (2.0, 10.0),
+    "claude-opus-4-8": (5.0, 25.0),
     "claude-opus-4-5": (5.0, 25.0),
     "claude-opus-4-6": (5.0, 25.0),
     "claude-opus-4": (15.0, 75.0),
