@@ -9,10 +9,12 @@ here as deprecated, months before its retirement, so the next move is made on a 
 
 A default is a choice that moves numbers (the judge decides open-ended scores): every caller records the model it
 used (the judge's `provider:model` name, the run's plan, the audit's cached verdicts), so a changed default is
-visible in what it wrote. Bottom layer: a name, nothing imported.
+visible in what it wrote. The frame-reading agents' defaults (`agents/vision_client.py`) are named here too.
+Bottom layer: names, nothing imported.
 """
 
 from __future__ import annotations
 
-ANTHROPIC_MODEL = "claude-sonnet-4-6"
-OPENAI_MODEL = "gpt-5"
+ANTHROPIC_MODEL = "claude-sonnet-4-6"  # legacy, still served; Sonnet 5.x changes sampling and tool-forcing rules
+OPENAI_MODEL = "gpt-5"  # the ReAct agent on OpenAI, the judge, the demo's codex
+OPENAI_VISION_MODEL = "gpt-4.1"  # the frame-reading agents (mllm, video agent, blind) on OpenAI's Chat Completions

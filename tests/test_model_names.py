@@ -46,6 +46,8 @@ def test_every_default_has_a_price(caller: str) -> None:
 def test_the_callers_take_the_shared_defaults() -> None:
     assert react.DEFAULT_MODEL == llm_pass.DEFAULT_MODEL == model_names.ANTHROPIC_MODEL
     assert judge.DEFAULT_MODELS == {"anthropic": model_names.ANTHROPIC_MODEL, "openai": model_names.OPENAI_MODEL}
+    assert vision_client.DEFAULT_MODELS == {"anthropic": model_names.ANTHROPIC_MODEL,
+                                            "openai": model_names.OPENAI_VISION_MODEL}
 
 
 def test_the_demo_adds_a_real_agent_on_the_shared_default(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,9 +20,10 @@ from typing import Any, Literal, Union
 
 from statebox.agents.model_clients import anthropic_client, openai_client
 from statebox.attempt import AgentOptions, AttemptContext, Provider, provider_for
+from statebox.model_names import ANTHROPIC_MODEL, OPENAI_VISION_MODEL
 
 OpenAIApi = Literal["chat", "responses"]
-DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1"}
+DEFAULT_MODELS = {"anthropic": ANTHROPIC_MODEL, "openai": OPENAI_VISION_MODEL}
 
 
 def model_choice(ctx: AttemptContext, defaults: AgentOptions) -> tuple[AgentOptions, Provider, str]:
