@@ -6,11 +6,16 @@ months before the day it would fail a user's run."""
 
 from __future__ import annotations
 
+from datetime import date
+from types import SimpleNamespace
+
 import pytest
 from anthropic._data import DEPRECATED_MODELS  # the SDK's own list; if it moves, this import fails loudly
 
 from statebox import model_names
+from statebox.model_retirement import anthropic_retirements, retirement_day, retirement_note
 from statebox.agents import react, vision_client
+from statebox.commands.run import warn_of_retired_models
 from statebox.audits import llm_pass
 from statebox.commands import demo
 from statebox.sandbox.gateway.accounting import price_lookup
@@ -70,3 +75,41 @@ def test_the_demo_adds_a_real_agent_on_the_shared_default(monkeypatch: pytest.Mo
 ])
 def test_current_models_are_priced_by_their_own_prefix(model: str, price: tuple[float, float] | None) -> None:
     assert price_lookup(model) == price
+
+
+# ---------------------------------------------------------------- retirements, read from the SDK's list as data
+
+def test_the_list_read_as_data_is_the_sdks_own() -> None:
+    # read without importing the SDK, it must be the very dict the SDK holds
+    assert anthropic_retirements() == DEPRECATED_MODELS
+
+
+@pytest.mark.parametrize("text, day", [
+    ("November 30th, 2026", date(2026, 11, 30)),
+    ("January 22nd, 2027", date(2027, 1, 22)),
+    ("June 1st, 2026", date(2026, 6, 1)),
+    ("March 3rd, 2027", date(2027, 3, 3)),
+    ("2026-11-30", None),          # another shape: no day, and the note says the text as the SDK wrote it
+    ("Smarch 40th, 2026", None),
+])
+def test_retirement_days_are_read_as_the_sdk_writes_them(text: str, day: date | None) -> None:
+    assert retirement_day(text) == day
+
+
+def test_a_retired_model_and_a_retiring_one_are_told_apart() -> None:
+    retired = retirement_note("claude-sonnet-4-5", date(2026, 11, 30))  # the day itself: requests already fail
+    assert retired is not None and "retired this model on November 30th, 2026" in retired
+    retiring = retirement_note("claude-sonnet-4-5", date(2026, 11, 29))
+    assert retiring is not None and "retires this model on November 30th, 2026" in retiring
+    assert retirement_note(model_names.ANTHROPIC_MODEL, date(2030, 1, 1)) is None
+    assert retirement_note("gpt-5", date(2030, 1, 1)) is None
+
+
+def test_a_run_warns_once_per_retired_model_it_names(capsys: pytest.CaptureFixture[str]) -> None:
+    config = SimpleNamespace(agent_options={
+        "react": {"model": "claude-sonnet-4-5"}, "react@frames=8": {"model": "claude-sonnet-4-5"},
+        "claude-code": {"model": model_names.ANTHROPIC_MODEL}, "oracle": {},
+    })
+    warn_of_retired_models(config)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warning: claude-sonnet-4-5: Anthropic retire")

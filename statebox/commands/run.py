@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import date
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -12,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, ProgressColumn, TextCol
 
 from statebox.agents.base import make_agent
 from statebox.errors import UserError
+from statebox.model_retirement import retirement_note
 from statebox.report.aggregate import score_run
 from statebox.report.attribution import attribute_rows, attribution_json
 from statebox.harness.cluster import RayExecutor
@@ -215,11 +217,23 @@ def _refuse_foreign_engine(config) -> None:
         require_shared_filesystem(load_policy(config.policy))
 
 
+def warn_of_retired_models(config) -> None:
+    """One line on stderr for each model the run names that its provider retired or will retire (model_retirement.py),
+    before any sandbox starts: a retired model fails every attempt."""
+    named = dict.fromkeys(str(options["model"]) for options in config.agent_options.values() if options.get("model"))
+    today = date.today()
+    for model in named:
+        note = retirement_note(model, today)
+        if note is not None:
+            typer.echo(f"warning: {note}", err=True)
+
+
 def execute_run(
     config, run_dir: Path, *, as_json: bool = False, title: str = "statebox leaderboard", gateway_options: dict | None = None,
     executor=None,
 ) -> list:
     """Run with a live progress display, then print the leaderboard (or JSON)."""
+    warn_of_retired_models(config)
     console = wide_console(stderr=as_json)
     columns: list[ProgressColumn | str] = [
         TextColumn("[bold]{task.fields[agent]:<16}"),

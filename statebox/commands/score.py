@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import date
 from enum import Enum
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from rich.table import Table
 
 from statebox.benchmarks import load_benchmark
 from statebox.model_names import ANTHROPIC_MODEL, OPENAI_MODEL
+from statebox.model_retirement import retirement_note
 from statebox.scoring.judge import make_judge
 from statebox.scoring.predictions import load_predictions
 from statebox.schema import ScoreReport
@@ -52,6 +54,9 @@ def register(app: typer.Typer) -> None:
         loaded = load_benchmark(bench.value, data)
         lines = load_predictions(predictions)
         enumeration_judge = make_judge(judge.value, judge_model) if bench == Bench.ecbench else None
+        retired = retirement_note(judge_model, date.today()) if enumeration_judge is not None and judge_model else None
+        if retired is not None:
+            typer.echo(f"warning: {retired}", err=True)
         report = score_predictions(bench.value, loaded.items, lines, enumeration_judge, n_boot=bootstrap, seed=seed,
                                    source=str(predictions))
         report.warnings = loaded.warnings + report.warnings
