@@ -44,6 +44,7 @@ import sys
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from itertools import chain, islice, repeat
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator, get_args
@@ -652,7 +653,7 @@ def rollout_head(path: Path) -> RolloutHead | None:
 def rollout_families(found: list[Found], lone_file: bool) -> list[Found]:
     """`found` with each Codex subagent's rollout moved under the session that started it (`Found.children`, all
     its descendants in time order), so a session is judged with what its subagents did and they make no rows of
-    their own. For a lone rollout, its subagents are looked for beside it (the same day's folder).
+    their own. For a lone rollout, its subagents are looked for beside it (its day's folder and the next day's).
 
     Why: audited apart, a session that had its subagent walk the disk and read an answer key was clean, and the
     subagent's rollout made a row no `--items` entry names (found by this round's attack, recorded with the real
@@ -695,20 +696,48 @@ def _root_of(path: Path, heads: dict[Path, RolloutHead], by_thread: dict[str, Pa
     return at
 
 
+_DAY_PART = re.compile(r"[0-9]{2}|[0-9]{4}")  # a part of a Codex day folder's path: YYYY, MM or DD
+
+
 def _sibling_rollouts(path: Path) -> list[Path]:
-    """The rollouts in a lone rollout's folder (itself included), regular files only, at most MAX_SUBAGENT_FILES."""
+    """The rollouts in a lone rollout's folder (itself included) and in the next day's folder, regular files only, at
+    most MAX_SUBAGENT_FILES.
+
+    Why the next day's: Codex files a rollout under the day its thread started (`sessions/YYYY/MM/DD/`), so a
+    subagent a session started after midnight lies in the next day's folder; read from its own day alone, the
+    session was flagged for a subagent it had left unread. A folder that is a link is not followed there (the
+    rollout's own folder is the one the user named)."""
     out = [path]
-    try:
-        with os.scandir(path.parent) as entries:
-            for entry in entries:
-                if entry.name.startswith("rollout-") and entry.name.endswith(".jsonl") and entry.name != path.name \
-                        and entry.is_file(follow_symlinks=False):
-                    out.append(path.parent / entry.name)
-                    if len(out) > MAX_SUBAGENT_FILES:
-                        break
-    except OSError:
-        pass  # its started subagents then go unread, and the session is flagged for them
+    for folder in (path.parent, *_next_day_folder(path.parent)):
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.startswith("rollout-") and entry.name.endswith(".jsonl") and entry.name != path.name \
+                            and entry.is_file(follow_symlinks=False):
+                        out.append(folder / entry.name)
+                        if len(out) > MAX_SUBAGENT_FILES:
+                            return out
+        except OSError:
+            pass  # its started subagents then go unread, and the session is flagged for them
     return out
+
+
+def _next_day_folder(folder: Path) -> list[Path]:
+    """`[.../YYYY/MM/DD+1]` for a Codex day folder `.../YYYY/MM/DD` (across a month's or a year's end), where it
+    exists and is no link; [] for any other folder."""
+    names = (folder.parent.parent.name, folder.parent.name, folder.name)
+    if not all(_DAY_PART.fullmatch(n) for n in names):
+        return []
+    try:
+        after = date(int(names[0]), int(names[1]), int(names[2])) + timedelta(days=1)
+    except ValueError:  # not a calendar day (2026/13/40)
+        return []
+    nxt = folder.parent.parent.parent / f"{after.year:04d}" / f"{after.month:02d}" / f"{after.day:02d}"
+    try:
+        return [nxt] if stat.S_ISDIR(os.lstat(nxt).st_mode) else []
+    except OSError:
+        return []
+
 
 
 def spawned_agents(events: list[Event]) -> set[str]:

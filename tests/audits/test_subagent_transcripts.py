@@ -236,6 +236,35 @@ def test_a_codex_session_whose_subagents_rollouts_are_missing_is_flagged_not_cle
         assert any("subagent" in q and "not read" in q for q in _limited(row)), row.row.verdict.findings
 
 
+@pytest.mark.parametrize("day, next_day", [("2026/11/30", "2026/12/01"), ("2026/12/31", "2027/01/01")])
+def test_a_lone_rollout_finds_the_subagent_started_after_midnight(tmp_path: Path, day: str, next_day: str):
+    """Codex files a rollout under the day its thread started: a subagent started after midnight lies in the next
+    day's folder, which a lone rollout's audit reads too (across a month's and a year's end)."""
+    sessions = tmp_path / "sessions"
+    (sessions / day).mkdir(parents=True)
+    (sessions / next_day).mkdir(parents=True)
+    shutil.copyfile(ROLLOUT, sessions / day / ROLLOUT.name)
+    shutil.copyfile(CHILD, sessions / next_day / CHILD.name)
+    [row] = _audit(sessions / day / ROLLOUT.name)
+    assert row.row.verdict.verdict == "contaminated"
+    assert not any(f.category == "audit_limit" for f in row.row.verdict.findings), row.row.verdict.findings
+
+
+def test_a_next_day_folder_that_is_a_link_is_not_followed(tmp_path: Path):
+    """The next day's folder is read only where it is a folder: a link there (to anywhere) is not followed, and the
+    session whose subagent lies behind it is flagged as when the rollout is missing."""
+    sessions, elsewhere = tmp_path / "sessions", tmp_path / "elsewhere"
+    (sessions / "2026" / "11" / "30").mkdir(parents=True)
+    (sessions / "2026" / "12").mkdir(parents=True)
+    elsewhere.mkdir()
+    shutil.copyfile(ROLLOUT, sessions / "2026" / "11" / "30" / ROLLOUT.name)
+    shutil.copyfile(CHILD, elsewhere / CHILD.name)
+    (sessions / "2026" / "12" / "01").symlink_to(elsewhere, target_is_directory=True)
+    [row] = _audit(sessions / "2026" / "11" / "30" / ROLLOUT.name)
+    assert row.row.verdict.verdict == "suspicious"
+    assert any("subagent" in q and "not read" in q for q in _limited(row)), row.row.verdict.findings
+
+
 def _forged_head(path: Path, thread: str, parent: str | None) -> None:
     lines = path.read_text().splitlines()
     meta = json.loads(lines[0])
