@@ -123,7 +123,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps({"attempts": [r.to_json() for r in rows]}))
             return
-        _print_table(rows, every_row)
+        _print_table(rows, every_row, "session" if kind == "other" else "attempt")
 
 
 def _kind_of(target: Path, fmt: Optional[str]) -> str:
@@ -193,10 +193,11 @@ def _run_folder_of(target: Path) -> Path:
     return target
 
 
-def _print_table(rows, every_row: bool) -> None:
-    """The flagged attempts as a table (every attempt with `--all`), then the counts. Every string from the session
-    (quotes, item ids, attempt and file names) is plain text: no rich markup read from it, hidden characters (bidi
-    controls, zero-width characters, terminal escapes) spelt <U+XXXX> (report/visible_text.py).
+def _print_table(rows, every_row: bool, noun: str) -> None:
+    """The flagged attempts (`noun`: other harnesses' rows are sessions) as a table (every one with `--all`), then the
+    counts. Every string from the session (quotes, item ids, attempt and file names) is plain text: no rich markup
+    read from it, hidden characters (bidi controls, zero-width characters, terminal escapes) spelt <U+XXXX>
+    (report/visible_text.py).
 
     Why the clean ones are counted, not listed: a run's audit is mostly clean attempts, and a row of "clean, -" per
     attempt buried the few that matter; rich also lays out a table in ~0.7 ms a row, so listing 281 clean attempts
@@ -223,7 +224,7 @@ def _print_table(rows, every_row: bool) -> None:
         console.print(table)
     unlisted = len(rows) - len(listed)
     if unlisted:
-        console.print(Text(f"{unlisted} clean attempt{'s' if unlisted != 1 else ''} not listed (--all lists them)"))
+        console.print(Text(f"{unlisted} clean {noun}{'s' if unlisted != 1 else ''} not listed (--all lists them)"))
     counts = Counter(r.verdict.verdict for r in rows)
     cats = Counter(c for r in rows for c in {f.category for f in r.verdict.findings})
     console.print(Text(", ".join(f"{k}: {counts.get(k, 0)}" for k in ("clean", "suspicious", "contaminated"))
