@@ -183,3 +183,18 @@ def test_cli_audit_that_writes_waits_for_no_run_holding_the_folder(tmp_path):
     subprocess.run([sys.executable, "-m", "statebox.cli", "audit", str(run / "attempts" / name)], capture_output=True, text=True, check=True)
     assert json.loads(verdict.read_text())["verdict"] == "contaminated"
     assert not list((run / "attempts" / name).glob("*.tmp"))
+
+
+def test_the_count_line_names_what_the_rows_are(capsys):
+    """A run's rows are attempts, other harnesses' rows are sessions; the count of the clean ones left out says which."""
+    from types import SimpleNamespace
+
+    from statebox.commands.audit import _print_table
+
+    clean = SimpleNamespace(attempt="s1", agent="claude-code", item="i",
+                            verdict=SimpleNamespace(verdict="clean", action="none", findings=[]))
+    _print_table([clean, clean], False, "session")
+    out = capsys.readouterr().out
+    assert "2 clean sessions not listed (--all lists them)" in out and "s1" not in out
+    _print_table([clean], False, "attempt")
+    assert "1 clean attempt not listed" in capsys.readouterr().out
