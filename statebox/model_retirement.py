@@ -67,5 +67,5 @@ def retirement_note(model: str, today: date) -> str | None:
     day = retirement_day(said)
     if day is not None and day <= today:
         return (f"{model}: Anthropic retired this model on {said}; its requests fail unless the upstream still serves it "
-                f"(name another with --model)")
+                f"(name another model)")
     return f"{model}: Anthropic retires this model on {said} (anthropic SDK); a run after that day fails its requests"

@@ -739,7 +739,6 @@ def _next_day_folder(folder: Path) -> list[Path]:
         return []
 
 
-
 def spawned_agents(events: list[Event]) -> set[str]:
     """The thread ids `spawn_agent` calls in `events` answered with (`{"agent_id": ...}`)."""
     calls = {str(e.data.get("call_id")) for e in events
