@@ -13,11 +13,11 @@ import pytest
 from anthropic._data import DEPRECATED_MODELS  # the SDK's own list; if it moves, this import fails loudly
 
 from statebox import model_names
-from statebox.model_retirement import anthropic_retirements, retirement_day, retirement_note
 from statebox.agents import react, vision_client
-from statebox.commands.run import warn_of_retired_models
 from statebox.audits import llm_pass
 from statebox.commands import demo
+from statebox.commands.run import warn_of_retired_models
+from statebox.model_retirement import anthropic_retirements, retirement_day, retirement_note
 from statebox.sandbox.gateway.accounting import price_lookup
 from statebox.scoring import judge
 
