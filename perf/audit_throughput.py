@@ -204,11 +204,6 @@ def make_cli_corpus(root: Path, megabytes: float, seed: int = 1) -> tuple[int, i
     return n, total
 
 
-def time_audit_others(root: Path, jobs: int) -> tuple[float, float, list[tuple[str, str, int]]]:
-    """(wall s, CPU s of this process and its workers, verdict rows) of `statebox audit FOLDER` over the CLIs' files."""
-    return run_command(root, jobs)
-
-
 WALK = "python3 -c \"import os; print(os.listdir('/data/d{i}'))\""
 
 
@@ -321,11 +316,6 @@ def time_audit_warmed(root: Path, warmup: Path) -> float:
     return run_command(root, 1)[1]
 
 
-def time_audit(root: Path, jobs: int) -> tuple[float, float, list[tuple[str, str, int]]]:
-    """(wall s, CPU s of this process and its workers, verdict rows) of one `statebox audit RUN_DIR` over the corpus."""
-    return run_command(root, jobs)
-
-
 def run_command(target: Path, jobs: int) -> tuple[float, float, list[tuple[str, str, int]]]:
     """(wall s, CPU s of this process and its workers, verdict rows) of `statebox audit TARGET --no-write --jobs N`
     as a user runs it, its imports done: the command's own code, its progress on stderr and its table printed
@@ -417,9 +407,9 @@ def main() -> None:
             c_wall, c_cpu = min(c_wall, wall), min(c_cpu, cpu)
             cpu, re2_hits = fresh(time_prefilter, files)  # in a child: RE2's cache would hand the audits a warmed automaton
             p_cpu = min(p_cpu, cpu)
-            wall, cpu, rows = fresh(time_audit, root, 1)
+            wall, cpu, rows = fresh(run_command, root, 1)
             a_wall, a_cpu = min(a_wall, wall), min(a_cpu, cpu)
-            wall, cpu, rows_jobs = fresh(time_audit, root, args.jobs)
+            wall, cpu, rows_jobs = fresh(run_command, root, args.jobs)
             j_wall, j_cpu = min(j_wall, wall), min(j_cpu, cpu)
             w_cpu = min(w_cpu, fresh(time_audit_warmed, root, warmup))
         others = root / "others"
@@ -436,9 +426,9 @@ def main() -> None:
         for _ in range(args.repeat):
             wall, cpu, ro_hits = time_tool([rg, "-i", "-c", "--no-ignore", "-f", str(rg_patterns), str(others)])
             ro_wall, ro_cpu = min(ro_wall, wall), min(ro_cpu, cpu)
-            wall, cpu, o_rows = fresh(time_audit_others, others, 1)
+            wall, cpu, o_rows = fresh(run_command, others, 1)
             o_wall, o_cpu = min(o_wall, wall), min(o_cpu, cpu)
-            wall, cpu, oj_rows = fresh(time_audit_others, others, args.jobs)
+            wall, cpu, oj_rows = fresh(run_command, others, args.jobs)
             oj_wall, oj_cpu = min(oj_wall, wall), min(oj_cpu, cpu)
         if oj_rows != o_rows:
             raise SystemExit("the all-cores audit of the CLIs' files gave other verdicts than the one-process audit")

@@ -18,6 +18,7 @@ import re
 from datetime import date, datetime
 from functools import lru_cache
 from pathlib import Path
+from typing import Iterable
 
 _SDK_LIST = ("_data", "deprecated_models.py")
 _DAY = re.compile(r"([A-Za-z]+) (\d{1,2})(?:st|nd|rd|th)?, (\d{4})")
@@ -69,3 +70,9 @@ def retirement_note(model: str, today: date) -> str | None:
         return (f"{model}: Anthropic retired this model on {said}; its requests fail unless the upstream still serves it "
                 f"(name another model)")
     return f"{model}: Anthropic retires this model on {said} (anthropic SDK); a run after that day fails its requests"
+
+
+def retirement_notes(models: Iterable[str], today: date | None = None) -> list[str]:
+    """`retirement_note` of each distinct model named, in the order named (`today`: the local date unless given)."""
+    day = today or date.today()
+    return [note for model in dict.fromkeys(models) if (note := retirement_note(model, day)) is not None]

@@ -17,7 +17,7 @@ from statebox.agents import react, vision_client
 from statebox.audits import llm_pass
 from statebox.commands import demo
 from statebox.commands.run import warn_of_retired_models
-from statebox.model_retirement import anthropic_retirements, retirement_day, retirement_note
+from statebox.model_retirement import anthropic_retirements, retirement_day, retirement_note, retirement_notes
 from statebox.sandbox.gateway.accounting import price_lookup
 from statebox.scoring import judge
 
@@ -113,3 +113,8 @@ def test_a_run_warns_once_per_retired_model_it_names(capsys: pytest.CaptureFixtu
     warn_of_retired_models(config)
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("warning: claude-sonnet-4-5: Anthropic retire")
+
+
+def test_notes_are_one_per_model_named_in_order() -> None:
+    notes = retirement_notes(["claude-sonnet-4-5", "gpt-5", "claude-sonnet-4-5"], date(2026, 12, 1))
+    assert len(notes) == 1 and notes[0].startswith("claude-sonnet-4-5: Anthropic retired")

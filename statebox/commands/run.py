@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import date
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -13,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, ProgressColumn, TextCol
 
 from statebox.agents.base import make_agent
 from statebox.errors import UserError
-from statebox.model_retirement import retirement_note
+from statebox.model_retirement import retirement_notes
 from statebox.report.aggregate import score_run
 from statebox.report.attribution import attribute_rows, attribution_json
 from statebox.harness.cluster import RayExecutor
@@ -220,12 +219,8 @@ def _refuse_foreign_engine(config) -> None:
 def warn_of_retired_models(config) -> None:
     """One line on stderr for each model the run names that its provider retired or will retire (model_retirement.py),
     before any sandbox starts: a retired model fails every attempt."""
-    named = dict.fromkeys(str(options["model"]) for options in config.agent_options.values() if options.get("model"))
-    today = date.today()
-    for model in named:
-        note = retirement_note(model, today)
-        if note is not None:
-            typer.echo(f"warning: {note}", err=True)
+    for note in retirement_notes(str(options["model"]) for options in config.agent_options.values() if options.get("model")):
+        typer.echo(f"warning: {note}", err=True)
 
 
 def execute_run(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import date
 from enum import Enum
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from rich.table import Table
 
 from statebox.benchmarks import load_benchmark
 from statebox.model_names import ANTHROPIC_MODEL, OPENAI_MODEL
-from statebox.model_retirement import retirement_note
+from statebox.model_retirement import retirement_notes
 from statebox.scoring.judge import make_judge
 from statebox.scoring.predictions import load_predictions
 from statebox.schema import ScoreReport
@@ -54,9 +53,8 @@ def register(app: typer.Typer) -> None:
         loaded = load_benchmark(bench.value, data)
         lines = load_predictions(predictions)
         enumeration_judge = make_judge(judge.value, judge_model) if bench == Bench.ecbench else None
-        retired = retirement_note(judge_model, date.today()) if enumeration_judge is not None and judge_model else None
-        if retired is not None:
-            typer.echo(f"warning: {retired}", err=True)
+        for note in retirement_notes([judge_model] if enumeration_judge is not None and judge_model else []):
+            typer.echo(f"warning: {note}", err=True)
         report = score_predictions(bench.value, loaded.items, lines, enumeration_judge, n_boot=bootstrap, seed=seed,
                                    source=str(predictions))
         report.warnings = loaded.warnings + report.warnings
