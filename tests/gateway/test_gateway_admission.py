@@ -371,6 +371,17 @@ def test_a_model_without_a_price_is_refused_under_a_cost_budget(greedy):
     assert priced.usage.cost_usd == pytest.approx((10 * 1.0 + 16 * 2.0) / 1e6)
 
 
+@pytest.mark.parametrize("model", ["CLAUDE-OPUS-5-5", " claude-opus-5-5", "claude-haiku-5-5", "Claude-Sonnet-5-5"])
+def test_a_model_spelt_past_the_price_table_is_refused_not_free(greedy, model):
+    """An agent under a cost budget naming a priced model in another case or with a leading blank (or a model priced
+    only "from" a figure) must not reach the provider at $0: no prefix of the table matches, so it is refused."""
+    gw, up, new_lease = greedy
+    lease = new_lease(Budgets(max_cost_usd=1.0, max_total_tokens=None))
+    reply = _post(lease, "/v1/messages", anthropic_body(model=model))
+    assert reply.status_code == 429 and "prices_per_mtok" in reply.json()["error"]["message"]
+    assert up.requests == [] and lease.usage.cost_usd == 0
+
+
 def test_cost_budget_clamps_output_to_what_money_is_left(greedy):
     gw, up, new_lease = greedy
     # $0.01 at $10/Mtok output: at most 1,000 output tokens, less the input estimate's cost
