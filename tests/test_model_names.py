@@ -18,7 +18,7 @@ from statebox.audits import llm_pass
 from statebox.commands import demo
 from statebox.commands.run import warn_of_retired_models
 from statebox.model_retirement import anthropic_retirements, retirement_day, retirement_note, retirement_notes
-from statebox.sandbox.gateway.accounting import price_lookup
+from statebox.sandbox.gateway.accounting import Rate, price_lookup, rate_lookup
 from statebox.scoring import judge
 
 DEFAULTS = {
@@ -66,15 +66,32 @@ def test_the_demo_adds_a_real_agent_on_the_shared_default(monkeypatch: pytest.Mo
 
 
 @pytest.mark.parametrize("model, price", [
-    ("claude-opus-5-5", (4.0, 20.0)),          # the longer prefix wins over claude-opus-5
+    ("claude-opus-5-5", (4.0, 20.0)),
     ("claude-opus-5", (5.0, 25.0)),
     ("claude-sonnet-5-5", (2.0, 10.0)),
     ("claude-opus-4-8", (5.0, 25.0)),          # not claude-opus-4's $15/$75
-    ("claude-opus-4-7", (15.0, 75.0)),         # unlisted: its family's price, which trips a budget early, never late
+    ("claude-opus-4-1-20250805", (15.0, 75.0)),  # a dated snapshot of a listed name
+    ("gpt-6.1-sol", (2.0, 10.0)),
+    ("gpt-5.5", (5.0, 30.0)),                  # not gpt-5's $1.25/$10
+    ("claude-opus-4-7", None),                 # no official price read: refused under a cost budget, never guessed
+    ("gpt-5-pro", None),                       # dearer than gpt-5: once charged gpt-5's price by its prefix
     ("claude-haiku-5-5", None),                # priced "from": refused under a cost budget unless the policy prices it
 ])
-def test_current_models_are_priced_by_their_own_prefix(model: str, price: tuple[float, float] | None) -> None:
+def test_current_models_are_priced_by_their_own_name(model: str, price: tuple[float, float] | None) -> None:
     assert price_lookup(model) == price
+
+
+def test_a_long_context_request_pays_the_long_context_rate() -> None:
+    """Past 272K input tokens GPT-6.1 Sol bills $4/$15 for the whole request, past 200K Sonnet 4.6 bills $6/$22.50."""
+    sol = rate_lookup("gpt-6.1-sol")
+    assert sol is not None
+    assert sol.cost_usd(272_000, 1_000) == pytest.approx((272_000 * 2.0 + 1_000 * 10.0) / 1e6)
+    assert sol.cost_usd(272_001, 1_000) == pytest.approx((272_001 * 4.0 + 1_000 * 15.0) / 1e6)
+    sonnet = rate_lookup("claude-sonnet-4-6")
+    assert sonnet is not None and sonnet.for_input(200_001) == (6.0, 22.5)
+    opus5 = rate_lookup("claude-opus-5")  # one rate over its whole 1M context
+    assert opus5 is not None and opus5.for_input(900_000) == (5.0, 25.0)
+    assert rate_lookup("gpt-6.1-sol", extra={"gpt-6.1-sol": (1.0, 1.0)}) == Rate((1.0, 1.0))  # the policy's own price
 
 
 # ---------------------------------------------------------------- retirements, read from the SDK's list as data

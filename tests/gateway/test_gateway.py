@@ -210,6 +210,22 @@ def test_request_and_cost_budgets(socket_dir, tmp_path):
         lease2.close()
 
 
+def test_a_long_conversation_is_charged_the_long_context_rate(socket_dir, tmp_path):
+    """GPT-6.1 Sol bills a request past 272K input tokens at $4/$15, not $2/$10: the gateway charges what the provider
+    will bill, so a cost budget holds for an agent whose conversation has grown long."""
+    turns = [Turn(text="a", usage={"input_tokens": n, "output_tokens": 1000}) for n in (100_000, 300_000)]
+    with ScriptedModelServer(turns, index_mode="sequential") as up, Gateway(
+        openai_base_url=up.openai_base_url, openai_api_key="k" * 20, env={},
+    ) as gw:
+        lease = gw.lease("a-long", socket_dir, tmp_path / "l.jsonl", Budgets(max_cost_usd=10.0, max_total_tokens=None))
+        client = openai_client(lease, max_retries=0)
+        client.chat.completions.create(model="gpt-6.1-sol", messages=[{"role": "user", "content": "x"}])
+        assert lease.usage.cost_usd == pytest.approx((100_000 * 2.0 + 1000 * 10.0) / 1e6)
+        client.chat.completions.create(model="gpt-6.1-sol", messages=[{"role": "user", "content": "x"}])
+        assert lease.usage.cost_usd == pytest.approx((100_000 * 2.0 + 1000 * 10.0 + 300_000 * 4.0 + 1000 * 15.0) / 1e6)
+        lease.close()
+
+
 def test_images_are_summarised_in_the_log(lease):
     png = bytes(range(256)) * 8
     b64 = base64.b64encode(png).decode()

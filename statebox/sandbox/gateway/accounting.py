@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -32,27 +33,46 @@ from statebox.sandbox.gateway.log import redact_text, usage_of
 from statebox.sandbox.gateway.routes import Provider
 from statebox.schema import Usage
 
-# USD per million tokens (input, output), list prices; the longest matching prefix wins.
-# Under a cost budget a model with no price here (nor in the policy's `budgets.prices_per_mtok`)
-# is refused: it would otherwise cost $0 and the budget would never trip. A model priced by a
-# shorter prefix than its own pays that prefix's price: claude-opus-4-7 is charged as claude-opus-4
-# ($15/$75) until its own price is listed, which trips a budget early, never late.
-# Claude 5 and Opus 4.8 list prices: Anthropic's model pages (platform.claude.com/docs/.../models/*/overview),
-# read 2026-11-30. Not listed: Haiku 5.5 ("from" a price, it varies) and Fable (two prices seen): refused
-# under a cost budget unless the policy prices them.
+# USD per million tokens (input, output), list prices, by exact model name: a name here prices itself and its dated
+# snapshots (`claude-opus-4-1-20250805`, `gpt-5-2025-08-07`: `SNAPSHOT`), nothing else. Why not by prefix, as before
+# the seventeenth session: a family's prefix priced its dearer siblings at the family's rate, so `gpt-5-pro` ($15/$120)
+# paid `gpt-5`'s $1.25/$10 and `o3-pro` ($20/$80) paid `o3`'s $2/$8, and a cost budget tripped ten times too late. A
+# model not named here (nor in the policy's `budgets.prices_per_mtok`, which is read by prefix as its users write it)
+# has no price, and under a cost budget is refused before it is sent: fail closed, and the refusal says how to price it.
+# Sources, read 2026-11-30: Anthropic's model pages (platform.claude.com/docs/.../models/*/overview; Claude 5 has one
+# rate over its whole 1M context); OpenAI's model and pricing pages as quoted by several independent price trackers
+# (GPT-5.4/5.5 and their pro/mini/nano, GPT-6 Sol and 6.1 Sol). Left unpriced, so refused under a cost budget: models
+# whose price the sources disagree on or quote "from" a figure (GPT-5.6, GPT-6 Astra and Luna, Claude Haiku 5.5,
+# Claude Fable), and every `-pro` model of the GPT-5 generation but 5.4's and 5.5's.
 PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
     "claude-opus-5-5": (4.0, 20.0),
     "claude-opus-5": (5.0, 25.0),
+    "claude-sonnet-5-5": (2.0, 10.0),
     "claude-sonnet-5": (2.0, 10.0),
     "claude-opus-4-8": (5.0, 25.0),
-    "claude-opus-4-5": (5.0, 25.0),
     "claude-opus-4-6": (5.0, 25.0),
+    "claude-opus-4-5": (5.0, 25.0),
+    "claude-opus-4-1": (15.0, 75.0),
+    "claude-opus-4-0": (15.0, 75.0),
     "claude-opus-4": (15.0, 75.0),
+    "claude-sonnet-4-6": (3.0, 15.0),
+    "claude-sonnet-4-5": (3.0, 15.0),
+    "claude-sonnet-4-0": (3.0, 15.0),
     "claude-sonnet-4": (3.0, 15.0),
     "claude-3-7-sonnet": (3.0, 15.0),
     "claude-3-5-sonnet": (3.0, 15.0),
-    "claude-haiku-4": (1.0, 5.0),
+    "claude-haiku-4-5": (1.0, 5.0),
     "claude-3-5-haiku": (0.8, 4.0),
+    "gpt-6.1-sol": (2.0, 10.0),
+    "gpt-6-sol": (2.0, 10.0),
+    "gpt-5.5-pro": (30.0, 180.0),
+    "gpt-5.5": (5.0, 30.0),
+    "gpt-5.4-pro": (30.0, 180.0),
+    "gpt-5.4-mini": (0.75, 4.5),
+    "gpt-5.4-nano": (0.2, 1.25),
+    "gpt-5.4": (2.5, 15.0),
+    "gpt-5.2": (1.75, 14.0),
+    "gpt-5.1": (1.25, 10.0),
     "gpt-5-nano": (0.05, 0.4),
     "gpt-5-mini": (0.25, 2.0),
     "gpt-5": (1.25, 10.0),
@@ -64,6 +84,39 @@ PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
     "o4-mini": (1.1, 4.4),
     "o3": (2.0, 8.0),
 }
+# A dated snapshot of a listed name: Anthropic's `-YYYYMMDD`, OpenAI's `-YYYY-MM-DD`.
+SNAPSHOT = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})\Z")
+# Long-context rates: a request whose input passes the threshold pays (input x, output x) of the listed rates for the
+# whole request (Claude Sonnet 4.x and Opus 4.6 past 200K input tokens, $6/$22.50 and $10/$37.50; OpenAI's GPT-5.4,
+# GPT-5.5 and GPT-6.x Sol past 272K, e.g. 6.1 Sol's $4/$15). Without them a long conversation was charged half of its
+# input. Where a source gave no long-context rate for a GPT-6 Sol model the same rule is assumed: over-charging trips a
+# budget early, never late.
+LONG_CONTEXT: dict[str, tuple[int, float, float]] = {
+    **{name: (200_000, 2.0, 1.5) for name in ("claude-sonnet-4-6", "claude-sonnet-4-5", "claude-sonnet-4-0",
+                                               "claude-sonnet-4", "claude-opus-4-6")},
+    **{name: (272_000, 2.0, 1.5) for name in ("gpt-6.1-sol", "gpt-6-sol", "gpt-5.5", "gpt-5.5-pro", "gpt-5.4",
+                                               "gpt-5.4-pro", "gpt-5.4-mini", "gpt-5.4-nano")},
+}
+
+
+@dataclass(frozen=True)
+class Rate:
+    """What one model costs: USD per million (input, output) tokens, and past `long_from` input tokens (if any) the
+    long-context rates, which a provider applies to the whole request."""
+
+    price: tuple[float, float]
+    long_from: int | None = None
+    long_price: tuple[float, float] = (0.0, 0.0)
+
+    def for_input(self, input_tokens: int) -> tuple[float, float]:
+        return self.long_price if self.long_from is not None and input_tokens > self.long_from else self.price
+
+    def cost_usd(self, input_tokens: int, output_tokens: int) -> float:
+        rate_in, rate_out = self.for_input(input_tokens)
+        return (input_tokens * rate_in + output_tokens * rate_out) / 1_000_000
+
+
+FREE = Rate((0.0, 0.0))  # an unpriced model where no cost budget asks for a price
 
 
 # Input estimate of a reservation: an upper bound on what a body can cost as input.
@@ -79,16 +132,42 @@ IMAGE_TOKENS = 3_000
 OUTPUT_CEILING = 128_000
 
 
+def _listed_name(model: str, table: dict[str, tuple[float, float]]) -> str | None:
+    """The name of `table` that prices `model`: itself, or the name it is a dated snapshot of."""
+    if model in table:
+        return model
+    base = SNAPSHOT.sub("", model)
+    return base if base != model and base in table else None
+
+
+def rate_lookup(model: str, prices: dict[str, tuple[float, float]] | None = None,
+                extra: dict[str, tuple[float, float]] | None = None) -> Rate | None:
+    """What `model` costs, or None when nothing prices it.
+
+    `prices`: the gateway's table (exact names and their dated snapshots; default `PRICES_PER_MTOK`). `extra`: the
+    policy's prices, by prefix as documented. The longer key wins (a policy prefix equal to a table name replaces it):
+    the same order as when both were prefixes, so a policy written before still prices what it priced."""
+    table = PRICES_PER_MTOK if prices is None else prices
+    listed = _listed_name(model, table)
+    stated = max((p for p in (extra or {}) if model.startswith(p)), key=len, default=None)
+    if stated is not None and (listed is None or len(stated) >= len(listed)):
+        rate_in, rate_out = (extra or {})[stated]
+        return Rate((rate_in, rate_out))
+    if listed is None:
+        return None
+    rate_in, rate_out = table[listed]
+    long = LONG_CONTEXT.get(listed) if prices is None else None
+    if long is None:
+        return Rate((rate_in, rate_out))
+    threshold, times_in, times_out = long
+    return Rate((rate_in, rate_out), threshold, (rate_in * times_in, rate_out * times_out))
+
+
 def price_lookup(model: str, prices: dict[str, tuple[float, float]] | None = None,
                  extra: dict[str, tuple[float, float]] | None = None) -> tuple[float, float] | None:
-    """USD/Mtok (input, output) of `model`, or None when no prefix matches; `extra` (the policy's) wins."""
-    table = dict(prices if prices is not None else PRICES_PER_MTOK)
-    table.update(extra or {})
-    best = ""
-    for prefix in table:
-        if model.startswith(prefix) and len(prefix) > len(best):
-            best = prefix
-    return tuple(table[best]) if best else None  # type: ignore[return-value]
+    """USD/Mtok (input, output) of `model` below any long-context threshold, or None when nothing prices it."""
+    rate = rate_lookup(model, prices, extra)
+    return None if rate is None else rate.price
 
 
 def price_of(model: str, prices: dict[str, tuple[float, float]] | None = None,
@@ -244,11 +323,11 @@ class Reservation:
 
     input_tokens: int
     output_tokens: int
-    price: tuple[float, float]  # USD/Mtok (input, output); (0, 0) when unknown and no cost budget
+    rate: Rate  # FREE when the model is unpriced and no cost budget asks for a price
 
     @property
     def cost_usd(self) -> float:
-        return (self.input_tokens * self.price[0] + self.output_tokens * self.price[1]) / 1_000_000
+        return self.rate.cost_usd(self.input_tokens, self.output_tokens)
 
 
 def input_estimate(text_bytes: int, images: int) -> int:
@@ -287,14 +366,15 @@ def _reserve_locked(lease: GatewayLease, model: str, estimate_in: int, requested
     if why:
         lease.exceeded = why
         raise BudgetRefused(why)
-    price = price_lookup(model, prices, b.prices_per_mtok)
-    if price is None:
+    rate = rate_lookup(model, prices, b.prices_per_mtok)
+    if rate is None:
         if b.max_cost_usd is not None:
             raise BudgetRefused(
                 f"statebox gateway: cost budget: no price for model {model!r}, so its spend cannot be "
                 "bounded; add one to the policy (budgets.prices_per_mtok: {\"" + model[:60]
                 + "\": [USD per million input tokens, USD per million output tokens]}) or drop max_cost_usd")
-        price = (0.0, 0.0)
+        rate = FREE
+    price = rate.for_input(estimate_in)  # the estimate bounds the input: past a threshold, the long-context rate
     used, held = lease.usage, lease.reserved
     left_in = _left(b.max_input_tokens, used.input_tokens, held.input_tokens)
     left_out = _left(b.max_output_tokens, used.output_tokens, held.output_tokens)
@@ -328,7 +408,7 @@ def _reserve_locked(lease: GatewayLease, model: str, estimate_in: int, requested
     else:
         cap = None
     reserved_out = cap if cap is not None else OUTPUT_CEILING
-    reservation = Reservation(input_tokens=estimate_in, output_tokens=reserved_out, price=price)
+    reservation = Reservation(input_tokens=estimate_in, output_tokens=reserved_out, rate=rate)
     lease.usage.requests += 1
     held.input_tokens += reservation.input_tokens
     held.output_tokens += reservation.output_tokens
@@ -349,7 +429,7 @@ def settle(lease: GatewayLease, api: str, reservation: Reservation, reply: Any, 
     if status < 400 and (not complete or not has_usage):
         inp, out = max(inp, reservation.input_tokens), max(out, reservation.output_tokens)
         record["usage_charged"] = "reservation"  # the worst case, since the real usage is unknown
-    cost = (inp * reservation.price[0] + out * reservation.price[1]) / 1_000_000
+    cost = reservation.rate.cost_usd(inp, out)  # the real input decides the long-context rate
     with lease._budget_lock:
         held = lease.reserved
         held.input_tokens -= reservation.input_tokens
