@@ -1,10 +1,15 @@
-"""Whether a provider has retired a model, or named the day it will, read from the provider's own SDK.
+"""Whether a provider has retired a model, or named the day it will: Anthropic's from its SDK, OpenAI's from its page.
 
 Why: a run on a retired model starts its sandboxes and fails every attempt with the provider's refusal; the
 `anthropic` SDK ships the list of the models Anthropic has announced retirements for (`anthropic/_data/
 deprecated_models.py`: model id -> the retirement day, as "November 30th, 2026"), the maintained source of that fact.
 It is read as data (`ast.literal_eval` of the file the installed package holds), not imported: importing the SDK
 costs about a second, and `statebox run` starts without it.
+
+OpenAI's SDK ships no such list (its `/v1/models` endpoint gives a `shutdown_date`, but only to a caller with a key,
+and `statebox run` must warn before it starts anything). `OPENAI_SHUTDOWNS` is statebox's copy of OpenAI's deprecations
+page (developers.openai.com/api/docs/deprecations, read 2026-11-30 through independent copies that agree, one of
+which checked every date against `/v1/models`): a dated table that a session updates when OpenAI announces more.
 
 Why a warning and not a refusal: partner platforms (Bedrock, Vertex) and proxies reached through an upstream URL set
 their own schedules, so a model Anthropic retired may still answer where a run sends it.
@@ -22,6 +27,34 @@ from typing import Iterable
 
 _SDK_LIST = ("_data", "deprecated_models.py")
 _DAY = re.compile(r"([A-Za-z]+) (\d{1,2})(?:st|nd|rd|th)?, (\d{4})")
+_OPENAI_SNAPSHOT = re.compile(r"-\d{4}-\d{2}-\d{2}\Z")
+
+
+def _shut_down_on(day: date, *models: str) -> dict[str, date]:
+    return dict.fromkeys(models, day)
+
+
+# model id (and the dated snapshots the page names; another `-YYYY-MM-DD` snapshot of a listed id takes its day)
+# -> the day OpenAI shuts it down in its API (past days included: a
+# model already shut down still gets its note).
+OPENAI_SHUTDOWNS: dict[str, date] = {
+    **_shut_down_on(date(2026, 7, 23), "gpt-5-chat-latest", "gpt-5-codex", "gpt-5.1-chat-latest", "gpt-5.1-codex",
+                    "gpt-5.1-codex-max", "gpt-5.1-codex-mini", "gpt-5.2-codex", "computer-use-preview",
+                    "computer-use-preview-2025-03-11", "o3-deep-research", "o3-deep-research-2025-06-26",
+                    "o4-mini-deep-research", "o4-mini-deep-research-2025-06-26"),
+    **_shut_down_on(date(2026, 8, 10), "gpt-5.2-chat-latest", "gpt-5.3-chat-latest"),
+    **_shut_down_on(date(2026, 10, 23), "gpt-3.5-turbo", "gpt-3.5-turbo-0125", "gpt-4", "gpt-4-0613",
+                    "gpt-4-1106-preview", "gpt-4-turbo", "gpt-4-turbo-2024-04-09", "gpt-4o-2024-05-13", "o1",
+                    "o1-2024-12-17", "o1-pro", "o1-pro-2025-03-19", "o3-mini", "o3-mini-2025-01-31", "o4-mini",
+                    "o4-mini-2025-04-16", "gpt-4.1-nano", "gpt-4.1-nano-2025-04-14"),
+    **_shut_down_on(date(2026, 12, 11), "gpt-5", "gpt-5-2025-08-07", "gpt-5-mini", "gpt-5-mini-2025-08-07",
+                    "gpt-5-nano", "gpt-5-nano-2025-08-07", "gpt-5-pro", "gpt-5-pro-2025-10-06", "o3",
+                    "o3-2025-04-16", "o3-pro", "o3-pro-2025-06-10"),
+    **_shut_down_on(date(2027, 1, 14), "gpt-4o", "gpt-4o-2024-08-06", "gpt-4o-2024-11-20", "gpt-4o-mini",
+                    "gpt-4o-mini-2024-07-18", "gpt-4.1", "gpt-4.1-2025-04-14", "gpt-4.1-mini",
+                    "gpt-4.1-mini-2025-04-14"),
+    **_shut_down_on(date(2027, 4, 1), "gpt-5.1"),
+}
 
 
 @lru_cache(maxsize=1)
@@ -61,15 +94,22 @@ def retirement_day(text: str) -> date | None:
 
 
 def retirement_note(model: str, today: date) -> str | None:
-    """One line for a model Anthropic has retired (its day is today or past) or will retire; None for any other."""
+    """One line for a model its provider has retired (its day is today or past) or will retire; None for any other."""
     said = anthropic_retirements().get(model)
-    if said is None:
+    if said is not None:
+        day = retirement_day(said)
+        if day is not None and day <= today:
+            return (f"{model}: Anthropic retired this model on {said}; its requests fail unless the upstream still serves "
+                    "it (name another model)")
+        return f"{model}: Anthropic retires this model on {said} (anthropic SDK); a run after that day fails its requests"
+    shutdown = OPENAI_SHUTDOWNS.get(model) or OPENAI_SHUTDOWNS.get(_OPENAI_SNAPSHOT.sub("", model))
+    if shutdown is None:
         return None
-    day = retirement_day(said)
-    if day is not None and day <= today:
-        return (f"{model}: Anthropic retired this model on {said}; its requests fail unless the upstream still serves it "
-                f"(name another model)")
-    return f"{model}: Anthropic retires this model on {said} (anthropic SDK); a run after that day fails its requests"
+    if shutdown <= today:
+        return (f"{model}: OpenAI shut this model down on {shutdown.isoformat()}; its requests fail unless the upstream "
+                "still serves it (name another model)")
+    return (f"{model}: OpenAI shuts this model down on {shutdown.isoformat()} (OpenAI's deprecations page); a run after "
+            "that day fails its requests")
 
 
 def retirement_notes(models: Iterable[str], today: date | None = None) -> list[str]:

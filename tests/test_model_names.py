@@ -2,7 +2,8 @@
 
 Why: the shared Anthropic default reached its retirement (2026-11-30) while four modules still named it. The SDK the
 lockfile installs lists every model Anthropic has announced a retirement for; a default on that list fails here,
-months before the day it would fail a user's run."""
+months before the day it would fail a user's run. OpenAI's defaults (`gpt-5`, shut down 2026-12-11; `gpt-4.1`,
+2027-01-14) are held the same way against `model_retirement.OPENAI_SHUTDOWNS`, statebox's copy of OpenAI's page."""
 
 from __future__ import annotations
 
@@ -17,8 +18,15 @@ from statebox.agents import react, vision_client
 from statebox.audits import llm_pass
 from statebox.commands import demo
 from statebox.commands.run import warn_of_retired_models
-from statebox.model_retirement import anthropic_retirements, retirement_day, retirement_note, retirement_notes
+from statebox.model_retirement import (
+    OPENAI_SHUTDOWNS,
+    anthropic_retirements,
+    retirement_day,
+    retirement_note,
+    retirement_notes,
+)
 from statebox.sandbox.gateway.accounting import Rate, price_lookup, rate_lookup
+from statebox.sandbox.images import PACKAGE_ROOT
 from statebox.scoring import judge
 
 DEFAULTS = {
@@ -40,6 +48,22 @@ def test_the_sdk_list_is_read_and_names_the_retired_default() -> None:
 def test_no_default_is_announced_for_retirement(caller: str) -> None:
     model = DEFAULTS[caller]
     assert model not in DEPRECATED_MODELS, f"{caller}: {model} retires {DEPRECATED_MODELS.get(model)}"
+    assert model not in OPENAI_SHUTDOWNS, f"{caller}: {model} shuts down {OPENAI_SHUTDOWNS.get(model)}"
+    assert retirement_note(model, date(2030, 1, 1)) is None
+
+
+def test_openais_list_names_the_defaults_it_replaced() -> None:
+    # the copy this check stands on holds the two models that prompted it, on the days OpenAI gave
+    assert OPENAI_SHUTDOWNS["gpt-5"] == date(2026, 12, 11) and OPENAI_SHUTDOWNS["gpt-4.1"] == date(2027, 1, 14)
+
+
+def test_the_demos_codex_knows_the_openai_default() -> None:
+    """Codex runs the demo's real agent on OPENAI_MODEL when only an OpenAI key is set: the pinned CLI must know the
+    model by name (an unknown one gets a generic profile: no tool or reasoning settings of its own)."""
+    cli = PACKAGE_ROOT / ".cache/agent-clis/image/codex"  # the pinned binary the agents image copies (make setup)
+    if not cli.exists():
+        pytest.skip("the pinned Codex CLI is not installed here (`make setup` installs it, and CI runs make setup)")
+    assert model_names.OPENAI_MODEL.encode() in cli.resolve().read_bytes()
 
 
 @pytest.mark.parametrize("caller", sorted(DEFAULTS))
@@ -119,7 +143,22 @@ def test_a_retired_model_and_a_retiring_one_are_told_apart() -> None:
     retiring = retirement_note("claude-sonnet-4-5", date(2026, 11, 29))
     assert retiring is not None and "retires this model on November 30th, 2026" in retiring
     assert retirement_note(model_names.ANTHROPIC_MODEL, date(2030, 1, 1)) is None
-    assert retirement_note("gpt-5", date(2030, 1, 1)) is None
+    assert retirement_note("gpt-6.1-sol", date(2030, 1, 1)) is None
+
+
+@pytest.mark.parametrize("model, today, said", [
+    ("gpt-5", date(2026, 12, 10), "gpt-5: OpenAI shuts this model down on 2026-12-11"),
+    ("gpt-5", date(2026, 12, 11), "gpt-5: OpenAI shut this model down on 2026-12-11"),
+    ("gpt-5-2025-08-07", date(2026, 11, 30), "OpenAI shuts this model down on 2026-12-11"),
+    ("gpt-4.1-2025-04-14", date(2026, 11, 30), "OpenAI shuts this model down on 2027-01-14"),
+    ("gpt-4.1-2099-01-01", date(2026, 11, 30), "OpenAI shuts this model down on 2027-01-14"),  # a snapshot takes its id's day
+    ("o4-mini", date(2026, 11, 30), "OpenAI shut this model down on 2026-10-23"),
+    ("gpt-5.4", date(2026, 11, 30), None),
+    ("gpt-5-pro-x", date(2026, 11, 30), None),  # not a dated snapshot: not the listed model
+])
+def test_openais_shutdowns_are_told_as_anthropics_are(model: str, today: date, said: str | None) -> None:
+    note = retirement_note(model, today)
+    assert (note is None) if said is None else (note is not None and said in note)
 
 
 def test_a_run_warns_once_per_retired_model_it_names(capsys: pytest.CaptureFixture[str]) -> None:
@@ -133,5 +172,6 @@ def test_a_run_warns_once_per_retired_model_it_names(capsys: pytest.CaptureFixtu
 
 
 def test_notes_are_one_per_model_named_in_order() -> None:
-    notes = retirement_notes(["claude-sonnet-4-5", "gpt-5", "claude-sonnet-4-5"], date(2026, 12, 1))
-    assert len(notes) == 1 and notes[0].startswith("claude-sonnet-4-5: Anthropic retired")
+    notes = retirement_notes(["claude-sonnet-4-5", "gpt-6.1-sol", "gpt-5", "claude-sonnet-4-5"], date(2026, 12, 1))
+    assert len(notes) == 2 and notes[0].startswith("claude-sonnet-4-5: Anthropic retired")
+    assert notes[1].startswith("gpt-5: OpenAI shuts this model down on 2026-12-11")

@@ -56,7 +56,8 @@ class BlindAgent:
                 try:
                     with failures_end_the_attempt(rec) as outcome:
                         client = VisionClient(access.lease, model, provider, api=options.extra.get("api", "chat"),
-                                              max_tokens=int(options.extra.get("max_tokens", 1024)))
+                                              max_tokens=int(options.extra.get("max_tokens", 1024)),
+                                              effort=options.effort)
                         response = ask_for_answer(rec, client, [Text(text)], text,
                                                   {"model": model, "provider": provider, "images": 0})
                 finally:

@@ -171,7 +171,8 @@ class MllmAgent:
                 try:
                     with failures_end_the_attempt(rec) as outcome:
                         client = VisionClient(access.lease, model, provider, api=options.extra.get("api", "chat"),
-                                              max_tokens=int(options.extra.get("max_tokens", 2048)))
+                                              max_tokens=int(options.extra.get("max_tokens", 2048)),
+                                              effort=options.effort)
                         frame_mode = prompt_frame_mode(options, self.name)
                         marked_only = frame_mode == "only" and marked_image(ctx, 0.0) is not None
                         frames: list[Frame] = []

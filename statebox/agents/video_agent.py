@@ -249,7 +249,8 @@ class VideoAgent:
                 try:
                     with failures_end_the_attempt(rec) as outcome:
                         client = VisionClient(access.lease, model, provider, api=options.extra.get("api", "chat"),
-                                              max_tokens=int(options.extra.get("max_tokens_per_call", 2048)))
+                                              max_tokens=int(options.extra.get("max_tokens_per_call", 2048)),
+                                              effort=options.effort)
                         with open_video_tools(ctx, mode=options.extra.get("vtools", "sandbox"),
                                               max_side=options.extra.get("max_side", 768),
                                               on_decoded=lambda ts: rec.add_frames(decoded=ts)) as tools:

@@ -15,6 +15,7 @@ models only served by the Responses API.
 from __future__ import annotations
 
 import inspect
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
@@ -82,10 +83,36 @@ def _is_openai_hosted(model: str) -> bool:
     return model.lower().startswith(("gpt-", "o1", "o3", "o4", "chatgpt", "codex"))
 
 
-def _is_reasoning(model: str) -> bool:
-    """Models that refuse a temperature other than the default."""
+# The Anthropic models that take a temperature other than the default: Claude 3 and Claude 4 up to 4.6 (and their dated
+# snapshots). The Claude 5 line answers a non-default sampling parameter with a 400.
+_ANTHROPIC_SAMPLING = re.compile(r"claude-(?:3-.*|(?:opus|sonnet|haiku)-4(?:-[0-6])?(?:-\d{8})?)\Z")
+# The OpenAI-hosted models that do: the GPT-4 and GPT-3.5 lines. The o-series, GPT-5 and later reason by default and
+# answer a temperature with a 400 (GPT-6: "when reasoning effort is not none, remove temperature, top_p").
+_OPENAI_SAMPLING = ("gpt-4", "gpt-3.5", "chatgpt-4o")
+
+
+def takes_temperature(model: str, provider: Provider) -> bool:
+    """Whether `model` takes a temperature: an allow-list, so a model not known here (a newer one) is sent none and
+    answers with its default sampling, where a temperature it refuses would fail every request of the attempt. A
+    model an OpenAI-compatible local server (vLLM, llama.cpp) serves takes one."""
     m = model.lower()
-    return m.startswith(("o1", "o3", "o4", "gpt-5", "codex"))
+    if provider == "anthropic":
+        return _ANTHROPIC_SAMPLING.match(m) is not None
+    if not _is_openai_hosted(m):
+        return True
+    return m.startswith(_OPENAI_SAMPLING)
+
+
+def _is_reasoning(model: str) -> bool:
+    """OpenAI-hosted models that reason by default (every one past the sampling allow-list): their reasoning counts
+    in the completion cap, so a frame question is asked at `REASONING_EFFORT` unless the run names an effort."""
+    return _is_openai_hosted(model) and not takes_temperature(model, "openai")
+
+
+# The lowest effort every OpenAI reasoning model takes (GPT-6.1 Sol and GPT-6 Astra refuse "none" and "minimal"): a
+# frame question needs little reasoning, and at the default effort the reasoning could spend the whole 2,048-token
+# cap and leave no answer.
+REASONING_EFFORT = "low"
 
 
 def anthropic_content(parts: list[Part]) -> list[dict[str, Any]]:
@@ -130,6 +157,7 @@ class VisionClient:
     max_tokens: int = 2048
     temperature: float | None = 0.0
     detail: str = "auto"
+    effort: str | None = None  # an OpenAI reasoning model's effort (the run's --effort); REASONING_EFFORT when None
     _client: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -160,7 +188,8 @@ class VisionClient:
                                   "messages": [{"role": "user", "content": anthropic_content(parts)}]}
         if system:
             kwargs["system"] = system
-        if self.temperature is not None and _accepts(self._client.messages.create, "temperature"):
+        if (self.temperature is not None and takes_temperature(self.model, "anthropic")
+                and _accepts(self._client.messages.create, "temperature")):
             kwargs["temperature"] = self.temperature  # newer SDKs dropped the knob: then the model default
         msg = self._client.messages.create(**kwargs)
         text = "".join(getattr(b, "text", "") for b in msg.content if getattr(b, "type", "") == "text")
@@ -176,9 +205,11 @@ class VisionClient:
         # OpenAI's own newer models only take max_completion_tokens; local servers know max_tokens.
         limit_key = "max_completion_tokens" if _is_openai_hosted(self.model) else "max_tokens"
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, limit_key: limit}
-        if (self.temperature is not None and not _is_reasoning(self.model)
+        if (self.temperature is not None and takes_temperature(self.model, "openai")
                 and _accepts(self._client.chat.completions.create, "temperature")):
             kwargs["temperature"] = self.temperature
+        if _is_reasoning(self.model) and _accepts(self._client.chat.completions.create, "reasoning_effort"):
+            kwargs["reasoning_effort"] = self.effort or REASONING_EFFORT
         completion = self._client.chat.completions.create(**kwargs)
         choice = completion.choices[0] if completion.choices else None
         text = (choice.message.content or "") if choice is not None else ""
@@ -191,9 +222,11 @@ class VisionClient:
                                   "input": [{"role": "user", "content": responses_content(parts, self.detail)}]}
         if system:
             kwargs["instructions"] = system
-        if (self.temperature is not None and not _is_reasoning(self.model)
+        if (self.temperature is not None and takes_temperature(self.model, "openai")
                 and _accepts(self._client.responses.create, "temperature")):
             kwargs["temperature"] = self.temperature
+        if _is_reasoning(self.model) and _accepts(self._client.responses.create, "reasoning"):
+            kwargs["reasoning"] = {"effort": self.effort or REASONING_EFFORT}
         response = self._client.responses.create(**kwargs)
         usage = response.usage
         return Reply(response.output_text or "", getattr(usage, "input_tokens", 0) or 0,

@@ -73,7 +73,7 @@ class JudgeVerdict:
 
 
 class EnumerationJudge(Protocol):
-    name: str  # e.g. "openai:gpt-5" or "fuzzy"
+    name: str  # e.g. "openai:gpt-6.1-sol" or "fuzzy"
 
     def judge(self, true_answer: str, generated_answer: str) -> JudgeVerdict: ...
 

@@ -15,6 +15,7 @@ import pytest
 
 from statebox.attempt import AgentOptions
 from statebox.agents.mllm import MllmAgent
+from statebox.agents.vision_client import takes_temperature
 from statebox.testing.scripted_model import Turn
 
 from video_agents_support import QUESTION, body_of, image_times, make_clip, make_ctx, scripted_gateway
@@ -32,6 +33,46 @@ def run_mllm(tmp_path, clip, options, script=None, **ctx_kwargs):
         ctx = make_ctx("mllm", tmp_path, gateway, clip, options=options, **ctx_kwargs)
         session = MllmAgent(options).run(ctx)
         return session, server.model.model_requests(), ctx
+
+
+@pytest.mark.parametrize("model, api, temperature, effort", [
+    ("gpt-4.1", "chat", 0.0, None),               # GPT-4: sampling, no reasoning
+    ("gpt-6.1-sol", "chat", None, "low"),         # the default now: a temperature is a 400, effort "none" too
+    ("gpt-6.1-sol", "responses", None, "low"),
+    ("gpt-5.5", "chat", None, "low"),
+    ("gpt-7", "chat", None, "low"),               # a model not known yet: no temperature it might refuse
+    ("claude-sonnet-5", "anthropic", None, None),  # Claude 5: a non-default sampling parameter is a 400
+])
+def test_a_model_is_sent_only_the_sampling_and_effort_it_takes(tmp_path, clip, model, api, temperature, effort):
+    """The frame-reading agents' requests on the wire: a temperature only to a model known to take one (an allow-list:
+    GPT-6, GPT-5 and the Claude 5 line answer one with a 400, so every request of the attempt failed), and an OpenAI
+    reasoning model asked for low effort (its reasoning counts in the completion cap)."""
+    extra = {**LOCAL, "api": api} if api != "anthropic" else LOCAL
+    session, requests, _ = run_mllm(tmp_path, clip, AgentOptions(model=model, frames=2, extra=extra))
+    assert session.status == "ok", session.reason
+    body = body_of(requests[0])
+    assert body.get("temperature") == temperature
+    sent_effort = body.get("reasoning_effort") if api == "chat" else (body.get("reasoning") or {}).get("effort")
+    assert sent_effort == effort
+    if api == "chat":
+        assert "max_completion_tokens" in body and "max_tokens" not in body
+
+
+@pytest.mark.parametrize("model, takes", [
+    ("claude-sonnet-4-6", True), ("claude-sonnet-4-20250514", True), ("claude-opus-4-1-20250805", True),
+    ("claude-3-7-sonnet-latest", True), ("claude-opus-4-7", False), ("claude-opus-4-8", False),
+    ("claude-sonnet-5", False), ("claude-opus-5-5", False), ("claude-sonnet-4-6-evil", False),
+])
+def test_only_claude_3_and_4_up_to_4_6_are_sent_a_temperature(model, takes):
+    """The Anthropic half of the allow-list. The pinned `anthropic` SDK takes no temperature at all (the client then
+    sends none, as the wire test above shows); an older SDK the dependency range admits does, and reaches this."""
+    assert takes_temperature(model, "anthropic") is takes
+
+
+def test_the_runs_effort_reaches_a_reasoning_model(tmp_path, clip):
+    options = AgentOptions(model="gpt-6.1-sol", frames=2, effort="high", extra={**LOCAL, "api": "chat"})
+    session, requests, _ = run_mllm(tmp_path, clip, options)
+    assert session.status == "ok" and body_of(requests[0])["reasoning_effort"] == "high"
 
 
 def test_anthropic_request_carries_n_labelled_base64_images_in_time_order(tmp_path, clip):

@@ -307,7 +307,7 @@ def test_pinned_models_rule():
     assert pinned_models("claude-code", {"model": "claude-opus-x"}, []) == ["claude-opus-x", "claude-*haiku*"]
     assert pinned_models("claude-code", {}, []) == ["claude-*", "claude-*haiku*"]
     assert pinned_models("mllm", {}, []) == ["claude-sonnet-4-6"]  # the agent's own default (anthropic)
-    assert pinned_models("mllm", {"provider": "openai"}, []) == ["gpt-4.1"]
+    assert pinned_models("mllm", {"provider": "openai"}, []) == ["gpt-6.1-sol"]
     assert pinned_models("mllm", {"model": "gpt-x"}, ["gpt-y*"]) == ["gpt-y*"]  # the policy says otherwise
     assert pinned_models("oracle", {"model": "gpt-x"}, []) == []  # talks to no model
 
