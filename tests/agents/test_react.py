@@ -114,7 +114,8 @@ def run_react(setup, script, *, provider_model: str, budgets=None):
         return session, upstream.model_requests()
 
 
-@pytest.mark.parametrize("model", ["claude-sonnet-4-6", "gpt-4o"])
+# gpt-6.1-sol: the OpenAI default; it calls tools only through the Responses API, where langchain-openai sends it
+@pytest.mark.parametrize("model", ["claude-sonnet-4-6", "gpt-4o", "gpt-6.1-sol"])
 def test_react_end_to_end(attempt_setup, model):
     from statebox.scoring import score_query
 
@@ -145,6 +146,8 @@ def test_react_end_to_end(attempt_setup, model):
     attempt_dir = attempt_setup["attempt_dir"]
     log = [json.loads(l) for l in (attempt_dir / "gateway.jsonl").read_text().splitlines()]
     assert len(log) == len(requests) == 6 and all(l["status"] == 200 for l in log)
+    expected_path = "/v1/responses" if model.startswith("gpt-6") else "/v1/chat/completions"
+    assert model.startswith("claude") or all(r.path.endswith(expected_path) for r in requests)
     assert session.usage.requests == 6 and session.usage.input_tokens > 0
     # The real (decoy) key reached the upstream but nothing the sandbox or the logs hold.
     header = "x-api-key" if model.startswith("claude") else "authorization"
