@@ -41,7 +41,7 @@ from statebox.schema import Usage
 # has no price, and under a cost budget is refused before it is sent: fail closed, and the refusal says how to price it.
 # Sources, read 2026-11-30: Anthropic's model pages (platform.claude.com/docs/.../models/*/overview; Claude 5 has one
 # rate over its whole 1M context); OpenAI's model and pricing pages as quoted by several independent price trackers
-# (GPT-5.4/5.5 and their pro/mini/nano, GPT-6 Sol and 6.1 Sol). Left unpriced, so refused under a cost budget: models
+# (GPT-5.2, GPT-5.4/5.5 and their pro/mini/nano, GPT-6 Sol and 6.1 Sol; GPT-5.1 kept GPT-5's rate). Left unpriced, so refused under a cost budget: models
 # whose price the sources disagree on or quote "from" a figure (GPT-5.6, GPT-6 Astra and Luna, Claude Haiku 5.5,
 # Claude Fable), and every `-pro` model of the GPT-5 generation but 5.4's and 5.5's.
 PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
@@ -145,8 +145,8 @@ def rate_lookup(model: str, prices: dict[str, tuple[float, float]] | None = None
     """What `model` costs, or None when nothing prices it.
 
     `prices`: the gateway's table (exact names and their dated snapshots; default `PRICES_PER_MTOK`). `extra`: the
-    policy's prices, by prefix as documented. The longer key wins (a policy prefix equal to a table name replaces it):
-    the same order as when both were prefixes, so a policy written before still prices what it priced."""
+    policy's prices, by prefix as documented. The longer key wins (a policy prefix equal to a table name replaces it),
+    the order of when both were prefixes: every model a policy priced before is still priced."""
     table = PRICES_PER_MTOK if prices is None else prices
     listed = _listed_name(model, table)
     stated = max((p for p in (extra or {}) if model.startswith(p)), key=len, default=None)
