@@ -21,7 +21,9 @@ point runs `codex exec`, later points `codex exec resume <thread_id>` with the i
 first point's `thread.started` line (Codex keeps the rollout under `$CODEX_HOME/sessions`
 on the container's home tmpfs), so the model sees the whole conversation.
 
-Options: `model`, `effort` (`model_reasoning_effort`: minimal|low|medium|high|xhigh),
+Options: `model`, `effort` (`model_reasoning_effort`: minimal|low|medium|high|xhigh|max|ultra; which a model takes
+is the CLI's catalog, `codex debug models`: GPT-6 and GPT-5.6 low..max, most of them `ultra` too, GPT-5.5 low..xhigh;
+`minimal` only older models served elsewhere),
 `prompt_template`, and in `extra`: `config` (more top-level config.toml keys; on the
 command line `-o config.KEY=VALUE`),
 `max_retries` (request/stream retries, default 3), `cli_args` (extra CLI arguments).
@@ -39,7 +41,8 @@ from statebox.sandbox.gateway import DEFAULT_RELAY_PORT, relay_command
 from statebox.schema import Session
 from statebox.sessions.codex_jsonl import RAW_LOG, CodexNormaliser
 
-EFFORTS = ("minimal", "low", "medium", "high", "xhigh")
+# every level the pinned CLI's catalog (0.169) names, and `minimal` for older models a local server may serve
+EFFORTS = ("minimal", "low", "medium", "high", "xhigh", "max", "ultra")
 CODEX_HOME = "/home/agent/.codex"  # on the home tmpfs; never under $TMPDIR (Codex refuses helpers there)
 PROVIDER_ID = "statebox"
 KEY_ENV = "OPENAI_API_KEY"  # set by the gateway's container_env to the per-attempt token

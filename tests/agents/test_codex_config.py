@@ -4,10 +4,16 @@ both CLIs share (measure and answer, token budget, crash) are in test_cli_agents
 
 from __future__ import annotations
 
+import json
+import subprocess
 import tomllib
 
-from statebox.agents.codex import CodexAgent, render_config
+import pytest
+
+from statebox.agents.codex import EFFORTS, CodexAgent, render_config
 from statebox.attempt import AgentOptions
+from statebox.errors import UserError
+from statebox.sandbox.images import PACKAGE_ROOT
 
 
 def test_config_points_only_at_the_relay():
@@ -30,3 +36,19 @@ def test_config_options_from_the_command_line():
     cfg = tomllib.loads(agent.config(18080))
     assert cfg["model_verbosity"] == "low" and cfg["hide_agent_reasoning"] is True
     assert cfg["model_providers"]["statebox"]["request_max_retries"] == 1
+
+
+def test_every_effort_the_pinned_cli_offers_is_taken(tmp_path):
+    """`--effort max` on GPT-6.1 Sol was refused by statebox ("must be one of minimal..xhigh") though the pinned CLI
+    offers it: the levels statebox takes are every one the CLI's own model catalog names."""
+    cli = PACKAGE_ROOT / ".cache/agent-clis/image/codex"
+    if not cli.exists():
+        pytest.skip("the pinned Codex CLI is not installed here (`make setup` installs it, and CI runs make setup)")
+    out = subprocess.run([str(cli), "debug", "models"], capture_output=True, timeout=60, check=True,
+                         env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}).stdout
+    offered = {level["effort"] for model in json.loads(out)["models"] for level in model["supported_reasoning_levels"]}
+    assert {"low", "max"} <= offered and offered <= set(EFFORTS)
+    for effort in offered:
+        assert tomllib.loads(CodexAgent(AgentOptions(effort=effort)).config(18080))["model_reasoning_effort"] == effort
+    with pytest.raises(UserError, match="codex effort must be one of"):
+        CodexAgent(AgentOptions(effort="extreme"))
