@@ -222,7 +222,8 @@ def test_a_long_conversation_is_charged_the_long_context_rate(socket_dir, tmp_pa
         client.chat.completions.create(model="gpt-6.1-sol", messages=[{"role": "user", "content": "x"}])
         assert lease.usage.cost_usd == pytest.approx((100_000 * 2.0 + 1000 * 10.0) / 1e6)
         client.chat.completions.create(model="gpt-6.1-sol", messages=[{"role": "user", "content": "x"}])
-        assert lease.usage.cost_usd == pytest.approx((100_000 * 2.0 + 1000 * 10.0 + 300_000 * 4.0 + 1000 * 15.0) / 1e6)
+        first, second = 100_000 * 2.0 + 1000 * 10.0, 300_000 * 4.0 + 1000 * 15.0
+        assert lease.usage.cost_usd == pytest.approx((first + second) / 1e6)
         lease.close()
 
 

@@ -385,9 +385,9 @@ def test_a_model_spelt_past_the_price_table_is_refused_not_free(greedy, model):
 @pytest.mark.parametrize("model", ["gpt-5-pro", "gpt-5-pro-2025-10-06", "o3-pro", "gpt-5.6-sol", "gpt-6-astra",
                                    "gpt-4o-audio-preview", "claude-opus-4-7-thinking"])
 def test_a_dearer_sibling_is_not_charged_its_family_price(greedy, model):
-    """An attack on the price table's prefixes: `gpt-5-pro` ($15/$120) matched the `gpt-5` prefix ($1.25/$10) and `o3-pro`
-    ($20/$80) matched `o3` ($2/$8), so a cost budget was charged a tenth of what the provider bills and tripped ten
-    times too late. A model the table does not name exactly (or as a dated snapshot of a name) has no price: under a
+    """An attack on the price table's prefixes: `gpt-5-pro` ($15/$120) matched the `gpt-5` prefix ($1.25/$10) and
+    `o3-pro` ($20/$80) matched `o3` ($2/$8), so a cost budget was charged a tenth of what the provider bills and
+    tripped ten times too late. A model the table does not name exactly (or as a dated snapshot of a name) has no price: under a
     cost budget it is refused before it is sent."""
     gw, up, new_lease = greedy
     lease = new_lease(Budgets(max_cost_usd=1.0, max_total_tokens=None))
@@ -406,14 +406,14 @@ def test_a_named_model_and_its_dated_snapshot_pay_the_listed_price(greedy, model
     reply = _post(lease, "/v1/chat/completions", chat_body(model=model, max_completion_tokens=64), provider="openai")
     assert reply.status_code == 200
     used = reply.json()["usage"]
-    assert lease.usage.cost_usd == pytest.approx((used["prompt_tokens"] * price[0] + used["completion_tokens"] * price[1]) / 1e6)
+    assert lease.usage.cost_usd == pytest.approx((used["prompt_tokens"] * price[0]
+                                                  + used["completion_tokens"] * price[1]) / 1e6)
 
 
 def test_a_policy_price_is_a_prefix_as_documented(greedy):
     """The policy's own prices keep their documented prefix reading: the user who prices `gpt-5-pro` prices its
     snapshots and variants, and a longer entry of the built-in table still wins over a shorter policy prefix."""
     gw, up, new_lease = greedy
-    lease = new_lease(Budgets(max_cost_usd=1.0, max_total_tokens=None, prices_per_mtok={"gpt-5-pro": (15.0, 120.0)}))
     for model, budget, price in (("gpt-5-pro-2025-10-06", {"gpt-5-pro": (15.0, 120.0)}, (15.0, 120.0)),
                                  ("gpt-5.5", {"gpt-": (9.0, 9.0)}, (5.0, 30.0))):
         lease = new_lease(Budgets(max_cost_usd=1.0, max_total_tokens=None, prices_per_mtok=budget), f"a-{model}")

@@ -41,9 +41,10 @@ from statebox.schema import Usage
 # has no price, and under a cost budget is refused before it is sent: fail closed, and the refusal says how to price it.
 # Sources, read 2026-11-30: Anthropic's model pages (platform.claude.com/docs/.../models/*/overview; Claude 5 has one
 # rate over its whole 1M context); OpenAI's model and pricing pages as quoted by several independent price trackers
-# (GPT-5.2, GPT-5.4/5.5 and their pro/mini/nano, GPT-6 Sol and 6.1 Sol; GPT-5.1 kept GPT-5's rate). Left unpriced, so refused under a cost budget: models
-# whose price the sources disagree on or quote "from" a figure (GPT-5.6, GPT-6 Astra and Luna, Claude Haiku 5.5,
-# Claude Fable), and every `-pro` model of the GPT-5 generation but 5.4's and 5.5's.
+# (GPT-5.2, GPT-5.4/5.5 and their pro/mini/nano, GPT-6 Sol and 6.1 Sol; GPT-5.1 kept GPT-5's rate). Left unpriced, so
+# refused under a cost budget: models whose price the sources disagree on or quote "from" a figure (GPT-5.6, GPT-6
+# Astra and Luna, Claude Haiku 5.5, Claude Fable), Claude Opus 4.7 (no official page read), and every `-pro` model of
+# the GPT-5 generation but 5.4's and 5.5's.
 PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
     "claude-opus-5-5": (4.0, 20.0),
     "claude-opus-5": (5.0, 25.0),
