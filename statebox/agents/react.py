@@ -46,6 +46,11 @@ from statebox.sandbox.spec import ContainerSpec
 from statebox.schema import AttemptStatus, EventKind, Session
 
 DEFAULT_MODEL = ANTHROPIC_MODEL
+# The effort levels Anthropic's `output_config.effort` takes. A named --effort was silently dropped on an Anthropic model
+# before the seventeenth session (only a token budget reached it), and the Claude 5 line refuses a token budget.
+ANTHROPIC_EFFORTS = ("low", "medium", "high", "xhigh", "max")
+# Every level either provider takes (OpenAI's `reasoning_effort` adds none and minimal), and `off`: no thinking asked.
+EFFORTS = ("off", "none", "minimal", *ANTHROPIC_EFFORTS)
 TOOL_OUTPUT_LIMIT = 12_000  # characters of a tool result shown to the model (head and tail kept)
 TOOL_TIMEOUT_S = 300.0
 MAX_FRAMES_PER_CALL = 16
@@ -173,6 +178,10 @@ class ReactAgent:
 
     def __init__(self, options: AgentOptions | None = None) -> None:
         self.options = options or AgentOptions()
+        effort = self.options.effort
+        if effort is not None and not (effort.isdigit() or effort in EFFORTS):
+            raise UserError(f"react --effort: a thinking budget in tokens (4096) or one of {'|'.join(EFFORTS)} "
+                            f"(got {effort[:40]!r})")
 
     # ------------------------------------------------------------------ model
     def _chat_model(self, lease: GatewayLease, model: str, provider: Provider) -> Runnable[LanguageModelInput, AIMessage]:
@@ -181,12 +190,16 @@ class ReactAgent:
                                   "timeout": float(extra.get("request_timeout_s", 600))}
         if provider == "anthropic":
             kwargs["max_tokens"] = int(extra.get("max_tokens", 4096))
-            if self.options.effort:
-                # effort = thinking budget in tokens for Anthropic models ("4096"), or "off".
-                if self.options.effort.isdigit():
-                    budget = int(self.options.effort)
-                    kwargs["thinking"] = {"type": "enabled", "budget_tokens": budget}
-                    kwargs["max_tokens"] = max(kwargs["max_tokens"], budget + 1024)
+            effort = self.options.effort
+            if effort and effort.isdigit():  # a thinking budget in tokens: Claude 3.7 to 4.6's manual thinking
+                budget = int(effort)
+                kwargs["thinking"] = {"type": "enabled", "budget_tokens": budget}
+                kwargs["max_tokens"] = max(kwargs["max_tokens"], budget + 1024)
+            elif effort in ANTHROPIC_EFFORTS:  # `output_config.effort`, with adaptive thinking (Opus 4.6+, Claude 5)
+                kwargs["effort"] = effort
+            elif effort and effort != "off":  # `minimal`/`none`: OpenAI's levels, which Anthropic's API has not
+                raise UserError(f"react --effort on an Anthropic model: a thinking budget in tokens (4096), one of "
+                                f"{'|'.join(ANTHROPIC_EFFORTS)}, or off (got {effort!r})")
         else:
             if extra.get("max_tokens"):
                 kwargs["max_tokens"] = int(extra["max_tokens"])

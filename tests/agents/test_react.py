@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from statebox.attempt import AgentOptions, AttemptContext, SecretFacts
+from statebox.errors import UserError
 from statebox.policies import load_policy
 from statebox.schema import Attempt, EventKind, Item, Query
 from statebox.testing.scripted_model import ScriptedModelServer, ScriptRequest, Turn
@@ -100,7 +101,7 @@ def make_ctx(setup, gateway, options: AgentOptions, run_id: str = "r1") -> Attem
                           workspace=setup["workspace"], engine=setup["engine"], gateway=gateway)
 
 
-def run_react(setup, script, *, provider_model: str, budgets=None):
+def run_react(setup, script, *, provider_model: str, budgets=None, effort=None):
     from statebox.agents.react import ReactAgent
     from statebox.sandbox.gateway import Gateway
 
@@ -110,7 +111,7 @@ def run_react(setup, script, *, provider_model: str, budgets=None):
         env={}, anthropic_base_url=upstream.base_url, openai_base_url=upstream.openai_base_url,
         anthropic_api_key=DECOY_ANTHROPIC, openai_api_key=DECOY_OPENAI,
     ) as gateway:
-        session = ReactAgent(AgentOptions(model=provider_model)).run(make_ctx(setup, gateway, AgentOptions()))
+        session = ReactAgent(AgentOptions(model=provider_model, effort=effort)).run(make_ctx(setup, gateway, AgentOptions()))
         return session, upstream.model_requests()
 
 
@@ -161,6 +162,27 @@ def test_react_end_to_end(attempt_setup, model):
         assert decoy not in everything
     assert "[image]" not in (attempt_dir / "gateway.jsonl").read_text()
     assert '"sha256"' in (attempt_dir / "gateway.jsonl").read_text()  # frames summarised in the log
+
+
+@pytest.mark.parametrize("effort, thinking, output_config", [
+    ("high", "adaptive", {"effort": "high"}),                    # a named level: output_config.effort (Claude 5's way)
+    ("2048", "enabled", None),                                   # a token budget: manual thinking (Claude 3.7 to 4.6)
+])
+def test_react_effort_reaches_an_anthropic_model(attempt_setup, effort, thinking, output_config):
+    """A named --effort on an Anthropic model was dropped without a word: only a token budget reached the request, and
+    the Claude 5 line refuses token budgets. A named level now goes as `output_config.effort`."""
+    session, requests = run_react(attempt_setup, [Turn(text="ANSWER: 3")], provider_model="claude-sonnet-5",
+                                  effort=effort)
+    body = requests[0].body
+    assert body["thinking"]["type"] == thinking and body.get("output_config") == output_config
+
+
+@pytest.mark.parametrize("effort", ["extreme", "4096 tokens", "-1"])
+def test_react_refuses_an_effort_no_provider_takes(effort):
+    from statebox.agents.react import ReactAgent
+
+    with pytest.raises(UserError, match="react --effort"):
+        ReactAgent(AgentOptions(effort=effort))
 
 
 def test_react_token_budget_ends_with_error(attempt_setup):
