@@ -182,6 +182,14 @@ class ReactAgent:
         if effort is not None and not (effort.isdigit() or effort in EFFORTS):
             raise UserError(f"react --effort: a thinking budget in tokens (4096) or one of {'|'.join(EFFORTS)} "
                             f"(got {effort[:40]!r})")
+        # what the provider takes, asked before the run starts rather than failing each attempt's first request
+        provider = provider_for(AgentOptions(model=self.options.model or DEFAULT_MODEL, provider=self.options.provider))
+        if provider == "anthropic" and effort in ("none", "minimal"):
+            raise UserError(f"react --effort {effort} is OpenAI's level; on an Anthropic model: a thinking budget in "
+                            f"tokens (4096), one of {'|'.join(ANTHROPIC_EFFORTS)}, or off")
+        if provider != "anthropic" and effort is not None and effort.isdigit():
+            raise UserError(f"react --effort {effort}: a thinking budget in tokens is Anthropic's; on an OpenAI model "
+                            "one of none|minimal|low|medium|high|xhigh|max, or off")
 
     # ------------------------------------------------------------------ model
     def _chat_model(self, lease: GatewayLease, model: str, provider: Provider) -> Runnable[LanguageModelInput, AIMessage]:
@@ -197,13 +205,10 @@ class ReactAgent:
                 kwargs["max_tokens"] = max(kwargs["max_tokens"], budget + 1024)
             elif effort in ANTHROPIC_EFFORTS:  # `output_config.effort`, with adaptive thinking (Opus 4.6+, Claude 5)
                 kwargs["effort"] = effort
-            elif effort and effort != "off":  # `minimal`/`none`: OpenAI's levels, which Anthropic's API has not
-                raise UserError(f"react --effort on an Anthropic model: a thinking budget in tokens (4096), one of "
-                                f"{'|'.join(ANTHROPIC_EFFORTS)}, or off (got {effort!r})")
         else:
             if extra.get("max_tokens"):
                 kwargs["max_tokens"] = int(extra["max_tokens"])
-            if self.options.effort:
+            if self.options.effort and self.options.effort != "off":
                 kwargs["reasoning_effort"] = self.options.effort
         return langchain_chat_model(lease, model, provider, **kwargs).bind_tools(TOOLS)
 

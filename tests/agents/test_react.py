@@ -177,12 +177,18 @@ def test_react_effort_reaches_an_anthropic_model(attempt_setup, effort, thinking
     assert body["thinking"]["type"] == thinking and body.get("output_config") == output_config
 
 
-@pytest.mark.parametrize("effort", ["extreme", "4096 tokens", "-1"])
-def test_react_refuses_an_effort_no_provider_takes(effort):
+@pytest.mark.parametrize("model, effort", [
+    (None, "extreme"), (None, "4096 tokens"), (None, "-1"),
+    ("claude-sonnet-5", "minimal"),  # OpenAI's level: Anthropic's API has none such
+    ("gpt-6.1-sol", "4096"),         # a token budget: Anthropic's
+])
+def test_react_refuses_an_effort_its_provider_does_not_take(model, effort):
+    """Refused when the agent is made, before any sandbox starts: a request the provider answers with a 400 would
+    fail every attempt of the run one by one."""
     from statebox.agents.react import ReactAgent
 
     with pytest.raises(UserError, match="react --effort"):
-        ReactAgent(AgentOptions(effort=effort))
+        ReactAgent(AgentOptions(model=model, effort=effort))
 
 
 def test_react_token_budget_ends_with_error(attempt_setup):
