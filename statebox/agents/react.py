@@ -182,8 +182,10 @@ class ReactAgent:
         if effort is not None and not (effort.isdigit() or effort in EFFORTS):
             raise UserError(f"react --effort: a thinking budget in tokens (4096) or one of {'|'.join(EFFORTS)} "
                             f"(got {effort[:40]!r})")
-        # what the provider takes, asked before the run starts rather than failing each attempt's first request
-        provider = provider_for(AgentOptions(model=self.options.model or DEFAULT_MODEL, provider=self.options.provider))
+        # the model and its provider, found once: what the provider takes is asked here, before the run starts,
+        # rather than failing each attempt's first request
+        self._model = self.options.model or DEFAULT_MODEL
+        self._provider = provider = provider_for(AgentOptions(model=self._model, provider=self.options.provider))
         if provider == "anthropic" and effort in ("none", "minimal"):
             raise UserError(f"react --effort {effort} is OpenAI's level; on an Anthropic model: a thinking budget in "
                             f"tokens (4096), one of {'|'.join(ANTHROPIC_EFFORTS)}, or off")
@@ -216,8 +218,7 @@ class ReactAgent:
     def run(self, ctx: AttemptContext) -> Session:
         if ctx.engine is None or ctx.workspace is None:
             raise UserError("the react agent runs its tools in a sandbox, but no Docker engine/workspace was given")
-        model = self.options.model or DEFAULT_MODEL
-        provider = provider_for(AgentOptions(model=model, provider=self.options.provider))
+        model, provider = self._model, self._provider
         prompt = _render_prompt(ctx, self.options)
         started = ctx.started_at
         policy = ctx.policy

@@ -383,7 +383,9 @@ def test_a_model_spelt_past_the_price_table_is_refused_not_free(greedy, model):
 
 
 @pytest.mark.parametrize("model", ["gpt-5-pro", "gpt-5-pro-2025-10-06", "o3-pro", "gpt-5.6-sol", "gpt-6-astra",
-                                   "gpt-4o-audio-preview", "claude-opus-4-7-thinking"])
+                                   "gpt-4o-audio-preview", "claude-opus-4-7-thinking",
+                                   # a listed model's snapshot spelt past its date, or in another case
+                                   "gpt-5-2025-08-07\n", "gpt-5-2025-08-07-pro", "GPT-5-2025-08-07"])
 def test_a_dearer_sibling_is_not_charged_its_family_price(greedy, model):
     """An attack on the price table's prefixes: `gpt-5-pro` ($15/$120) matched the `gpt-5` prefix ($1.25/$10) and
     `o3-pro` ($20/$80) matched `o3` ($2/$8), so a cost budget was charged a tenth of what the provider bills and
@@ -402,12 +404,7 @@ def test_a_dearer_sibling_is_not_charged_its_family_price(greedy, model):
 ])
 def test_a_named_model_and_its_dated_snapshot_pay_the_listed_price(greedy, model, price):
     gw, up, new_lease = greedy
-    lease = new_lease(Budgets(max_cost_usd=1.0, max_total_tokens=None))
-    reply = _post(lease, "/v1/chat/completions", chat_body(model=model, max_completion_tokens=64), provider="openai")
-    assert reply.status_code == 200
-    used = reply.json()["usage"]
-    assert lease.usage.cost_usd == pytest.approx((used["prompt_tokens"] * price[0]
-                                                  + used["completion_tokens"] * price[1]) / 1e6)
+    _assert_charged_at(new_lease(Budgets(max_cost_usd=1.0, max_total_tokens=None)), model, price)
 
 
 def test_a_policy_price_is_a_prefix_as_documented(greedy):
@@ -417,11 +414,16 @@ def test_a_policy_price_is_a_prefix_as_documented(greedy):
     for model, budget, price in (("gpt-5-pro-2025-10-06", {"gpt-5-pro": (15.0, 120.0)}, (15.0, 120.0)),
                                  ("gpt-5.5", {"gpt-": (9.0, 9.0)}, (5.0, 30.0))):
         lease = new_lease(Budgets(max_cost_usd=1.0, max_total_tokens=None, prices_per_mtok=budget), f"a-{model}")
-        reply = _post(lease, "/v1/chat/completions", chat_body(model=model, max_completion_tokens=64), provider="openai")
-        assert reply.status_code == 200
-        used = reply.json()["usage"]
-        assert lease.usage.cost_usd == pytest.approx((used["prompt_tokens"] * price[0]
-                                                      + used["completion_tokens"] * price[1]) / 1e6)
+        _assert_charged_at(lease, model, price)
+
+
+def _assert_charged_at(lease, model: str, price: tuple[float, float]) -> None:
+    """One chat request for `model` is served and the lease is charged its reply's usage at `price` (USD/Mtok)."""
+    reply = _post(lease, "/v1/chat/completions", chat_body(model=model, max_completion_tokens=64), provider="openai")
+    assert reply.status_code == 200
+    used = reply.json()["usage"]
+    assert lease.usage.cost_usd == pytest.approx((used["prompt_tokens"] * price[0]
+                                                  + used["completion_tokens"] * price[1]) / 1e6)
 
 
 def test_cost_budget_clamps_output_to_what_money_is_left(greedy):

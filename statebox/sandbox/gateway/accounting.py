@@ -171,11 +171,6 @@ def price_lookup(model: str, prices: dict[str, tuple[float, float]] | None = Non
     return None if rate is None else rate.price
 
 
-def price_of(model: str, prices: dict[str, tuple[float, float]] | None = None,
-             extra: dict[str, tuple[float, float]] | None = None) -> tuple[float, float]:
-    return price_lookup(model, prices, extra) or (0.0, 0.0)
-
-
 def model_allowed(model: str, budgets: Budgets) -> bool:
     return not budgets.models or any(fnmatch.fnmatchcase(model, pattern) for pattern in budgets.models)
 
