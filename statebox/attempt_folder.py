@@ -38,7 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Generic, TypeVar
 
+from pydantic_core import PydanticSerializationError
+
 from statebox.errors import DataError, StorageError, UserError, storage_error
+from statebox.json_text import well_formed
 from statebox.replace_file import replace_text
 from statebox.schema import Session
 from statebox.signals import Cancelled
@@ -274,8 +277,12 @@ class AttemptFolder:
 
     def write_outcome(self, session: Session) -> None:
         """response.txt and session.json of a finished attempt."""
-        self.file(RESPONSE_FILE).write_text(session.response)
-        write_json(self.file(SESSION_FILE), json.loads(session.model_dump_json()))
+        self.file(RESPONSE_FILE).write_text(session.response)  # text every writer takes (`Session._text`)
+        try:
+            payload = json.loads(session.model_dump_json())
+        except PydanticSerializationError:  # an unpaired surrogate an agent put in its meta (`json_text.well_formed`)
+            payload = well_formed(session.model_dump(mode="json"))[0]
+        write_json(self.file(SESSION_FILE), payload)
 
     def fault_session(self, exc: Exception, agent: str, started: float) -> Session:
         """An attempt's own fault as its failed session; a full or read-only run disk is re-raised."""

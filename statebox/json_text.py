@@ -12,7 +12,11 @@ traceback on text the agent chose. Here such text is refused like any malformed 
 Why orjson first: it reads a session file's lines ~5x faster, and gives json's value for every text it
 accepts but numbers of 19 digits or more (it may read a wide integer otherwise); those, and whatever it
 refuses (NaN and Infinity literals, a number too large for a float, a lone surrogate escape, a BOM,
-nesting past 1,024 levels), go to json, which also words the error.
+nesting past 1,024 levels), go to json, which also words the error. An integer past Python's 4,300 digits,
+which json itself raises on (a ValueError no reader caught), is read as its digits.
+
+The writers' side: `utf8_json` (JSON as UTF-8 bytes whatever its strings hold) and `well_formed` (strings every UTF-8
+writer takes): a string of JSON may hold an unpaired surrogate, which no UTF-8 text can.
 """
 
 from __future__ import annotations
@@ -66,12 +70,85 @@ def line_loads(data: bytes) -> Callable[[str | bytes], Any]:
 
 
 def _json_loads(raw: str | bytes) -> Any:
-    """json's reading, too deep a nesting refused as malformed text."""
+    """json's reading, too deep a nesting refused as malformed text, an integer too long for Python read as its
+    digits."""
     try:
         return json.loads(raw)
     except RecursionError:
         text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
         raise json.JSONDecodeError(TOO_DEEP, text, 0) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # an integer past Python's 4,300 digits (`sys.get_int_max_str_digits`)
+        pass
+    # Why read on: a model can write such a number into a tool call, and every reader catching JSONDecodeError
+    # raised on it (the gateway's reply assembler cut the reply and logged nothing). Its digits are kept as text,
+    # so the rest of the value (the call beside it) is read whole.
+    try:
+        return json.loads(raw, parse_int=_int_or_digits)
+    except RecursionError:
+        text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+        raise json.JSONDecodeError(TOO_DEEP, text, 0) from None
+
+
+def _int_or_digits(digits: str) -> int | str:
+    """An integer as json reads it; one past Python's limit on digits as its digits (the value kept, not its type)."""
+    try:
+        return int(digits)
+    except ValueError:
+        return digits
+
+
+def utf8_json(value: Any, **options: Any) -> bytes:
+    """`json.dumps(value, ensure_ascii=False)` as UTF-8 bytes; where a string in `value` holds an unpaired surrogate
+    (valid JSON, `"\\ud800"`: a client, a model or a CLI may send one), the same value with every non-ASCII character
+    escaped, as the sender wrote it.
+
+    Why: an unpaired surrogate has no UTF-8 form, so `.encode()` of the text raised, and the gateway, forwarding a
+    request whose tool output a CLI had cut inside an emoji, answered 500 and logged nothing."""
+    text = json.dumps(value, ensure_ascii=False, **options)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, **options).encode("ascii")
+
+
+REPLACEMENT = "\ufffd"
+
+
+def well_formed(value: Any) -> tuple[Any, int]:
+    """`value` (JSON-shaped: dicts, lists, strings, scalars) with every unpaired surrogate in its strings, keys
+    included, replaced by U+FFFD, and how many were replaced (0: `value` itself is returned).
+
+    Why: what statebox writes (events.jsonl, gateway.jsonl, verdicts, the run's store) must be UTF-8 that every
+    reader takes, and an unpaired surrogate is no character of any text: replaced, the line keeps everything
+    the agent did, and says how many it lost. A pair of surrogates held as two code points is joined into the
+    character it spells, as a JSON reader joins `"\\ud83d\\ude00"`."""
+    if isinstance(value, str):
+        if value.isascii():
+            return value, 0
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            fixed = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+            return fixed, fixed.count(REPLACEMENT) - value.count(REPLACEMENT)
+        return value, 0
+    if isinstance(value, dict):
+        changed, out = 0, {}
+        for key, item in value.items():
+            key2, n_key = well_formed(key) if isinstance(key, str) else (key, 0)
+            item2, n_item = well_formed(item)
+            changed += n_key + n_item
+            out[key2] = item2
+        return (out, changed) if changed else (value, 0)
+    if isinstance(value, (list, tuple)):
+        changed, items = 0, []
+        for item in value:
+            item2, n = well_formed(item)
+            changed += n
+            items.append(item2)
+        return (tuple(items) if isinstance(value, tuple) else items, changed) if changed else (value, 0)
+    return value, 0
 
 
 def jsonl_lines(text: str) -> list[str]:

@@ -31,8 +31,11 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from pydantic_core import PydanticSerializationError
+
 from statebox.attempt_folder import EVENTS_FILE
 from statebox.capped_log import CAP_REACHED, CappedFile, cap_marker, clip_text, is_marker
+from statebox.json_text import well_formed
 from statebox.policies.model import Recording
 from statebox.schema import AttemptStatus, Event, EventKind, FrameAccount, Session, Usage
 
@@ -157,7 +160,11 @@ class SessionRecorder:
 
     def _fit(self, event: Event) -> bytes:
         """The event's line, at most `event_bytes` long: text and data clipped (in the event too) when needed."""
-        raw = event.model_dump_json().encode("utf-8") + b"\n"
+        try:
+            raw = event.model_dump_json().encode("utf-8") + b"\n"
+        except (PydanticSerializationError, UnicodeEncodeError):  # an unpaired surrogate (`json_text.well_formed`)
+            _make_well_formed(event)
+            raw = event.model_dump_json().encode("utf-8") + b"\n"
         cap = self.line_cap
         if len(raw) <= cap:
             return raw
@@ -279,6 +286,24 @@ class SessionRecorder:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+UNPAIRED_SURROGATES = "statebox_unpaired_surrogates"  # data key: how many an event's text and data held
+
+
+def _make_well_formed(event: Event) -> None:
+    """The event with every unpaired surrogate in its text, source and data written as U+FFFD, and how many
+    (`data.statebox_unpaired_surrogates`).
+
+    Why: a string of JSON may hold one (`"\\ud800"`): Claude Code writes a tool call the model put one in, or an
+    output it cut inside an emoji, as such an escape. Such an event could not be written (UTF-8 has no form for
+    it), the stream's reader dropped it without a word, and the call went missing from events.jsonl, the log the
+    auditor reads first. The raw stream log keeps the line as the CLI wrote it."""
+    text, in_text = well_formed(event.text)
+    source, in_source = well_formed(event.source)
+    data, in_data = well_formed(event.data)
+    event.text, event.source = text, source
+    event.data = {**data, UNPAIRED_SURROGATES: in_text + in_source + in_data}
 
 
 def _dumps(obj: Any) -> str:

@@ -14,7 +14,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from statebox.json_text import well_formed
 
 BenchmarkName = Literal["vstat", "vcbench", "ecbench", "eocbench", "cpbench"]
 BENCHMARKS: tuple[str, ...] = ("vstat", "vcbench", "ecbench", "eocbench", "cpbench")
@@ -196,6 +198,13 @@ class Session(BaseModel):
     started_at: float = 0.0
     duration_s: float = 0.0
     meta: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("response", "reason")
+    @classmethod
+    def _text(cls, value: str) -> str:
+        """Text every writer takes: an unpaired surrogate (a CLI's final message is JSON, `"\\ud800"` valid in it)
+        as U+FFFD. Before, response.txt could not be written and the attempt failed with a UnicodeEncodeError."""
+        return well_formed(value)[0]
 
 
 Severity = Literal["low", "medium", "high", "proof"]

@@ -346,12 +346,23 @@ def _new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(12)}"
 
 
+def utf8_json(value: Any) -> bytes:
+    """JSON as a provider writes it: UTF-8, and a string holding an unpaired surrogate (`Turn(shell="x \\ud800")`,
+    valid JSON) escaped, as no UTF-8 text can hold one (statebox.json_text.utf8_json; this module imports nothing of
+    statebox's, so it can be run as a script of its own)."""
+    text = json.dumps(value, ensure_ascii=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value).encode("ascii")
+
+
 def _chunks(text: str, size: int = 16) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 def _sse(event: str | None, data: Any) -> bytes:
-    payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    payload = data if isinstance(data, str) else utf8_json(data).decode("utf-8")
     head = f"event: {event}\n" if event else ""
     return f"{head}data: {payload}\n\n".encode()
 
@@ -396,7 +407,7 @@ def anthropic_sse(reply: Reply) -> list[bytes]:
         else:
             events.append(_sse("content_block_start", {"type": "content_block_start", "index": index,
                                                        "content_block": dict(block, input={})}))
-            for piece in _chunks(json.dumps(block["input"], ensure_ascii=False), 24):
+            for piece in _chunks(utf8_json(block["input"]).decode("utf-8"), 24):
                 events.append(_sse("content_block_delta", {"type": "content_block_delta", "index": index,
                                                            "delta": {"type": "input_json_delta", "partial_json": piece}}))
         events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
@@ -419,7 +430,7 @@ def _responses_items(reply: Reply) -> list[dict[str, Any]]:
     if reply.tool_name:
         items.append({"id": _new_id("fc"), "type": "function_call", "status": "completed",
                       "call_id": _new_id("call"), "name": reply.tool_name,
-                      "arguments": json.dumps(reply.tool_args, ensure_ascii=False)})
+                      "arguments": utf8_json(reply.tool_args).decode("utf-8")})
         if reply.tool_namespace:
             items[-1]["namespace"] = reply.tool_namespace
     return items
@@ -508,7 +519,7 @@ def chat_completion(reply: Reply) -> dict[str, Any]:
     if reply.tool_name:
         message["tool_calls"] = [{"id": _new_id("call"), "type": "function",
                                   "function": {"name": reply.tool_name,
-                                               "arguments": json.dumps(reply.tool_args, ensure_ascii=False)}}]
+                                               "arguments": utf8_json(reply.tool_args).decode("utf-8")}}]
     return {
         "id": _new_id("chatcmpl"),
         "object": "chat.completion",

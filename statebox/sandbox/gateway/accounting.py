@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from statebox.capped_log import CappedFile
+from statebox.json_text import well_formed
 from statebox.policies.model import Budgets, GatewayLimits
 from statebox.sandbox.gateway.log import redact_text, usage_of
 from statebox.sandbox.gateway.routes import Provider
@@ -255,7 +256,7 @@ class GatewayLease:
         (`exceeded`): the auditor must be able to read every request that reached a model,
         so no request is served once it could not be logged.
         """
-        line = redact_text(json.dumps(record, ensure_ascii=False, default=str), secrets_)
+        line = redact_text(log_line(record), secrets_)
         with self._log_lock:
             if self._log is None:
                 self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -450,3 +451,19 @@ def _bearer(value: str | None) -> str | None:
 def _budget_status(provider: Provider) -> tuple[int, str]:
     """A budget refusal is 429 (issue 24's contract), in each provider's error type for it."""
     return (429, "rate_limit_error") if provider == "anthropic" else (429, "insufficient_quota")
+
+
+def log_line(record: dict[str, Any]) -> str:
+    """A gateway.jsonl line: the record as UTF-8 JSON text; an unpaired surrogate in it (a request or a reply may hold
+    one: valid JSON, `"\\ud800"`) written as U+FFFD, and the line says how many (`unpaired_surrogates`).
+
+    Why: the line was encoded as it stood, so a reply whose tool call held one raised in the log writer: the request
+    that reached a model left no line, and its reply never reached the client. The relayed bytes are the upstream's
+    own; only the log's copy is made text every reader takes."""
+    line = json.dumps(record, ensure_ascii=False, default=str)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        cleaned, lost = well_formed(json.loads(json.dumps(record, default=str)))  # `default` objects as the line has them
+        line = json.dumps({**cleaned, "unpaired_surrogates": lost}, ensure_ascii=False)
+    return line

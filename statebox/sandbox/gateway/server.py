@@ -56,6 +56,7 @@ import h11
 import httpx
 
 from statebox.errors import UserError
+from statebox.json_text import json_value, utf8_json
 from statebox.policies.model import Budgets, GatewayLimits
 from statebox.sandbox.gateway.accounting import (
     BudgetRefused,
@@ -367,6 +368,7 @@ class Gateway:
                 except (ConnectionError, asyncio.CancelledError):
                     raise
                 except Exception as exc:  # noqa: BLE001 - a gateway bug must answer, not hang the client
+                    self._log_internal_error(lease, request, exc)
                     await _answer_internal_error(conn, writer, request, exc)
                     break
                 if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
@@ -415,6 +417,21 @@ class Gateway:
             record["bytes_read"] = size
         record.update(extra)
         return record
+
+    def _log_internal_error(self, lease: GatewayLease, request: h11.Request, exc: Exception) -> None:
+        """A request the gateway failed on (a bug, or input nobody foresaw) still leaves a line in gateway.jsonl.
+
+        Why: the 500 it answered was the only trace; a body the gateway could not read (an integer of 5,000 digits,
+        an unpaired surrogate) left no line at all, so the log, the auditor's independent witness, was silent about
+        a request the agent sent. Never raises: the client is answered after it."""
+        try:
+            record = self._refusal_record(lease, status=500, reason="", method=request.method.decode("latin-1"),
+                                          target=bytes(request.target))
+            del record["refused"]  # not refused by a rule: failed (`refused` marks what a rule turned away)
+            record["error"] = f"statebox gateway error: {type(exc).__name__}: {exc}"[:1000]
+            lease.write_log(record, lease._secrets)
+        except Exception:  # noqa: BLE001 - the answer must still go out
+            pass
 
     async def _handle(self, lease: GatewayLease, conn: h11.Connection, writer: asyncio.StreamWriter,
                       request: h11.Request, read: BoundedReader) -> None:
@@ -508,8 +525,8 @@ class Gateway:
         if table is not None:
             try:
                 parsed = json.loads(body)
-            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-                parsed = None
+            except (ValueError, RecursionError):  # not JSON, not UTF-8, too deep, or an integer past Python's
+                parsed = None  # 4,300 digits (a ValueError of its own, which answered 500 and logged nothing)
             try:
                 check_body(table, parsed)
             except Refused as exc:
@@ -548,38 +565,43 @@ class Gateway:
                                "permission_error" if provider == "anthropic" else "model_not_allowed",
                                f"model {model!r} is not allowed by the policy", body, kind="model")
             return
-        if table is not None:
-            # Forward exactly what was judged: a re-serialised body, so a parser difference upstream
-            # (say, a repeated "model" key) cannot make it read another model than the one allowed.
-            body = json.dumps(parsed, ensure_ascii=False).encode()
+        try:  # from here to the flight's start a failure must not hold the reservation: nothing reached a model
+            if table is not None:
+                # Forward exactly what was judged: a re-serialised body, so a parser difference upstream
+                # (say, a repeated "model" key) cannot make it read another model than the one allowed.
+                body = utf8_json(parsed)  # an unpaired surrogate the client sent goes on escaped, as it came
 
-        stream = isinstance(parsed, dict) and bool(parsed.get("stream"))
-        if api == "chat" and stream and isinstance(parsed, dict):
-            # Ask for the usage chunk, or streamed chat replies could not be budgeted.
-            options = dict(parsed.get("stream_options") or {})
-            if not options.get("include_usage"):
-                options["include_usage"] = True
-                parsed["stream_options"] = options
-                body = json.dumps(parsed).encode()
-        record["request"] = summarise_images(parsed) if parsed is not None else body.decode("utf-8", "replace")
-        record["stream"] = stream
+            stream = isinstance(parsed, dict) and bool(parsed.get("stream"))
+            if api == "chat" and stream and isinstance(parsed, dict):
+                # Ask for the usage chunk, or streamed chat replies could not be budgeted.
+                options = dict(parsed.get("stream_options") or {})
+                if not options.get("include_usage"):
+                    options["include_usage"] = True
+                    parsed["stream_options"] = options
+                    body = json.dumps(parsed).encode()
+            record["request"] = summarise_images(parsed) if parsed is not None else body.decode("utf-8", "replace")
+            record["stream"] = stream
 
-        upstream = self.upstreams[provider]
-        base = self.bases[provider]
-        url = base.url(r)
-        out_headers, dropped = filter_headers(provider, headers)
-        if dropped:
-            record["dropped_headers"] = dropped[:50]
-        out_headers["host"] = base.host_header
-        out_headers["accept-encoding"] = "identity"
-        if upstream.api_key:
-            if provider == "anthropic":
-                out_headers["x-api-key"] = upstream.api_key
-            else:
-                out_headers["authorization"] = f"Bearer {upstream.api_key}"
-        client = self._client_for(upstream.base_url, base)
-        flight = InFlight(record, reservation, api or "", started)
-        lease._in_flight.add(flight)
+            upstream = self.upstreams[provider]
+            base = self.bases[provider]
+            url = base.url(r)
+            out_headers, dropped = filter_headers(provider, headers)
+            if dropped:
+                record["dropped_headers"] = dropped[:50]
+            out_headers["host"] = base.host_header
+            out_headers["accept-encoding"] = "identity"
+            if upstream.api_key:
+                if provider == "anthropic":
+                    out_headers["x-api-key"] = upstream.api_key
+                else:
+                    out_headers["authorization"] = f"Bearer {upstream.api_key}"
+            client = self._client_for(upstream.base_url, base)
+            flight = InFlight(record, reservation, api or "", started)
+            lease._in_flight.add(flight)
+        except Exception:
+            if reservation is not None:
+                settle(lease, api or "", reservation, None, record, complete=True, status=500)
+            raise  # answered 500 and logged by `_serve_connection`
         try:
             up_request = client.build_request(method, url, headers=out_headers,
                                               content=body if method == "POST" else None)
@@ -687,8 +709,8 @@ class Gateway:
             return assembler.result()
         raw = b"".join(chunks)
         try:
-            return json.loads(raw) if raw else None
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            return json_value(raw) if raw else None
+        except ValueError:  # not JSON, not UTF-8, too deep or an integer too long (`json_text`): kept as text
             return raw.decode("utf-8", "replace")[:10000]
 
     def _finish_record(self, lease: GatewayLease, api: str | None, reservation: Reservation | None,
