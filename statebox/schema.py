@@ -181,6 +181,12 @@ class Usage(BaseModel):
     requests: int = 0
 
 
+# data key of the `error` event a line of an agent's stream leaves when statebox failed to record it (its exception's
+# type; agents/cli_common.LiveStream): the auditor flags the attempt (`audit_limit`), since what the line held is in
+# no event
+UNREAD_LINE = "statebox_unread_line"
+
+
 class Session(BaseModel):
     """The normalised record of one attempt: what happened and what the agent answered."""
 

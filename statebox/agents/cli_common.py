@@ -36,7 +36,7 @@ from statebox.recorder import SessionRecorder
 from statebox.sandbox.images import PACKAGE_ROOT
 from statebox.sandbox.provider import Sandbox
 from statebox.sandbox.spec import ContainerResult, ContainerSpec, ContainerStatus, Mount
-from statebox.schema import AttemptStatus, EventKind, Session
+from statebox.schema import UNREAD_LINE, AttemptStatus, EventKind, Session
 from statebox.sessions import EventDraft, clip
 from statebox.userfiles import TEMPLATE_MAX_BYTES, read_user_text
 
@@ -130,7 +130,20 @@ class LiveStream:
         self.line_no = 0
 
     def __call__(self, line: str) -> None:
+        """One native line -> its events; a line this fails on leaves an `error` event saying so (`UNREAD_LINE`).
+
+        Why: the stream's writer swallows a callback's exception (the raw log must go on), so a line statebox
+        failed to read or record left no event at all: an unpaired surrogate in a tool call hid the call from
+        events.jsonl that way. Now such a line is named, and the auditor flags the attempt."""
         self.line_no += 1
+        try:
+            self._record(line)
+        except Exception as exc:  # noqa: BLE001 - named in the log, never silent
+            self.recorder.add(EventKind.error, f"statebox could not record line {self.line_no} of {self.source}: "
+                              f"{type(exc).__name__}: {exc}"[:500], source=self.source, line=self.line_no,
+                              data={UNREAD_LINE: type(exc).__name__})
+
+    def _record(self, line: str) -> None:
         raw = line.strip()
         if not raw:
             return

@@ -79,3 +79,9 @@ def past_events(events: int, limit: int) -> str:
 
 def past_derived(limit: int) -> str:
     return f"the places its actions and outputs imply passed {limit:,}; later events' places were not derived"
+
+
+def unrecorded_line(source: str, line: int | None, error: str) -> str:
+    """What a session says of a line of the agent's stream statebox failed to record (`recorder.UNREAD_LINE`)."""
+    return (f"line {line} of {source} was not recorded (statebox failed on it while the agent ran: {error}); what "
+            "it held is in no event, so it is unjudged")
