@@ -82,6 +82,6 @@ def past_derived(limit: int) -> str:
 
 
 def unrecorded_line(source: str, line: int | None, error: str) -> str:
-    """What a session says of a line of the agent's stream statebox failed to record (`recorder.UNREAD_LINE`)."""
+    """What a session says of a line of the agent's stream statebox failed to record (`schema.UNREAD_LINE`)."""
     return (f"line {line} of {source} was not recorded (statebox failed on it while the agent ran: {error}); what "
             "it held is in no event, so it is unjudged")
