@@ -105,7 +105,8 @@ def utf8_json(value: Any, **options: Any) -> bytes:
     escaped, as the sender wrote it.
 
     Why: an unpaired surrogate has no UTF-8 form, so `.encode()` of the text raised, and the gateway, forwarding a
-    request whose tool output a CLI had cut inside an emoji, answered 500 and logged nothing."""
+    request that held one (as JavaScript's JSON.stringify writes a string cut inside a surrogate pair), answered 500
+    and logged nothing."""
     text = json.dumps(value, ensure_ascii=False, **options)
     try:
         return text.encode("utf-8")

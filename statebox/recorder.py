@@ -295,8 +295,8 @@ def _make_well_formed(event: Event) -> None:
     """The event with every unpaired surrogate in its text, source and data written as U+FFFD, and how many
     (`data.statebox_unpaired_surrogates`).
 
-    Why: a string of JSON may hold one (`"\\ud800"`): Claude Code writes a tool call the model put one in, or an
-    output it cut inside an emoji, as such an escape. Such an event could not be written (UTF-8 has no form for
+    Why: a string of JSON may hold one (`"\\ud800"`): Claude Code writes a tool call the model put one in as such
+    an escape. Such an event could not be written (UTF-8 has no form for
     it), the stream's reader dropped it without a word, and the call went missing from events.jsonl, the log the
     auditor reads first. The raw stream log keeps the line as the CLI wrote it."""
     text, in_text = well_formed(event.text)

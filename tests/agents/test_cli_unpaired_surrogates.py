@@ -2,10 +2,10 @@
 surrogate (valid JSON, `"\\ud800"`) in the tool call that reads the answer key, and in its last message.
 
 JavaScript strings hold such a character, so Claude Code runs the command (the shell gets U+FFFD), prints the call
-in its stream as the escape, and re-sends it in every later request. Before: the gateway could not log the reply that
-held it (the line went missing and the reply was cut), answered every later request 500 without a line, and the
-recorder dropped the call from events.jsonl; the attempt ended in an error. Now the attempt runs to its answer, every
-request has its line, and the call is read and judged like any other.
+in its stream as the escape (it re-sends it to the model as U+FFFD). Before: the gateway could not log a reply that
+held one (the log writer raised): the reply with the call and the one with the last message left no line, 1 line for
+3 model requests; and the recorder dropped the call from events.jsonl. Now every request has its line, and the call
+is read and judged like any other.
 
 Codex is left out on purpose: its reader (Rust's serde_json) refuses such an escape outright, so no call holding one
 ever runs there (tests/gateway/test_gateway_unpaired_surrogates.py covers its wire format at the gateway).

@@ -1,8 +1,8 @@
 """JSON the gateway's own reading or encoding could not take, and requests it failed on, never leave the log silent.
 
-An unpaired UTF-16 surrogate is valid JSON (`"\\ud800"`) and has no UTF-8 form. A CLI that cuts a tool output inside
-an emoji sends one; a model can be asked to write one into a tool call. Before: a request holding one answered 500
-and left no line in gateway.jsonl, and a reply holding one was cut for the client and left no line either (the log
+An unpaired UTF-16 surrogate is valid JSON (`"\\ud800"`) and has no UTF-8 form. A client that cuts a string inside a
+surrogate pair sends one (JavaScript strings are UTF-16); a model can be asked to write one into a tool call. Before: a
+request holding one answered 500 and left no line in gateway.jsonl, and a reply holding one was cut for the client and left no line either (the log
 writer raised), so the independent witness lost the very turn that held it. An integer of 5,000 digits (past
 Python's 4,300) did the same. Driven by the real anthropic and openai clients against the scripted model.
 """

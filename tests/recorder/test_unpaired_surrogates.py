@@ -1,9 +1,8 @@
 """An unpaired UTF-16 surrogate, valid in JSON (`"\\ud800"`), in what an agent's CLI prints and answers.
 
-Claude Code (JavaScript) writes one as an escape where the model put it in a tool call or where a tool output was
-cut inside an emoji. UTF-8 has no form for it. Before: the recorder could not write such an event and the live
-stream's reader dropped it without a word (the call went missing from events.jsonl), and a final answer holding one
-made the attempt fail while response.txt was written. Now each is written with U+FFFD and says how many it lost.
+Claude Code (JavaScript) writes one as an escape where the model put it in a tool call. UTF-8 has no form for it.
+Before: the recorder could not write such an event and the live stream's reader dropped it without a word (the call
+went missing from events.jsonl), and a final answer holding one could not be written to response.txt. Now each is written with U+FFFD and says how many it lost.
 """
 
 from __future__ import annotations
