@@ -1,8 +1,8 @@
 """An attack on the witnesses, run by the real Claude Code in the real sandbox: the model puts an unpaired UTF-16
 surrogate (valid JSON, `"\\ud800"`) in the tool call that reads the answer key, and in its last message.
 
-JavaScript strings hold such a character, so Claude Code runs the command (the shell gets U+FFFD), prints the call
-in its stream as the escape (it re-sends it to the model as U+FFFD). Before: the gateway could not log a reply that
+JavaScript strings hold such a character, so Claude Code runs the command and prints the call in its stream as the
+escape (it re-sends it to the model as U+FFFD). Before: the gateway could not log a reply that
 held one (the log writer raised): the reply with the call and the one with the last message left no line, 1 line for
 3 model requests; and the recorder dropped the call from events.jsonl. Now every request has its line, and the call
 is read and judged like any other.
