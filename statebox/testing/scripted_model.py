@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any, Callable, Literal, TypedDict, Union
 from urllib.parse import parse_qs, urlsplit
 
+from statebox.json_text import utf8_json
+
 Api = Literal["anthropic", "responses", "chat"]
 
 # Client tool names for "run this shell command", in the order they are looked for,
@@ -346,22 +348,12 @@ def _new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(12)}"
 
 
-def utf8_json(value: Any) -> bytes:
-    """JSON as a provider writes it: UTF-8, and a string holding an unpaired surrogate (`Turn(shell="x \\ud800")`,
-    valid JSON) escaped, as no UTF-8 text can hold one (statebox.json_text.utf8_json; this module imports nothing of
-    statebox's, so it can be run as a script of its own)."""
-    text = json.dumps(value, ensure_ascii=False)
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(value).encode("ascii")
-
-
 def _chunks(text: str, size: int = 16) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 def _sse(event: str | None, data: Any) -> bytes:
+    # as a provider writes it: a string holding an unpaired surrogate (`Turn(shell="x \\ud800")`) goes out escaped
     payload = data if isinstance(data, str) else utf8_json(data).decode("utf-8")
     head = f"event: {event}\n" if event else ""
     return f"{head}data: {payload}\n\n".encode()

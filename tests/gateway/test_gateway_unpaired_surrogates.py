@@ -156,11 +156,12 @@ def test_a_responses_reply_with_a_surrogate_in_its_arguments_is_logged(served):
 def test_the_log_line_of_a_record_with_unpaired_surrogates_is_utf8_and_counts_them():
     record = {"request": {"messages": [{"content": f"a{LONE}b", f"key{CUT_EMOJI}": [LONE, "ok é"]}]}, "status": 200}
     line = log_line(record)
-    line.encode("utf-8")  # raised before
-    back = json.loads(line)
+    back = json.loads(line.decode("utf-8"))  # raised before, when the line was encoded
     assert back["unpaired_surrogates"] == 3
     assert back["request"]["messages"][0] == {"content": "a\ufffdb", "key\ufffd": ["\ufffd", "ok é"]}
     assert json.loads(log_line({"status": 200, "text": "ok é"})) == {"status": 200, "text": "ok é"}  # untouched
+    redacted = log_line({"key": "sk-secret-value-1234"}, ["sk-secret-value-1234"])
+    assert redacted.endswith(b"\n") and b"sk-secret-value-1234" not in redacted  # redacted, one line
 
 
 HUGE = "1" + "0" * 5000  # a number a model may write into a tool call: past Python's 4,300 digits

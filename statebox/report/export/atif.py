@@ -25,13 +25,13 @@ from as [first, last] runs, so a finding's event number leads to its step.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from statebox import __version__
+from statebox.json_text import utf8_json
 from statebox.replace_file import replace_file
 from statebox.report.export.records import AttemptRecord, RunReader, iso_time
 from statebox.report.export.turns import Turn, build_turns, read_events, seq_ranges
@@ -197,16 +197,6 @@ def build_trajectory(record: AttemptRecord, model: str | None) -> AtifTrajectory
     )
 
 
-def _utf8_json(doc: Any) -> bytes:
-    """The trajectory as UTF-8 JSON, readable text where it can be: a string holding a lone surrogate (JSON allows
-    `"\\ud800"`, the agent's output may hold one) cannot be UTF-8, so that document is written with every
-    non-ASCII character escaped, the same JSON, rather than not at all (it raised, ending the export)."""
-    try:
-        return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    except UnicodeEncodeError:
-        return (json.dumps(doc, indent=2) + "\n").encode("ascii")
-
-
 def write_atif(reader: RunReader, out: Path) -> int:
     """Write `OUT/<attempt_id>/agent/trajectory.json` for every stored attempt; returns how many."""
     out.mkdir(parents=True, exist_ok=True)
@@ -215,6 +205,8 @@ def write_atif(reader: RunReader, out: Path) -> int:
         trajectory = build_trajectory(record, reader.agent_model(record.row.agent))
         path = out / record.attempt_dir.name / TRAJECTORY_PATH
         path.parent.mkdir(parents=True, exist_ok=True)
-        replace_file(path, _utf8_json(trajectory.model_dump(mode="json", exclude_none=True)))
+        # readable text where it can be; a lone surrogate (valid JSON, the agent's output may hold one) escaped, not an
+        # export ended by UnicodeEncodeError (`json_text.utf8_json`)
+        replace_file(path, utf8_json(trajectory.model_dump(mode="json", exclude_none=True), indent=2) + b"\n")
         written += 1
     return written

@@ -256,12 +256,12 @@ class GatewayLease:
         (`exceeded`): the auditor must be able to read every request that reached a model,
         so no request is served once it could not be logged.
         """
-        line = redact_text(log_line(record), secrets_)
+        raw = log_line(record, secrets_)
         with self._log_lock:
             if self._log is None:
                 self.log_path.parent.mkdir(parents=True, exist_ok=True)
                 self._log = CappedFile(self.log_path, int(self.limits.max_log_mb * 1024 * 1024))
-            if not self._log.write((line + "\n").encode()):
+            if not self._log.write(raw):
                 if not self.exceeded:
                     self.exceeded = (f"gateway.jsonl reached its cap of {self.limits.max_log_mb:g} MB; "
                                      "model access cut (raise gateway.max_log_mb in the policy)")
@@ -453,17 +453,17 @@ def _budget_status(provider: Provider) -> tuple[int, str]:
     return (429, "rate_limit_error") if provider == "anthropic" else (429, "insufficient_quota")
 
 
-def log_line(record: dict[str, Any]) -> str:
-    """A gateway.jsonl line: the record as UTF-8 JSON text; an unpaired surrogate in it (a request or a reply may hold
-    one: valid JSON, `"\\ud800"`) written as U+FFFD, and the line says how many (`unpaired_surrogates`).
+def log_line(record: dict[str, Any], secrets_: list[str] | None = None) -> bytes:
+    """A gateway.jsonl line (its newline included): the record as UTF-8 JSON, `secrets_` redacted; an unpaired
+    surrogate in it (a request or a reply may hold one: valid JSON, `"\\ud800"`) written as U+FFFD, and the line says
+    how many (`unpaired_surrogates`). Encoded once: a line holds the whole conversation.
 
     Why: the line was encoded as it stood, so a reply whose tool call held one raised in the log writer: the request
     that reached a model left no line, and its reply never reached the client. The relayed bytes are the upstream's
     own; only the log's copy is made text every reader takes."""
-    line = json.dumps(record, ensure_ascii=False, default=str)
     try:
-        line.encode("utf-8")
+        return (redact_text(json.dumps(record, ensure_ascii=False, default=str), secrets_ or []) + "\n").encode("utf-8")
     except UnicodeEncodeError:
         cleaned, lost = well_formed(json.loads(json.dumps(record, default=str)))  # `default` objects as the line has them
-        line = json.dumps({**cleaned, "unpaired_surrogates": lost}, ensure_ascii=False)
-    return line
+        text = json.dumps({**cleaned, "unpaired_surrogates": lost}, ensure_ascii=False)
+        return (redact_text(text, secrets_ or []) + "\n").encode("utf-8")

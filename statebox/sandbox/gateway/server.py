@@ -397,10 +397,11 @@ class Gateway:
                           fold=not lease.take_request_slot())
         await _try_send(Sender(conn, writer), status, error_body("anthropic", status, "invalid_request_error", reason))
 
-    def _refusal_record(self, lease: GatewayLease, *, status: int, reason: str, method: str | None = None,
+    def _refusal_record(self, lease: GatewayLease, *, status: int, reason: str | None, method: str | None = None,
                         target: bytes | None = None, r: Route | None = None, size: int | None = None,
                         declared: int | None = None, **extra: Any) -> dict[str, Any]:
-        """What a refused request leaves in gateway.jsonl: never its body, never its headers."""
+        """What a refused request leaves in gateway.jsonl: never its body, never its headers. `reason` None: no rule
+        refused it (a request the gateway failed on), so the record has no `refused`."""
         record: dict[str, Any] = {"time": round(time.time(), 3), "attempt_id": lease.attempt_id}
         if method is not None:
             record["method"] = method[:16]
@@ -410,7 +411,9 @@ class Gateway:
         record["endpoint"] = r.endpoint.path if r else None
         if r:
             record["provider"] = r.provider
-        record.update(status=status, refused=reason)
+        record["status"] = status
+        if reason is not None:
+            record["refused"] = reason
         if declared is not None:
             record["content_length"] = declared
         if size is not None:
@@ -425,9 +428,8 @@ class Gateway:
         an unpaired surrogate) left no line at all, so the log, the auditor's independent witness, was silent about
         a request the agent sent. Never raises: the client is answered after it."""
         try:
-            record = self._refusal_record(lease, status=500, reason="", method=request.method.decode("latin-1"),
+            record = self._refusal_record(lease, status=500, reason=None, method=request.method.decode("latin-1"),
                                           target=bytes(request.target))
-            del record["refused"]  # not refused by a rule: failed (`refused` marks what a rule turned away)
             record["error"] = f"statebox gateway error: {type(exc).__name__}: {exc}"[:1000]
             lease.write_log(record, lease._secrets)
         except Exception:  # noqa: BLE001 - the answer must still go out
