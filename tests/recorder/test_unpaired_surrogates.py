@@ -17,6 +17,8 @@ from statebox.recorder import UNPAIRED_SURROGATES, SessionRecorder, read_events
 from statebox.schema import EventKind, Session
 from statebox.sessions import claude_stream
 
+from .test_unrecorded_lines import empty_attempt, tool_call_line
+
 LONE = "\ud800"
 
 
@@ -39,9 +41,7 @@ def test_utf8_json_escapes_only_where_it_must():
 def test_the_live_stream_records_a_tool_call_holding_an_unpaired_surrogate(tmp_path):
     """The stream-json line Claude Code prints for a model's tool call whose command holds one: before, the event
     was dropped, so the auditor never read `cat /data/annotations/answers.csv`."""
-    line = json.dumps({"type": "assistant", "message": {"role": "assistant", "content": [
-        {"type": "tool_use", "id": "toolu_1", "name": "Bash",
-         "input": {"command": f"cat /data/annotations/answers.csv # {LONE}"}}]}})
+    line = tool_call_line(f"cat /data/annotations/answers.csv # {LONE}").decode()
     assert "\\ud800" in line
     recorder = SessionRecorder(tmp_path)
     stream = LiveStream(recorder, claude_stream.ClaudeNormaliser(), "claude.stream.jsonl")
@@ -68,18 +68,11 @@ def test_an_answer_holding_an_unpaired_surrogate_is_written_and_scored_as_text(t
 
 def test_the_auditor_reads_the_recorded_call(tmp_path):
     """The whole way: recorded from the stream, audited from the folder, caught."""
-    attempt = tmp_path / "attempts" / "a1"
-    attempt.mkdir(parents=True)
-    (attempt / "attempt.json").write_text(json.dumps({
-        "attempt": {"agent": "claude-code", "item_id": "q1"}, "attempt_id": "a1", "workspace_video": "v.mp4",
-        "question": "How many blocks?", "secret": {"original_name": "blocks_1_src.mp4", "item_id": "q1",
-                                                  "dataset": "suite", "honeytoken_values": [], "honeytoken_paths": []}}))
+    attempt = empty_attempt(tmp_path)
     recorder = SessionRecorder(attempt)
     recorder.add(EventKind.message, "How many blocks?", source="prompt", data={"role": "user"})
     stream = LiveStream(recorder, claude_stream.ClaudeNormaliser(), "claude.stream.jsonl")
-    stream(json.dumps({"type": "assistant", "message": {"role": "assistant", "content": [
-        {"type": "tool_use", "id": "toolu_1", "name": "Bash",
-         "input": {"command": f"cat /data/annotations/answers.csv # {LONE}"}}]}}))
+    stream(tool_call_line(f"cat /data/annotations/answers.csv # {LONE}").decode())
     recorder.close()
     [row] = audit_run(tmp_path, write=True)
     assert row.verdict.verdict == "contaminated", row.verdict.findings

@@ -18,6 +18,7 @@ from statebox.capped_log import CappedStream
 from statebox.recorder import SessionRecorder, read_events
 from statebox.schema import UNREAD_LINE, EventKind
 from statebox.sessions import claude_stream
+from tests.audits.test_fast_path_differential import write_attempt
 
 
 class _Breaks(claude_stream.ClaudeNormaliser):
@@ -29,30 +30,26 @@ class _Breaks(claude_stream.ClaudeNormaliser):
         return super().feed(obj, line_no)
 
 
-def _line(command: str) -> bytes:
+def tool_call_line(command: str) -> bytes:
+    """The stream-json line Claude Code prints for a model's Bash call (its newline included)."""
     return json.dumps({"type": "assistant", "message": {"role": "assistant", "content": [
         {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": command}}]}}).encode() + b"\n"
 
 
-def _attempt(tmp_path):
-    attempt = tmp_path / "attempts" / "a1"
-    attempt.mkdir(parents=True)
-    (attempt / "attempt.json").write_text(json.dumps({
-        "attempt": {"agent": "claude-code", "item_id": "q1"}, "attempt_id": "a1", "workspace_video": "v.mp4",
-        "question": "How many blocks?", "secret": {"original_name": "blocks_1_src.mp4", "item_id": "q1",
-                                                  "dataset": "suite", "honeytoken_values": [], "honeytoken_paths": []}}))
-    return attempt
+def empty_attempt(tmp_path):
+    """RUN_DIR/attempts/a1 with its attempt.json alone: the recorder writes the rest."""
+    return write_attempt(tmp_path / "attempts" / "a1", events=None, response=None)
 
 
 @pytest.mark.parametrize("full", [False, True], ids=["fast path", "full"])
 def test_a_line_the_stream_reader_fails_on_is_named_and_flags_the_attempt(tmp_path, full):
-    attempt = _attempt(tmp_path)
+    attempt = empty_attempt(tmp_path)
     recorder = SessionRecorder(attempt)
     recorder.add(EventKind.message, "How many blocks?", source="prompt", data={"role": "user"})
     # as the sandbox feeds it: the raw log written, each line handed to the live reader
     stream = CappedStream(attempt / "claude.stream.jsonl", max_bytes=1 << 20, max_line_bytes=1 << 16,
                           on_line=LiveStream(recorder, _Breaks(), "claude.stream.jsonl"))
-    stream.feed(_line("ls -la") + _line("cat /tmp/x # BREAK") + _line("echo 3 > answer.txt"))
+    stream.feed(b"".join(map(tool_call_line, ("ls -la", "cat /tmp/x # BREAK", "echo 3 > answer.txt"))))
     stream.close()
     recorder.close()
 
@@ -69,11 +66,11 @@ def test_a_line_the_stream_reader_fails_on_is_named_and_flags_the_attempt(tmp_pa
 
 
 def test_an_honest_stream_leaves_no_such_event(tmp_path):
-    attempt = _attempt(tmp_path)
+    attempt = empty_attempt(tmp_path)
     recorder = SessionRecorder(attempt)
     recorder.add(EventKind.message, "How many blocks?", source="prompt", data={"role": "user"})
     reader = LiveStream(recorder, claude_stream.ClaudeNormaliser(), "claude.stream.jsonl")
-    for line in (_line("ls -la"), b"not json at all\n", _line("echo 3 > answer.txt")):
+    for line in (tool_call_line("ls -la"), b"not json at all\n", tool_call_line("echo 3 > answer.txt")):
         reader(line.decode())
     recorder.close()
     assert not [e for e in read_events(attempt) if e.kind is EventKind.error]
