@@ -36,7 +36,8 @@ from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalSpec, write_eva
 from statebox import __version__  # noqa: E402
 from statebox.audits.external import audit_path  # noqa: E402
 from statebox.audits.verdict import audit_attempt  # noqa: E402
-from statebox.report.export.atif import TRAJECTORY_PATH, _utf8_json, build_trajectory  # noqa: E402
+from statebox.json_text import utf8_json  # noqa: E402
+from statebox.report.export.atif import TRAJECTORY_PATH, build_trajectory  # noqa: E402
 from statebox.report.export.inspect_log import build_sample  # noqa: E402
 from statebox.report.export.records import AttemptRecord  # noqa: E402
 from statebox.schema import Verdict  # noqa: E402
@@ -74,7 +75,7 @@ def write_exports(folders: list[Path], out: Path, as_export: bool = True) -> dic
         samples.append(build_sample(record, "anthropic/claude-opus-4-7"))
         path = atif / folder.name / TRAJECTORY_PATH
         path.parent.mkdir(parents=True)
-        path.write_bytes(_utf8_json(build_trajectory(record, "claude-opus-4-7").model_dump(mode="json", exclude_none=True)))
+        path.write_bytes(utf8_json(build_trajectory(record, "claude-opus-4-7").model_dump(mode="json", exclude_none=True), indent=2) + b"\n")
     log = EvalLog(eval=EvalSpec(created="2027-01-15T08:00:00+00:00", task="statebox" if as_export else "video_qa",
                                 dataset=EvalDataset(), model="statebox/claude-code", config=EvalConfig(),
                                 packages={"statebox": __version__} if as_export else {}),
