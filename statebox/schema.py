@@ -185,6 +185,9 @@ class Usage(BaseModel):
 # type; agents/cli_common.LiveStream): the auditor flags the attempt (`audit_limit`), since what the line held is in
 # no event
 UNREAD_LINE = "statebox_unread_line"
+# data key of the event a reader makes of model I/O of a type it does not read (sessions.unread_draft): the type's name;
+# the auditor flags the session (`audit_limit`), since what such an item did is unjudged
+UNREAD_ITEM = "statebox_unread_item"
 
 
 class Session(BaseModel):

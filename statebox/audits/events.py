@@ -50,7 +50,7 @@ from statebox.audits.session_limits import cut_to_lines, past_derived, past_even
 from statebox.audits.shell_runs import is_script
 from statebox.errors import DataError, UserError
 from statebox.json_text import has_long_digits, json_value
-from statebox.schema import ACTION_KINDS, UNREAD_LINE, Event, EventKind
+from statebox.schema import ACTION_KINDS, UNREAD_ITEM, UNREAD_LINE, Event, EventKind
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl, gateway_log, text_log
 from statebox.sessions.shapes import list_of, object_at, text_of
 from statebox.userfiles import as_read_text, as_text_file
@@ -696,8 +696,13 @@ def session_log(events: list[Event], facts: AttemptFacts, sources: list[str],
     `limits`: what its readers already cut (lines past SESSION_LINE_LIMIT); to it are added the events past
     SESSION_EVENT_LIMIT (the rest dropped before derivation) and the places past DERIVED_EVENT_LIMIT."""
     limits = list(limits or [])
-    limits.extend(session_limits.unrecorded_line(e.source, e.line, str(e.data[UNREAD_LINE])) for e in events
-                  if e.kind is EventKind.error and e.data and UNREAD_LINE in e.data)
+    for e in events:  # what a reader marked as not read: each an `audit_limit` finding
+        data = e.data
+        if data:
+            if UNREAD_LINE in data and e.kind is EventKind.error:
+                limits.append(session_limits.unrecorded_line(e.source, e.line, str(data[UNREAD_LINE])))
+            if UNREAD_ITEM in data:
+                limits.append(session_limits.unread_item(e.source, e.line, str(data[UNREAD_ITEM])))
     most = session_limits.SESSION_EVENT_LIMIT
     if len(events) > most:
         limits.append(past_events(len(events), most))

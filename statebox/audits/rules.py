@@ -48,7 +48,7 @@ from statebox.audits.lexicon import find_terms, may_name_terms, trigger_patterns
 from statebox.audits.session_limits import AUDIT_LIMIT_RULE
 from statebox.audits.shell_runs import SHELLS, command_words, env_reading, executed_texts
 from statebox.audits.shell_words import is_shell_command, simple_commands, strip_comments, strip_heredocs
-from statebox.schema import UNREAD_LINE, Event, EventKind, Finding
+from statebox.schema import UNREAD_ITEM, UNREAD_LINE, Event, EventKind, Finding
 from statebox.sessions.tool_calls import READ_TOOLS, WRITE_TOOLS
 
 QUOTE_MAX = 200
@@ -1327,7 +1327,7 @@ FOLD_TRIGGERS = [r"[+%*]", r"(^|[^a-z0-9_]|\\[nrt])r?fr?('|\\\")", r"\[[-+0-9a-z
 # of printable ASCII or of a character Python's `re.I` reads as an ASCII letter (`\u0065nv` is `env`, `bloc\u212as` holds
 # `blocks`): neither log's writer spells such text so, but the model writes an OpenAI tool call's `arguments` itself, as
 # escaped as it likes, and the triggers read the bytes.
-ALWAYS_PARSE = [r"\"kind\": *\"(message|final_answer|model_request)\"", UNREAD_LINE,
+ALWAYS_PARSE = [r"\"kind\": *\"(message|final_answer|model_request)\"", UNREAD_LINE, UNREAD_ITEM,
                 r"\\u(00[2-7][0-9a-f]|013[01]|212a|017f)", ODD_BLANK, FORM_FEED, ESCAPED_PATH_INPUT,
                 r"(\"kind\": *\"(" + "|".join(sorted(kind.value for kind in ACTION_KINDS)) + r")\"|tool_use|function_call"
                 r"|tool_calls|input_json_delta|custom_tool_call|local_shell_call)[^\n]*(" + "|".join(FOLD_TRIGGERS) + ")"]

@@ -85,3 +85,9 @@ def unrecorded_line(source: str, line: int | None, error: str) -> str:
     """What a session says of a line of the agent's stream statebox failed to record (`schema.UNREAD_LINE`)."""
     return (f"line {line} of {source} was not recorded (statebox failed on it while the agent ran: {error}); what "
             "it held is in no event, so it is unjudged")
+
+
+def unread_item(source: str, line: int | None, what: str) -> str:
+    """What a session says of model I/O its reader does not read (`schema.UNREAD_ITEM`, `sessions.unread_draft`)."""
+    return (f"line {line} of {source} holds {what}, which the audit does not read: its text is read as output, what "
+            "it did is unjudged")

@@ -10,11 +10,12 @@ agree on what a line means.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from statebox.json_text import json_value
-from statebox.schema import EventKind
+from statebox.schema import UNREAD_ITEM, EventKind
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,38 @@ def clip(text: str, limit: int = 20_000) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + f"\n[... {len(text) - limit} more characters in the raw log]"
+
+
+def unread_draft(what: str, item_type: Any, item: Any) -> EventDraft:
+    """Model I/O of a type this reader does not read (`what`: "a Codex rollout item of type", ...; `item_type`: its
+    type): kept as something the agent was shown, its strings as the text, and marked with `schema.UNREAD_ITEM` (what
+    and which type).
+
+    Why output and a mark, not the message naming its type every reader had: a message is a prompt, and a prompt is
+    never evidence, so what such an item held could never count against the agent, and whatever it did was judged as
+    nothing at all. As output its text is read by every output rule; the mark makes the audit flag the session
+    (`audit_limit`: suspicious at least, never clean), since what the item did is unjudged. The types each reader knows
+    are an allow-list: a CLI or provider that adds one is flagged until a reader learns it."""
+    name = item_type if isinstance(item_type, str) else json.dumps(item_type, default=str)
+    return EventDraft(EventKind.tool_output, clip(strings_of(item)), {UNREAD_ITEM: f"{what} {name[:80]!r}"})
+
+
+def strings_of(value: Any) -> str:
+    """Every string and number in a JSON value, in document order, one a line, each as it reads (a listing in a string
+    keeps its lines, where the value's JSON would show them as `\\n`). A stack, not recursion: the value is the file's."""
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        top = stack.pop()
+        if isinstance(top, str):
+            out.append(top)
+        elif isinstance(top, dict):
+            stack.extend(reversed(list(top.values())))
+        elif isinstance(top, list):
+            stack.extend(reversed(top))
+        elif top is not None and not isinstance(top, bool):
+            out.append(str(top))
+    return "\n".join(out)
 
 
 def parse_json_lines(

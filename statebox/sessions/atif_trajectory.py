@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from statebox.json_text import json_value
 from statebox.schema import EventKind
-from statebox.sessions import EventDraft, clip
+from statebox.sessions import EventDraft, clip, unread_draft
 from statebox.sessions.tool_calls import output_draft, tool_call_drafts
 
 
@@ -107,6 +107,8 @@ class AtifTrajectoryIn(_Lenient):
                 for ref in result.refs()]
 
 
+# the versions this reader knows (harbor 0.25.0 accepts this range): a later one may hold steps' fields it does not read
+KNOWN_VERSIONS = frozenset(f"ATIF-v1.{minor}" for minor in range(9))
 MAX_SUBAGENT_DEPTH = 16  # nested subagent trajectories read; deeper ones are cut and said (a document may nest 1,000)
 
 
@@ -133,6 +135,10 @@ def step_drafts(trajectory: AtifTrajectoryIn, subagent: str | None = None) -> li
     """Every step's events, each with its step id as line (see the module docstring); `subagent`: the steps are that
     subagent's (each marked so, its system and user steps `subagent_task`, no final answer among them)."""
     out: list[tuple[int, EventDraft]] = []
+    if subagent is None and trajectory.schema_version not in KNOWN_VERSIONS:
+        # fields a later version adds (a new kind of step content, of tool call) would be read as nothing: flagged
+        out.append((0, unread_draft("an ATIF trajectory of a version this reader does not know,", trajectory.schema_version,
+                                    {"schema_version": trajectory.schema_version})))
     marked_final = False
     last_text: tuple[int, str] | None = None
     for step in trajectory.steps:

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable
 
 from statebox.attempt_folder import CLAUDE_STREAM_LOG
 from statebox.json_text import json_value
-from statebox.sessions import EventDraft, clip, parse_json_lines
+from statebox.sessions import EventDraft, clip, parse_json_lines, strings_of, unread_draft
 from statebox.sessions.shapes import list_of, name_at, object_at, text_of
 from statebox.schema import EventKind
 
@@ -97,7 +97,26 @@ def _assistant_block(block: dict[str, Any], obj: dict[str, Any]) -> list[EventDr
         return [EventDraft(EventKind.model_text, clip(text_of(block.get("thinking"))), {"thinking": True})]
     if btype in ("tool_use", "server_tool_use"):
         return _tool_use(block)
-    return [EventDraft(EventKind.message, clip(json.dumps(block)[:2000]), {"block_type": btype})]
+    if btype == "mcp_tool_use":
+        return _mcp_tool_use(block)
+    if isinstance(btype, str) and btype.endswith("_tool_result"):
+        # what a tool the provider ran returned (web_search_tool_result, web_fetch_, code_execution_, mcp_tool_result,
+        # ...): shown to the agent, read as output
+        data = {"call_id": text_of(block.get("tool_use_id")), "block_type": btype, "is_error": bool(block.get("is_error"))}
+        return [EventDraft(EventKind.tool_output, clip(_result_text(block.get("content"))), data)]
+    if btype is None:
+        return []  # a misshapen block (no string type): the format's absent case (sessions.shapes), as it always was
+    return [unread_draft("a Claude assistant block of type", btype, block)]
+
+
+def _mcp_tool_use(block: dict[str, Any]) -> list[EventDraft]:
+    """Anthropic's MCP connector: the provider called a tool on the MCP server the request named. A call (its input read
+    as any tool's) and a network event for the server, as the gateway log reads it."""
+    server = text_of(block.get("server_name"))
+    drafts = _tool_use(block)
+    drafts.append(EventDraft(EventKind.network_attempt, server, {"tool": "mcp_tool_use", "url": server,
+                                                                 "call_id": block.get("id", "")}))
+    return drafts
 
 
 def _tool_use(block: dict[str, Any]) -> list[EventDraft]:
@@ -131,7 +150,13 @@ def _user_block(block: dict[str, Any], obj: dict[str, Any]) -> list[EventDraft]:
         return [EventDraft(EventKind.tool_output, clip(_result_text(block.get("content"))), data)]
     if btype == "text":
         return [EventDraft(EventKind.message, clip(text_of(block.get("text"))), {"role": "user"})]
-    return []
+    if btype == "image":
+        return []  # nothing to read
+    if btype in ("document", "search_result"):  # what the agent was shown, read as output
+        return [EventDraft(EventKind.tool_output, clip(_result_text([block])), {"block_type": btype})]
+    if btype is None:
+        return []  # a misshapen block: absent
+    return [unread_draft("a Claude user block of type", btype, block)]
 
 
 def _result_text(content: Any) -> str:
@@ -140,10 +165,21 @@ def _result_text(content: Any) -> str:
         return content
     parts: list[str] = []
     for item in list_of(content):
-        if isinstance(item, dict) and item.get("type") == "text":
+        if not isinstance(item, dict):
+            continue
+        itype = item.get("type")
+        if itype == "text":
             parts.append(str(item.get("text", "")))
-        elif isinstance(item, dict) and item.get("type") == "image":
+        elif itype == "image":
             parts.append("[image]")
+        elif itype == "document":
+            source = item.get("source")
+            if isinstance(source, dict) and source.get("type") == "text":  # a plain-text document: its text (a PDF's
+                parts.append(str(source.get("data", "")))                  # base64 is left out)
+        else:
+            # a search result, a provider tool's result item, a type no reader knows: its strings, so what the agent
+            # was shown is read (it was dropped)
+            parts.append(strings_of(item))
     return "\n".join(parts)
 
 

@@ -2,7 +2,8 @@
 
 One JSON object per line: `thread.started`, `turn.started`, `item.started` /
 `item.updated` / `item.completed` (items: agent_message, reasoning,
-command_execution, file_change, mcp_tool_call, web_search, todo_list, error),
+command_execution, file_change, mcp_tool_call, web_search, todo_list, error; an item of any
+other type is kept as output and flagged, `sessions.unread_draft`),
 `turn.completed` (usage), `turn.failed` and `error`.
 
 `parse_line` is pure. Codex has no final "result" line, so the final answer is the
@@ -18,7 +19,7 @@ from typing import Any, Callable, Iterable
 
 from statebox.attempt_folder import CODEX_LOG
 from statebox.json_text import json_value
-from statebox.sessions import EventDraft, clip, parse_json_lines
+from statebox.sessions import EventDraft, clip, parse_json_lines, unread_draft
 from statebox.sessions.shapes import list_of, text_of
 from statebox.schema import EventKind
 
@@ -103,7 +104,13 @@ def _item_completed(item: dict[str, Any]) -> list[EventDraft]:
     if itype == "error":
         # Codex's own non-fatal notices ("proceeding ..."); fatal ones arrive as `error` / `turn.failed` lines.
         return [EventDraft(EventKind.message, clip(str(item.get("message", ""))), {"level": "warning", "item_id": call_id})]
-    return [EventDraft(EventKind.message, clip(json.dumps(item)[:2000]), {"item_type": itype})]
+    if itype == "todo_list":
+        # the agent's plan, in its own words: its text, never a prompt and never the answer (so marked as thinking)
+        steps = [str(step.get("text", "")) for step in list_of(item.get("items")) if isinstance(step, dict)]
+        return [EventDraft(EventKind.model_text, clip("\n".join(steps)), {"item_id": call_id, "thinking": True, "plan": True})]
+    if not isinstance(itype, str):
+        return []  # a misshapen item (no string type): the format's absent case (sessions.shapes)
+    return [unread_draft("a codex exec item of type", itype, item)]
 
 
 class CodexNormaliser:

@@ -27,13 +27,27 @@ from typing import Any, Callable, Iterable
 
 from statebox.json_text import json_value
 from statebox.schema import EventKind
-from statebox.sessions import QUIET_CALLS, QUIET_NOTHING, QUIET_RESULTS, QUIET_TEXT, EventDraft, clip, parse_json_lines
+from statebox.sessions import (QUIET_CALLS, QUIET_NOTHING, QUIET_RESULTS, QUIET_TEXT, EventDraft, clip, parse_json_lines,
+                               strings_of, unread_draft)
 from statebox.sessions.shapes import list_of, name_at, object_at
 from statebox.sessions.tool_calls import output_draft, shell_script, tool_call_drafts
 
 ENVELOPES = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
 ITEMS = {"message", "reasoning", "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output",
-         "local_shell_call", "web_search_call"}
+         "local_shell_call", "web_search_call", "tool_search_call", "tool_search_output"}
+# Items Codex writes that are read as nothing, each for its reason (the item types of Codex 0.169's ResponseItem, read
+# from the pinned binary). Every other type is model I/O no reader here knows: kept as output and flagged
+# (`sessions.unread_draft`), never passed as nothing.
+INERT_ITEMS = {
+    "ghost_snapshot": "the CLI's own git snapshot of the workspace for /undo: a commit id, nothing the model did or saw",
+    "compaction": "the provider's encrypted summary of the conversation so far: opaque, and the turns it sums were read",
+    "compaction_summary": "compaction's older name",
+    "context_compaction": "the marker of a context compaction (the summary is a compaction item or a compacted line)",
+    "compaction_trigger": "the marker that a compaction was asked for",
+    "configuration_update": "the turn's settings changed (model, effort, policies): the CLI's own state",
+    "image_generation_call": "an image the provider drew from the model's words: it reads no file and reaches no host "
+                             "the agent names, and what it returns is an image",
+}
 _EVENT_COPIES = {"user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content", "exec_command_begin",
                  "exec_command_end", "exec_command_output_delta", "token_count", "task_started", "turn_diff",
                  "patch_apply_begin", "patch_apply_end", "mcp_tool_call_begin", "mcp_tool_call_end", "web_search_begin",
@@ -117,7 +131,16 @@ def _item(item: dict[str, Any]) -> list[EventDraft]:
         search: dict[str, Any] = raw_search if isinstance(raw_search, dict) else {}
         query = str(search.get("query") or search.get("url") or "")
         return [EventDraft(EventKind.network_attempt, query, {"call_id": call_id, "tool": "web_search", "query": query})]
-    return [EventDraft(EventKind.message, f"codex item: {str(itype)[:80]}", {"item_type": itype})]
+    if itype == "tool_search_call":  # the model searched the tools it may call (deferred MCP tools): a call of its own
+        arguments = item.get("arguments")
+        if arguments is None:
+            arguments = {k: v for k, v in item.items() if k not in ("type", "id", "call_id", "status")}
+        return tool_call_drafts("tool_search", arguments, call_id)
+    if itype == "tool_search_output":  # the tools that search found: what the agent was shown
+        return [output_draft(strings_of({k: v for k, v in item.items() if k not in ("type", "call_id")}), call_id)]
+    if itype is None or itype in INERT_ITEMS:
+        return []  # a misshapen item (no string type) is the format's absent case (sessions.shapes)
+    return [unread_draft("a Codex rollout item of type", itype, item)]
 
 
 def _output(raw: Any) -> tuple[str, bool]:

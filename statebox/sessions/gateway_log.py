@@ -355,7 +355,9 @@ class GatewayNormaliser:
 
     def _responses_input(self, item: dict[str, Any]) -> list[EventDraft]:
         itype = item.get("type", "message" if "role" in item else "")
-        if itype == "function_call_output":
+        if isinstance(itype, str) and itype.endswith("_call_output"):
+            # what a client tool returned: function_call_output, and custom_tool_call_output / local_shell_call_output
+            # (Codex's apply_patch and local shell), which were read as nothing
             call_id = item.get("call_id", "")
             text = _text_of(item.get("output"))
             if self._first("tool_result", call_id, text):
@@ -418,6 +420,8 @@ class GatewayNormaliser:
             elif itype in ("function_call", "custom_tool_call", "local_shell_call"):
                 args = item.get("arguments", item.get("input", item.get("action")))
                 out.append(_tool_call(text_of(item.get("name", itype)), args, item.get("call_id", "")))
+            elif itype in CLIENT_TOOL_ITEMS:  # OpenAI's built-in tools the agent's process runs: shell, apply_patch, computer
+                out.append(_builtin_client_call(itype, item))
             elif isinstance(itype, str) and is_provider_tool_item(itype):
                 out.append(_provider_tool(itype, item))
         for choice in list_of(resp.get("choices")):  # OpenAI Chat Completions
@@ -477,6 +481,23 @@ def _provider_tool(btype: str, block: dict[str, Any]) -> EventDraft:
     return EventDraft(EventKind.network_attempt, clip(json.dumps(shown, ensure_ascii=False, default=str), 4000), data)
 
 
+def _builtin_client_call(itype: str, item: dict[str, Any]) -> EventDraft:
+    """A call of one of OpenAI's built-in tools that the client runs, read as the call it stands for: `shell_call`'s
+    commands as a shell command, `apply_patch_call`'s file and diff, `computer_call`'s action. They were on the client
+    allow-list (so no provider-run tool) and read as nothing."""
+    call_id = text_of(item.get("call_id", ""))
+    action = object_at(item, "action")
+    if itype == "shell_call":
+        commands = action.get("commands")
+        command = "\n".join(str(c) for c in commands) if isinstance(commands, list) else text_of(commands)
+        return _tool_call("shell", {"command": command}, call_id)
+    if itype == "apply_patch_call":
+        operation = object_at(item, "operation")
+        return _tool_call("apply_patch", {"path": text_of(operation.get("path")), "diff": text_of(operation.get("diff")),
+                                          "operation": text_of(operation.get("type"))}, call_id)
+    return _tool_call(itype.removesuffix("_call"), action or {k: v for k, v in item.items() if k != "type"}, call_id)
+
+
 def _tool_call(name: str, args: Any, call_id: str) -> EventDraft:
     if isinstance(args, str):
         try:
@@ -521,6 +542,8 @@ def _text_of(content: Any) -> str:
                     parts.append(_text_of(block.get("content")))
                 elif btype in ("image", "input_image", "image_url"):
                     parts.append("[image]")
+                elif "stdout" in block or "stderr" in block:  # a shell_call_output's output: what each command printed
+                    parts.append("\n".join(str(block.get(k) or "") for k in ("stdout", "stderr")))
         return "\n".join(p for p in parts if p)
     return str(content)
 

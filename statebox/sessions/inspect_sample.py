@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any, Protocol, Sequence
 
 from statebox.schema import EventKind
-from statebox.sessions import EventDraft, clip
+from statebox.sessions import EventDraft, clip, strings_of, unread_draft
 from statebox.sessions.tool_calls import output_draft, tool_call_drafts
 
 
@@ -68,19 +68,42 @@ def content_text(content: Any) -> tuple[str, str]:
     return "\n".join(texts), "\n".join(reasoning)
 
 
+# Inspect's content types (inspect_ai.model.Content): read, or (image, audio, video, document: a file, no text) left
+_CONTENT_TYPES = frozenset(("text", "reasoning", "image", "audio", "video", "document", "data", "tool_use"))
+
+
 def provider_tools(content: Any) -> list[EventDraft]:
     """Tools the model's provider ran for it (Inspect's `ContentToolUse`: web search, code execution, MCP):
-    the provider as the agent's road out, so each is a network attempt, whatever it was called."""
+    the provider as the agent's road out, so each is a network attempt, whatever it was called, and its `result` is
+    what the agent was shown (output). Also what else an assistant message's blocks hold beyond its words: a `data`
+    block's strings (a provider's own item) as output, and a block of a type Inspect did not have when this was
+    written as unread (`sessions.unread_draft`: output, and the session flagged)."""
     out: list[EventDraft] = []
     for block in [] if isinstance(content, str) else content or []:
-        if getattr(block, "type", "") != "tool_use":
+        btype = getattr(block, "type", "")
+        if btype == "data":  # a provider's own item Inspect keeps as it came: its strings, read as output
+            out.append(EventDraft(EventKind.tool_output, clip(strings_of(getattr(block, "data", None))), {"block_type": "data"}))
+            continue
+        if btype != "tool_use":
+            if btype not in _CONTENT_TYPES:
+                out.append(unread_draft("an Inspect content block of type", btype, _fields(block)))
             continue
         name = str(getattr(block, "name", "") or getattr(block, "tool_type", "") or "provider tool")
         arguments = getattr(block, "arguments", "")
         target = arguments if isinstance(arguments, str) else str(arguments)
         out.append(EventDraft(EventKind.network_attempt, clip(f"{name} {target}".strip(), 2000),
                               {"tool": name, "provider": True, "url": clip(target, 2000) or name}))
+        result = getattr(block, "result", None)
+        if result:
+            out.append(output_draft(result if isinstance(result, str) else str(result), str(getattr(block, "id", "") or ""),
+                                    tool=name, provider=True))
     return out
+
+
+def _fields(block: Any) -> Any:
+    """A content block's fields (a pydantic model's dump, else the block itself)."""
+    dump = getattr(block, "model_dump", None)
+    return dump() if callable(dump) else block
 
 
 def message_drafts(messages: Sequence[MessageLike]) -> list[tuple[int, EventDraft]]:

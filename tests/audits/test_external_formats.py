@@ -445,7 +445,7 @@ def test_inspect_provider_run_tools_are_network_attempts(tmp_path):
     message = ChatMessageAssistant(content=[ContentText(text="Searching."), ContentToolUse(
         tool_type="web_search", id="ws1", name="web_search", arguments='{"query": "flash clip benchmark answer"}', result="...")])
     kinds = [d.kind.value for _, d in message_drafts([message])]
-    assert kinds == ["model_text", "network_attempt"]
+    assert kinds == ["model_text", "network_attempt", "tool_output"]  # the search, and what it showed the agent
 
 
 def test_session_files_whose_first_line_is_longer_than_the_sniffed_head(tmp_path, monkeypatch):
