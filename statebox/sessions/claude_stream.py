@@ -8,6 +8,11 @@ Tool calls are also mapped to what they *do*, because the contamination rules lo
 actions, not tool names: `Bash` -> shell_command, `Read`/`Glob`/`Grep`/`LS` -> file_read
 (with the path or pattern), `Write`/`Edit`/`NotebookEdit` -> file_write,
 `WebFetch`/`WebSearch` -> network_attempt.
+
+The blocks of a turn are read from an allow-list (text, thinking, tool use and results, a provider's `server_tool_use`
+/ `mcp_tool_use` and its `*_tool_result`, images, documents, search results); a block of any other type is kept as
+output and flagged (`sessions.unread_draft`), never filed as a prompt or dropped. Lines of another top-level type are
+the CLI's own status (`tool_progress`, `rate_limit_event`, ...), kept as a message.
 """
 
 from __future__ import annotations

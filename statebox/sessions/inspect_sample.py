@@ -4,7 +4,8 @@ The sample's `messages` are the agent's conversation: system and user messages a
 task's instructions, prohibitions and the question: never evidence), an assistant message's text and
 reasoning are the model's words, its `tool_calls` are actions (through `tool_calls.tool_call_drafts`:
 Inspect's `bash {cmd}` is a shell command, `python {code}` is code the rules read; a tool the provider ran, a
-`tool_use` content block, is a network attempt), a tool message is
+`tool_use` content block, is a network attempt and its result what the agent saw; a `data` block is output, and a
+block of any other type than Inspect's is kept as output and flagged, `sessions.unread_draft`), a tool message is
 what the agent saw (`error` set: the call failed). `output.completion` is the final answer. The line of
 an event is its message's index + 1.
 
@@ -75,18 +76,10 @@ _CONTENT_TYPES = frozenset(("text", "reasoning", "image", "audio", "video", "doc
 def provider_tools(content: Any) -> list[EventDraft]:
     """Tools the model's provider ran for it (Inspect's `ContentToolUse`: web search, code execution, MCP):
     the provider as the agent's road out, so each is a network attempt, whatever it was called, and its `result` is
-    what the agent was shown (output). Also what else an assistant message's blocks hold beyond its words: a `data`
-    block's strings (a provider's own item) as output, and a block of a type Inspect did not have when this was
-    written as unread (`sessions.unread_draft`: output, and the session flagged)."""
+    what the agent was shown (output; it was dropped)."""
     out: list[EventDraft] = []
     for block in [] if isinstance(content, str) else content or []:
-        btype = getattr(block, "type", "")
-        if btype == "data":  # a provider's own item Inspect keeps as it came: its strings, read as output
-            out.append(EventDraft(EventKind.tool_output, clip(strings_of(getattr(block, "data", None))), {"block_type": "data"}))
-            continue
-        if btype != "tool_use":
-            if btype not in _CONTENT_TYPES:
-                out.append(unread_draft("an Inspect content block of type", btype, _fields(block)))
+        if getattr(block, "type", "") != "tool_use":
             continue
         name = str(getattr(block, "name", "") or getattr(block, "tool_type", "") or "provider tool")
         arguments = getattr(block, "arguments", "")
@@ -97,6 +90,20 @@ def provider_tools(content: Any) -> list[EventDraft]:
         if result:
             out.append(output_draft(result if isinstance(result, str) else str(result), str(getattr(block, "id", "") or ""),
                                     tool=name, provider=True))
+    return out
+
+
+def other_blocks(content: Any) -> list[EventDraft]:
+    """What an assistant message's blocks hold beyond its words and its provider's tools: a `data` block's strings (a
+    provider's own item, kept by Inspect as it came) as output, and a block of a type Inspect did not have when this
+    was written as unread (`sessions.unread_draft`: output, and the session flagged). Both were dropped."""
+    out: list[EventDraft] = []
+    for block in [] if isinstance(content, str) else content or []:
+        btype = getattr(block, "type", "")
+        if btype == "data":
+            out.append(EventDraft(EventKind.tool_output, clip(strings_of(getattr(block, "data", None))), {"block_type": "data"}))
+        elif isinstance(btype, str) and btype not in _CONTENT_TYPES:
+            out.append(unread_draft("an Inspect content block of type", btype, _fields(block)))
     return out
 
 
@@ -121,6 +128,7 @@ def message_drafts(messages: Sequence[MessageLike]) -> list[tuple[int, EventDraf
             if text:
                 out.append((n, EventDraft(EventKind.model_text, clip(text), {"message": n})))
             out.extend((n, d) for d in provider_tools(getattr(message, "content", "")))
+            out.extend((n, d) for d in other_blocks(getattr(message, "content", "")))
             for call in getattr(message, "tool_calls", None) or []:
                 out.extend((n, d) for d in tool_call_drafts(str(getattr(call, "function", "")),
                                                             getattr(call, "arguments", None), str(getattr(call, "id", "") or "")))
