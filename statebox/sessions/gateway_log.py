@@ -542,6 +542,10 @@ def _text_of(content: Any) -> str:
                     parts.append(_text_of(block.get("content")))
                 elif btype in ("image", "input_image", "image_url"):
                     parts.append("[image]")
+                elif btype == "document":  # a text file the agent read, inline (the gateway admits it): its text
+                    source = block.get("source")
+                    if isinstance(source, dict) and source.get("type") == "text":
+                        parts.append(str(source.get("data") or ""))
                 elif "stdout" in block or "stderr" in block:  # a shell_call_output's output: what each command printed
                     parts.append("\n".join(str(block.get(k) or "") for k in ("stdout", "stderr")))
         return "\n".join(p for p in parts if p)

@@ -267,3 +267,17 @@ def test_an_atif_trajectory_of_a_later_version_is_flagged(tmp_path: Path, versio
         assert row.row.verdict.verdict == "clean", row.row.verdict
     else:
         assert row.row.verdict.verdict != "clean" and any(version in q for q in notes), row.row.verdict
+
+
+def test_a_gateway_request_reads_a_text_document_in_a_tool_result():
+    """The gateway admits a text file the agent read as an inline `document` block in a tool result; its witness read
+    the tool result's text blocks only, so the file's text (a listing of /, the answer key) was no output of its."""
+    normaliser = GatewayNormaliser()
+    document = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": ROOT_LISTING}}
+    drafts = normaliser.feed({"request": {"model": "claude-opus-4-7", "max_tokens": 64, "messages": [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "/x"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [document]}]}]},
+        "status": 200, "response": {"content": [{"type": "text", "text": "4"}]}})
+    outputs = [d for d in drafts if d.kind is EventKind.tool_output]
+    assert outputs and ROOT_LISTING in outputs[0].text, drafts
