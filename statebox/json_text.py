@@ -73,19 +73,15 @@ def _json_loads(raw: str | bytes) -> Any:
     """json's reading, too deep a nesting refused as malformed text, an integer too long for Python read as its
     digits."""
     try:
-        return json.loads(raw)
-    except RecursionError:
-        text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
-        raise json.JSONDecodeError(TOO_DEEP, text, 0) from None
-    except json.JSONDecodeError:
-        raise
-    except ValueError:  # an integer past Python's 4,300 digits (`sys.get_int_max_str_digits`)
-        pass
-    # Why read on: a model can write such a number into a tool call, and every reader catching JSONDecodeError
-    # raised on it (the gateway's reply assembler cut the reply and logged nothing). Its digits are kept as text,
-    # so the rest of the value (the call beside it) is read whole.
-    try:
-        return json.loads(raw, parse_int=_int_or_digits)
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            raise
+        except ValueError:  # an integer past Python's 4,300 digits (`sys.get_int_max_str_digits`)
+            # Why read on: a model can write such a number into a tool call, and every reader catching JSONDecodeError
+            # raised on it (the gateway's reply assembler cut the reply and logged nothing). Its digits are kept as
+            # text, so the rest of the value (the call beside it) is read whole.
+            return json.loads(raw, parse_int=_int_or_digits)
     except RecursionError:
         text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
         raise json.JSONDecodeError(TOO_DEEP, text, 0) from None

@@ -10,7 +10,6 @@ agree on what a line means.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -42,7 +41,7 @@ def clip(text: str, limit: int = 20_000) -> str:
     return text[:limit] + f"\n[... {len(text) - limit} more characters in the raw log]"
 
 
-def unread_draft(what: str, item_type: Any, item: Any) -> EventDraft:
+def unread_draft(what: str, item_type: str, item: Any) -> EventDraft:
     """Model I/O of a type this reader does not read (`what`: "a Codex rollout item of type", ...; `item_type`: its
     type): kept as something the agent was shown, its strings as the text, and marked with `schema.UNREAD_ITEM` (what
     and which type).
@@ -52,8 +51,7 @@ def unread_draft(what: str, item_type: Any, item: Any) -> EventDraft:
     nothing at all. As output its text is read by every output rule; the mark makes the audit flag the session
     (`audit_limit`: suspicious at least, never clean), since what the item did is unjudged. The types each reader knows
     are an allow-list: a CLI or provider that adds one is flagged until a reader learns it."""
-    name = item_type if isinstance(item_type, str) else json.dumps(item_type, default=str)
-    return EventDraft(EventKind.tool_output, clip(strings_of(item)), {UNREAD_ITEM: f"{what} {name[:80]!r}"})
+    return EventDraft(EventKind.tool_output, clip(strings_of(item)), {UNREAD_ITEM: f"{what} {item_type[:80]!r}"})
 
 
 def strings_of(value: Any) -> str:
