@@ -22,6 +22,7 @@ writer takes): a string of JSON may hold an unpaired surrogate, which no UTF-8 t
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Callable, Iterator
 
 import orjson
@@ -85,6 +86,26 @@ def _json_loads(raw: str | bytes) -> Any:
     except RecursionError:
         text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
         raise json.JSONDecodeError(TOO_DEEP, text, 0) from None
+
+
+def rfc_loads(raw: str | bytes) -> Any:
+    """`json.loads` of JSON as RFC 8259 has it: the `NaN`/`Infinity` literals and a number past the largest double
+    (`1e999`, which Python reads as infinity) raise ValueError, as any text that is not JSON does.
+
+    Why: a value read from them is written back as `NaN` or `Infinity`, which is no JSON, so a body forwarded after
+    being judged would reach a parser that may read it otherwise (the gateway forwards exactly what it judged)."""
+    return json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is past the largest number JSON carries")
+    return value
 
 
 def _int_or_digits(digits: str) -> int | str:

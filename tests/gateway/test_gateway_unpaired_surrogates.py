@@ -122,6 +122,23 @@ def test_a_body_python_cannot_read_is_refused_and_logged(served):
     assert server.requests == [] and _reserved_nothing(lease)
 
 
+@pytest.mark.parametrize("number", [b"NaN", b"Infinity", b"-Infinity", b"1e999", b"-1e999"])
+@pytest.mark.parametrize("served", [[Turn(text="fine")] * 3], indirect=True)
+def test_a_body_holding_a_number_json_has_not_is_refused_and_logged(served, number: bytes):
+    """NaN and Infinity are no JSON (RFC 8259), and a float past the largest double reads as infinity. Python's reader
+    took them, the body passed its checks (`temperature` is any number) and was forwarded re-serialised as `NaN` /
+    `Infinity`: not JSON, so what the provider made of it was its own parser's guess (found by this session's probe:
+    200, the upstream got `temperature: inf`). Refused as `body`, as any text that is not JSON."""
+    server, lease = served
+    body = (b'{"model": "claude-haiku-4-5", "max_tokens": 16, "temperature": ' + number
+            + b', "messages": [{"role": "user", "content": "x"}]}')
+    reply = _post(lease, "/v1/messages", None, raw=body)
+    assert reply.status_code == 400 and reply.json()["error"]["message"].startswith("statebox gateway: body")
+    [line] = log_lines(lease)
+    assert line["status"] == 400 and line["refused_field"] == "body"
+    assert server.requests == [] and _reserved_nothing(lease)
+
+
 @pytest.mark.parametrize("served", [[Turn(text="fine")] * 3], indirect=True)
 def test_a_request_the_gateway_fails_on_is_logged_and_holds_no_reservation(served, monkeypatch):
     server, lease = served

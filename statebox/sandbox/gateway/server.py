@@ -56,7 +56,7 @@ import h11
 import httpx
 
 from statebox.errors import UserError
-from statebox.json_text import json_value, utf8_json
+from statebox.json_text import json_value, rfc_loads, utf8_json
 from statebox.policies.model import Budgets, GatewayLimits
 from statebox.sandbox.gateway.accounting import (
     BudgetRefused,
@@ -526,7 +526,7 @@ class Gateway:
         table = table_for(api, r.endpoint.path) if method == "POST" else None
         if table is not None:
             try:
-                parsed = json.loads(body)
+                parsed = rfc_loads(body)  # NaN, Infinity and 1e999 are no JSON: never forwarded re-serialised
             except (ValueError, RecursionError):  # not JSON, not UTF-8, too deep, or an integer past Python's
                 parsed = None  # 4,300 digits (a ValueError of its own, which answered 500 and logged nothing)
             try:
