@@ -40,12 +40,11 @@ from typing import BinaryIO, Generic, TypeVar
 
 from pydantic_core import PydanticSerializationError
 
-from statebox.errors import DataError, StorageError, UserError, storage_error
+from statebox.errors import DataError, StorageError, UserError, file_kind, storage_error
 from statebox.json_text import well_formed
 from statebox.replace_file import replace_text
 from statebox.schema import Session
 from statebox.signals import Cancelled
-from statebox.userfiles import file_kind
 
 # ---------------------------------------------------------------- the run folder
 

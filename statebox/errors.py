@@ -8,6 +8,7 @@ the cause and exit code 2; nothing already written is touched.
 from __future__ import annotations
 
 import errno
+import stat
 
 
 class UserError(Exception):
@@ -73,3 +74,20 @@ def storage_error(exc: BaseException, path: object = None, doing: str = "", *, o
     where = path if path is not None else (exc.filename if exc.filename is not None else "?")
     words = _STORAGE_ERRNOS[exc.errno]
     return StorageError(f"{doing}: {words} ({where})" if doing else f"{words} ({where})")
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in the words of the one-line error."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return "not a regular file"

@@ -6,22 +6,80 @@ exports go where the user points, often inside that folder. The old way, a fixed
 (`verdict.json.tmp`) opened for writing and then renamed, wrote through a link planted at that name: over any
 file the user can write (their `~/.bashrc`). Here the temporary file is one this call creates itself, under a
 fresh random name, with `O_CREAT | O_EXCL` (which fails on any existing name, a link included) and `O_NOFOLLOW`;
-the rename then replaces whatever stands at the target, a link included, without following it.
+the rename then replaces what stands at the target, a link included, without following it.
+
+What it replaces is a regular file, a link to one, a dangling link, or nothing. Run as root, `statebox audit X
+--html /dev/full` renamed its page over the device node, and `/dev/null` or `/dev/stdout` (a link to the terminal or
+a pipe) would have gone the same way: a device, FIFO, socket or folder at the target, or a link to one, is refused
+with one error line (`UserError`), before anything is written and again just before the rename.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
+from statebox.errors import UserError, file_kind
+
+
+MAX_LINK_HOPS = 40  # the kernel's own limit on links followed in one lookup
+
+
+def _names_an_open_file(path: Path) -> bool:
+    """Whether `path`, or a link on the way from it, stands in /proc: `/dev/stdout` is a link to `/proc/self/fd/1`,
+    which names whatever the process's output is. Redirected to a file, that is a regular file, and renaming over the
+    link replaced `/dev/stdout` itself, for every program on the machine (found by probe, run as root)."""
+    current = path
+    for _ in range(MAX_LINK_HOPS):
+        folder = os.path.realpath(current.parent)
+        if folder == "/proc" or folder.startswith("/proc/"):
+            return True
+        try:
+            if not stat.S_ISLNK(os.lstat(current).st_mode):
+                return False
+            current = Path(folder) / os.readlink(current)
+        except OSError:
+            return False
+    return True  # a loop of links: nothing to replace
+
+
+def refuse_unless_replaceable(path: Path) -> None:
+    """Raise `UserError` unless `path` holds nothing, a regular file, or a link to a regular file or to nothing.
+
+    A link is never followed to write; it is followed here only to ask what it names, so that a link to a device, a
+    FIFO or a folder is refused as what it names would be, and so is any path through /proc (`/dev/stdout`)."""
+    if _names_an_open_file(Path(path)):
+        raise UserError(f"{path}: leads into /proc, where /dev/stdout and /dev/fd/N name a process's open files, not a "
+                        "regular file; statebox writes a whole file only over a regular file or a new name "
+                        "(nothing written)")
+    try:
+        here = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(here.st_mode):
+        return
+    if stat.S_ISLNK(here.st_mode):
+        try:
+            named = os.stat(path)
+        except OSError:  # dangling (or unreadable past the link): only the link is replaced
+            return
+        if stat.S_ISREG(named.st_mode):
+            return
+        raise UserError(f"{path}: a link to {file_kind(named.st_mode)}, not a regular file; statebox writes a "
+                        "whole file only over a regular file or a new name (nothing written)")
+    raise UserError(f"{path}: {file_kind(here.st_mode)}, not a regular file; statebox writes a whole file only over a "
+                    "regular file or a new name (nothing written)")
+
 
 def _created_beside(path: Path, suffix: str) -> tuple[int, str]:
     """A fresh file of this call's own beside `path` (same folder, so a rename is atomic), with the mode `open(path,
     "w")` would have given, not mkstemp's 0600: its descriptor and name. mkstemp opens with `O_EXCL | O_NOFOLLOW`."""
+    refuse_unless_replaceable(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     try:
         os.fchmod(fd, FILE_MODE)
@@ -38,6 +96,7 @@ def _renamed_over(tmp: str, path: Path) -> Iterator[None]:
     and what stood at `path` is untouched."""
     try:
         yield
+        refuse_unless_replaceable(path)  # again: what stood there may have changed while the file was written
         os.replace(tmp, path)
     except BaseException:
         with suppress(FileNotFoundError):

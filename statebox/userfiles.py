@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from statebox.errors import DataError
+from statebox.errors import DataError, file_kind
 
 MiB = 1024 * 1024
 
@@ -39,23 +39,6 @@ CONFIG_MAX_BYTES = 16 * MiB  # suite.json, run.json
 POLICY_MAX_BYTES = 1 * MiB  # a policy YAML
 TEMPLATE_MAX_BYTES = 1 * MiB  # a prompt template (--prompt-template)
 BATCH_READ_BYTES = 1 * MiB  # what `iter_line_batches` reads per step
-
-
-def file_kind(mode: int) -> str:
-    """What a non-regular file is, in the words of the one-line error."""
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    return "not a regular file"
 
 
 def _size(n: int) -> str:

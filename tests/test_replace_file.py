@@ -88,3 +88,84 @@ def test_a_name_to_write_is_fresh_each_time_keeps_the_suffix_and_replaces_the_ta
             Path(name).write_text("half")
             raise RuntimeError("the writer failed")
     assert target.read_text() == "first" and not Path(name).exists()
+
+
+def _special(tmp_path: Path, kind: str) -> Path:
+    """A target that is no regular file: what a user names by mistake (`--html /dev/null`, `--out /dev/stdout`) or
+    a handed-over folder holds. Links point at things outside the test's folder only where they exist everywhere
+    (/dev/null), and the refusal leaves them as they were."""
+    target = tmp_path / "out" / "page.html"
+    target.parent.mkdir()
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "folder":
+        target.mkdir()
+    elif kind == "socket":
+        import socket
+
+        here = os.getcwd()
+        os.chdir(target.parent)  # a socket's path is capped at 108 bytes: bound by its short relative name
+        try:
+            sock = socket.socket(socket.AF_UNIX)
+            sock.bind(target.name)
+            sock.close()
+        finally:
+            os.chdir(here)
+    elif kind == "link to a fifo":
+        os.mkfifo(tmp_path / "fifo")
+        target.symlink_to(tmp_path / "fifo")
+    elif kind == "link to a folder":
+        (tmp_path / "folder").mkdir()
+        target.symlink_to(tmp_path / "folder")
+    elif kind == "link to /dev/null":
+        target.symlink_to("/dev/null")
+    elif kind == "link to /dev/stdout":  # under pytest, the process's output is a regular file
+        target.symlink_to("/dev/stdout")
+    elif kind == "link to /proc/self/fd/1":
+        target.symlink_to("/proc/self/fd/1")
+    return target
+
+
+SPECIAL_TARGETS = ["fifo", "folder", "socket", "link to a fifo", "link to a folder", "link to /dev/null",
+                   "link to /dev/stdout", "link to /proc/self/fd/1"]
+
+
+@pytest.mark.parametrize("kind", SPECIAL_TARGETS)
+@pytest.mark.parametrize("writer", ["replace_file", "replacing_by_name"])
+def test_a_device_fifo_socket_or_folder_at_the_target_is_refused_and_left_standing(tmp_path, kind, writer):
+    """Run as root, `statebox audit X --html /dev/full` renamed its page over the device node: /dev/full became a
+    regular file holding the page (found by probe; `/dev/null` or `/dev/stdout` would go the same way). statebox
+    replaces a regular file, a link to one, or a dangling link (never followed); anything else is one error line,
+    with nothing written and no temporary left."""
+    from statebox.errors import UserError
+
+    target = _special(tmp_path, kind)
+    before = os.lstat(target)
+    with pytest.raises(UserError, match="not a regular file") as caught:
+        if writer == "replace_file":
+            replace_file(target, b"<p>page</p>")
+        else:
+            with replacing_by_name(target) as name:
+                Path(name).write_bytes(b"<p>page</p>")
+    assert str(target) in str(caught.value)
+    after = os.lstat(target)
+    assert (after.st_ino, stat.S_IFMT(after.st_mode)) == (before.st_ino, stat.S_IFMT(before.st_mode))
+    assert sorted(p.name for p in target.parent.iterdir()) == [target.name]
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert os.readlink("/dev/stdout") == "/proc/self/fd/1"
+
+
+def test_a_path_through_proc_is_refused_where_it_stands(tmp_path):
+    """`/dev/fd/1` goes through the link `/dev/fd` into /proc: refused by what it names, before a temporary file."""
+    from statebox.errors import UserError
+
+    for path in (Path("/dev/fd/1"), Path("/proc/self/fd/1")):
+        with pytest.raises(UserError, match="leads into /proc"):
+            replace_file(path, b"<p>page</p>")
+
+
+def test_a_dangling_link_at_the_target_is_replaced(tmp_path):
+    target = tmp_path / "page.html"
+    target.symlink_to(tmp_path / "gone")
+    replace_text(target, "<p>new</p>")
+    assert not target.is_symlink() and target.read_text() == "<p>new</p>" and not (tmp_path / "gone").exists()

@@ -62,7 +62,7 @@ from statebox.audits.session_limits import cut_to_lines, past_bytes, past_steps
 from statebox.audits.verdict import AuditedAttempt, audit_run, default_prefilter, verdict_from
 from statebox.audits.workers import workers
 from statebox.collector import collector_paused
-from statebox.errors import DataError, UserError
+from statebox.errors import DataError, UserError, file_kind
 from statebox.json_text import decoded_lines, json_value, jsonl_lines, line_loads
 from statebox.replace_file import replacing_by_name
 from statebox.schema import Event, EventKind, Finding, FindingCategory, Severity
@@ -102,15 +102,14 @@ def open_regular(path: Path, cap: int = MAX_LOG_BYTES) -> BinaryIO:
     except OSError as exc:
         why = "a symbolic link (not followed)" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
         raise UserError(f"{path}: cannot read ({why})") from None
-    handle = os.fdopen(fd, "rb")
-    info = os.fstat(fd)
+    info = os.fstat(fd)  # before fdopen, which refuses a folder with its own error (a traceback, `--items .`)
     if not stat.S_ISREG(info.st_mode):
-        handle.close()
-        raise UserError(f"{path}: not a regular file")
+        os.close(fd)
+        raise UserError(f"{path}: {file_kind(info.st_mode)}, not a regular file")
     if info.st_size > cap:
-        handle.close()
+        os.close(fd)
         raise UserError(f"{path}: {info.st_size} bytes, over the {cap} byte cap for one log")
-    return handle
+    return os.fdopen(fd, "rb")
 
 
 def read_capped(path: Path, cap: int = MAX_LOG_BYTES) -> bytes:

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from statebox.errors import UserError
+from statebox.replace_file import refuse_unless_replaceable
 from statebox.report.aggregate import AT_CEILING, NOT_ABOVE, TOO_FEW, AgentDatasetScore, prior_outcome
 from statebox.report.attribution import FailureAttribution, attribution_json, outcomes
 from statebox.report.assets import CSS, PAGE_JS
@@ -388,6 +390,23 @@ def files_dir_for(out: Path) -> Path:
     return out.parent / f"{out.stem}_files"
 
 
+def _our_folder(files_dir: Path) -> bool:
+    """A folder standing at OUT_files itself, not a link to one (a run folder handed over may hold a link there)."""
+    return files_dir.is_dir() and not files_dir.is_symlink()
+
+
+def _make_way(files_dir: Path) -> None:
+    """Clear OUT_files for this report's folder: a link is removed, never followed (`rmtree` refused one with a
+    traceback), the last report's folder removed whole; a file of another kind there is refused in one line."""
+    if files_dir.is_symlink():
+        files_dir.unlink()
+    elif _our_folder(files_dir):
+        shutil.rmtree(files_dir)
+    elif os.path.lexists(files_dir):
+        raise UserError(f"{files_dir}: is not a folder; a split report puts its files there (remove it, or give "
+                        "--out another name, or --single-file)")
+
+
 def write_report_output(run_dir: Path, out: Path | None = None, *, single_file: bool = False,
                         split_over: int = SINGLE_FILE_LIMIT) -> ReportOutput:
     """Score the run's stored rows in one streaming pass and write the HTML report."""
@@ -405,14 +424,15 @@ def write_report_output(run_dir: Path, out: Path | None = None, *, single_file: 
 def _write_report_output(run_dir: Path, out: Path | None, *, single_file: bool, split_over: int) -> ReportOutput:
     started = time.perf_counter()
     run_dir = Path(run_dir)
-    datasets = load_run_datasets(run_dir)
     target = Path(out) if out else run_dir / "report.html"
+    refuse_unless_replaceable(target)  # `--out /dev/stdout` was renamed over (see replace_file); before any work
+    datasets = load_run_datasets(run_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{target.stem}-", dir=target.parent))
     try:
         files_dir = files_dir_for(target)
         # transcript chunks the last report wrote for unchanged attempts are linked, not rewritten
-        sink = ChunkSink(work / "chunks", previous=files_dir if files_dir.is_dir() else None)
+        sink = ChunkSink(work / "chunks", previous=files_dir if _our_folder(files_dir) else None)
         summary = summarise(run_dir, datasets, sink)
         inline = single_file or sink.bytes <= split_over
         agents = ", ".join(summary.agents.names)
@@ -440,11 +460,11 @@ def _write_report_output(run_dir: Path, out: Path | None, *, single_file: bool, 
             for name in sink.names():
                 files_count += 1
                 files_bytes += sink.path(name).stat().st_size
-            if files_dir.exists():
-                shutil.rmtree(files_dir)
+            _make_way(files_dir)
             os.replace(sink.folder, files_dir)
-        elif files_dir.exists() and all(p.suffix == ".js" for p in files_dir.iterdir()):
+        elif _our_folder(files_dir) and all(p.suffix == ".js" for p in files_dir.iterdir()):
             shutil.rmtree(files_dir)  # a previous, split report of this run: now stale
+        refuse_unless_replaceable(target)
         os.replace(tmp_html, target)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -158,11 +158,10 @@ def open_regular(path: Path) -> BinaryIO:
     a fifo from hanging the host before the check); the one door for host reads of agent files.
     """
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    handle = os.fdopen(fd, "rb")
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        handle.close()
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which raises its own error for a folder
+        os.close(fd)
         raise OSError(errno.EINVAL, "not a regular file", str(path))
-    return handle
+    return os.fdopen(fd, "rb")
 
 
 def video_store_of(folder: Path) -> Path:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -271,6 +272,24 @@ def test_items_file_bad_input_is_one_line_exit_2(tmp_path):
     os.mkfifo(fifo)
     proc = _cli("audit", str(log), "--items", str(fifo), timeout=60)
     assert proc.returncode == 2 and "not a regular file" in proc.stderr
+    proc = _cli("audit", str(log), "--items", str(tmp_path))  # a folder: it was a traceback (fdopen's own error)
+    assert proc.returncode == 2 and "a folder, not a regular file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_an_audit_page_is_never_renamed_over_a_device_fifo_or_a_link_to_one(tmp_path):
+    """`--html /dev/full`, run as root, renamed the page over the device node (found by probe): the target is judged
+    before the audit and before the rename, and a device, FIFO or a link to one is one error line, left standing."""
+    log = inspect_log(tmp_path / "log.eval", {"s1": False})
+    fifo = tmp_path / "page-fifo.html"
+    os.mkfifo(fifo)
+    null = tmp_path / "page-null.html"
+    null.symlink_to("/dev/null")
+    for target, words in ((fifo, "a FIFO (named pipe), not a regular file"),
+                          (null, "a link to a character device, not a regular file")):
+        proc = _cli("audit", str(log), "--html", str(target), timeout=60)
+        assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.readlink(null) == "/dev/null"
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
 
 
 def test_items_file_over_the_cap_is_refused(tmp_path, monkeypatch):

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -389,6 +391,10 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
     fake = tmp_path / "fake"
     fake.mkdir()
     (fake / "results.sqlite").write_bytes(b"")
+    fifo = tmp_path / "fifo.eval"
+    os.mkfifo(fifo)
+    null = tmp_path / "null.eval"
+    null.symlink_to("/dev/null")
     cases = [
         (tmp_path / "missing", "inspect", tmp_path / "a.eval", "no such run folder"),
         (tmp_path / "notarun", "inspect", tmp_path / "a.eval", "not a statebox run folder"),
@@ -397,11 +403,14 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
         (fake, "inspect", tmp_path / "a.txt", ".eval or .json"),
         (fake, "inspect", Path("/proc/statebox-export/a.eval"), "cannot write there"),
         (fake, "atif", afile, "not a folder"),
+        (fake, "inspect", fifo, "a FIFO (named pipe), not a regular file"),  # inspect_ai's writer put its log in its place
+        (fake, "inspect", null, "a link to a character device, not a regular file"),
     ]
     for run_dir, fmt, out, words in cases:
-        with pytest.raises(UserError, match=words.replace(".", r"\.").replace("(", r"\(")):
+        with pytest.raises(UserError, match=re.escape(words)):
             export_run(run_dir, fmt, out)
     assert not (tmp_path / "a.eval").exists() and not (tmp_path / "t").exists()
+    assert os.readlink(null) == "/dev/null" and stat.S_ISCHR(os.stat("/dev/null").st_mode)
     # through the command line: the one line and exit code 2
     for args, words in [(["export", str(tmp_path / "missing"), "--format", "inspect", "--out", str(tmp_path / "a.eval")],
                          "no such run folder"),

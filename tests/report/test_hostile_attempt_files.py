@@ -105,3 +105,33 @@ def test_an_unplanted_run_still_reports_and_exports(small_run, tmp_path):
     assert result.exit_code == 0, result.output
     assert list((tmp_path / "atif").glob("*/agent/trajectory.json"))
     assert json.loads(next((tmp_path / "atif").glob("*/agent/trajectory.json")).read_text())["steps"]
+
+
+@pytest.mark.parametrize("single", [True, False])
+def test_a_link_at_the_files_folder_is_replaced_never_followed(small_run, tmp_path, single):
+    """A handed-over run whose `page_files` is a link to a folder of the user's: `rmtree` refused it with a traceback
+    (found by probe). The link is removed where a split report needs the name, and what it named is untouched."""
+    from statebox.report.page import write_report_output
+
+    run = tmp_path / "run"
+    shutil.copytree(small_run, run)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "t-0123.js").write_text("the user's own script\n")
+    (run / "page_files").symlink_to(mine)
+    made = write_report_output(run, run / "page.html", single_file=single, split_over=0)
+    assert made.single_file is single and (run / "page.html").is_file()
+    assert sorted(p.name for p in mine.iterdir()) == ["t-0123.js"]
+    assert (mine / "t-0123.js").read_text() == "the user's own script\n"
+    assert (run / "page_files").is_symlink() is single
+
+
+def test_a_file_at_the_files_folder_is_one_line(small_run, tmp_path):
+    from statebox.report.page import write_report_output
+
+    run = tmp_path / "run"
+    shutil.copytree(small_run, run)
+    (run / "page_files").write_text("the user's notes\n")
+    with pytest.raises(UserError, match="page_files: is not a folder"):
+        write_report_output(run, run / "page.html", split_over=0)
+    assert (run / "page_files").read_text() == "the user's notes\n" and not (run / "page.html").exists()

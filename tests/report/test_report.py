@@ -10,8 +10,10 @@ and stay small at 10,000 attempts.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -395,3 +397,21 @@ def test_next_report_links_unchanged_transcript_chunks(flagged_run, tmp_path):
     profile = tmp_path / "profile"
     dom = dump_dom(out, "#q=okapi-marker-7&t=1", profile)
     assert count_of(dom)[0] == 1
+
+
+def test_the_page_is_never_renamed_over_a_device_fifo_or_a_link_to_one(tmp_path):
+    """`statebox report RUN --out /dev/stdout` renamed the page over the link, as `--html /dev/full` did over the
+    device (found by probe, run as root): the target is judged before any work and again before the rename."""
+    from statebox.errors import UserError
+    from statebox.report.page import write_report_output
+
+    fifo = tmp_path / "fifo.html"
+    os.mkfifo(fifo)
+    null = tmp_path / "null.html"
+    null.symlink_to("/dev/null")
+    for out, words in ((fifo, "a FIFO (named pipe), not a regular file"),
+                       (null, "a link to a character device, not a regular file")):
+        with pytest.raises(UserError, match=re.escape(words)):
+            write_report_output(tmp_path / "any-run", out)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.readlink(null) == "/dev/null"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo.html", "null.html"]

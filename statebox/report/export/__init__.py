@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from statebox.errors import UserError
+from statebox.replace_file import refuse_unless_replaceable
 from statebox.report.export.atif import write_atif
 from statebox.report.export.records import RunReader, check_run_dir
 
@@ -52,6 +53,8 @@ def check_out(fmt: str, out: Path) -> None:
             pass
     except OSError as exc:
         raise UserError(f"{out}: cannot write there ({exc.strerror or exc})") from exc
+    if fmt == "inspect":
+        refuse_unless_replaceable(out)  # inspect_ai put its log in place of a FIFO there (and would of a device)
 
 
 def export_run(run_dir: Path, fmt: str, out: Path) -> ExportResult:
