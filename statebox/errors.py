@@ -77,7 +77,9 @@ def storage_error(exc: BaseException, path: object = None, doing: str = "", *, o
 
 
 def file_kind(mode: int) -> str:
-    """What a non-regular file is, in the words of the one-line error."""
+    """What a file is, in the words of the one-line error (said of what statebox will not read or write there)."""
+    if stat.S_ISREG(mode):
+        return "a file"
     if stat.S_ISDIR(mode):
         return "a folder"
     if stat.S_ISFIFO(mode):

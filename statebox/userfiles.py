@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from statebox.errors import DataError, file_kind
+from statebox.errors import DataError, UserError, file_kind, storage_error
 
 MiB = 1024 * 1024
 
@@ -39,6 +39,25 @@ CONFIG_MAX_BYTES = 16 * MiB  # suite.json, run.json
 POLICY_MAX_BYTES = 1 * MiB  # a policy YAML
 TEMPLATE_MAX_BYTES = 1 * MiB  # a prompt template (--prompt-template)
 BATCH_READ_BYTES = 1 * MiB  # what `iter_line_batches` reads per step
+
+
+def make_output_folder(path: Path | str, what: str) -> None:
+    """Make the folder a user named for statebox to write into (`--run-dir`, `bench make --out`), or say in one line
+    why not. A file there, or a place no folder can be made (under /proc, a read-only disk), was a traceback."""
+    path = Path(path)
+    try:
+        kind = os.stat(path).st_mode
+    except FileNotFoundError:
+        kind = None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot be the {what} ({exc.strerror or exc})") from None
+    if kind is not None and not stat.S_ISDIR(kind):
+        raise UserError(f"{path}: is {file_kind(kind)}; statebox needs a folder there for the {what}")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise storage_error(exc, path, f"cannot make the {what}") or UserError(
+            f"{path}: cannot make the {what} here ({exc.strerror or exc})") from None
 
 
 def _size(n: int) -> str:

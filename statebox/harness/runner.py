@@ -54,6 +54,7 @@ from statebox.sandbox.workspace import Workspace, prepare_workspace
 from statebox.schema import Item, Session, resolve_video
 from statebox.scoring import score_query
 from statebox.signals import Cancelled, Interrupted
+from statebox.userfiles import make_output_folder
 
 INFRA_RETRIES = 2
 STOP_GRACE_S = 30.0  # on a stop: how long in-flight attempts get to unwind once their containers are gone
@@ -570,10 +571,7 @@ def run_planned(
     stopped (containers removed, never recorded) and every row already written stays.
     """
     run_dir = Path(run_dir)
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise storage_error(exc, run_dir, "cannot create the run folder") or exc
+    make_output_folder(run_dir, "run folder")
     executor = executor if executor is not None else LocalExecutor()
     with hold_run_lock(run_dir, role=executor.lock_role):
         _check_writable(run_dir)

@@ -371,3 +371,48 @@ def test_a_prompt_template_that_is_not_a_small_regular_file_is_one_line(kind, tm
     for read in (lambda: load_template(AgentOptions(prompt_template=str(path))), lambda: render_template(str(path), {})):
         with pytest.raises(UserError, match=str(path)):
             read()
+
+
+def _not_a_folder(kind: str, tmp_path: Path) -> Path:
+    if kind == "file":
+        path = tmp_path / "notes.txt"
+        path.write_text("the user's notes\n")
+    elif kind == "link to /dev/null":
+        path = tmp_path / "out-link"
+        path.symlink_to("/dev/null")
+    elif kind == "under /proc":
+        path = Path("/proc/statebox-out")
+    else:
+        raise AssertionError(kind)
+    return path
+
+
+OUTPUT_FOLDER_WHY = {"file": "is a file; statebox needs a folder there", "link to /dev/null": "is a character device",
+                     "under /proc": "cannot make the"}
+
+
+@pytest.mark.parametrize("kind", list(OUTPUT_FOLDER_WHY))
+def test_an_output_folder_that_cannot_be_one_is_one_line(kind, tmp_path, dataset):
+    """`--run-dir notes.txt`, `bench make --out /dev/null`, `bench variants ... --out /proc/x` were tracebacks
+    (FileExistsError, NotADirectoryError; found by probe); each is one line, and what stood there is untouched."""
+    data, videos = dataset
+    path = _not_a_folder(kind, tmp_path)
+    before = path.read_text() if kind == "file" else None
+    _one_line(_run(["run", "--agent", "oracle", "--bench", "vstat", "--data", str(data), "--videos", str(videos),
+                    "--run-dir", str(path)], tmp_path), str(path), OUTPUT_FOLDER_WHY[kind])
+    _one_line(_run(["bench", "make", "--out", str(path), "--size", "tiny", "--tasks", "cube_count"], tmp_path),
+              OUTPUT_FOLDER_WHY[kind])
+    if kind == "file":
+        assert path.read_text() == before
+    elif kind == "link to /dev/null":
+        assert os.readlink(path) == "/dev/null"
+
+
+def test_make_output_folder_makes_a_new_nested_folder_and_keeps_an_existing_one(tmp_path):
+    from statebox.userfiles import make_output_folder
+
+    make_output_folder(tmp_path / "a" / "b", "run folder")
+    assert (tmp_path / "a" / "b").is_dir()
+    (tmp_path / "a" / "b" / "kept.txt").write_text("x")
+    make_output_folder(tmp_path / "a" / "b", "run folder")
+    assert (tmp_path / "a" / "b" / "kept.txt").read_text() == "x"

@@ -35,7 +35,7 @@ from statebox.benchmarks.synthetic.families import FAMILIES, family_module
 from statebox.benchmarks.synthetic.families.common import SIZES, VideoRecord
 from statebox.benchmarks.synthetic.groundtruth import dumps
 from statebox.errors import DataError, UserError
-from statebox.userfiles import CONFIG_MAX_BYTES, read_user_text
+from statebox.userfiles import CONFIG_MAX_BYTES, make_output_folder, read_user_text
 
 SUITE_FILE = "suite.json"
 CLASSES_FILE = "classes.json"
@@ -98,9 +98,9 @@ def annotation_text(module: ModuleType, records: list[VideoRecord]) -> str:
 
 
 def _prepare_out(out: Path, families: list[str]) -> None:
-    if out.exists() and any(out.iterdir()) and not (out / SUITE_FILE).exists():
+    make_output_folder(out, "suite folder")
+    if any(out.iterdir()) and not (out / SUITE_FILE).exists():
         raise UserError(f"{out} is not empty and holds no {SUITE_FILE}: refusing to write a suite there")
-    out.mkdir(parents=True, exist_ok=True)
     for family in families:
         target = out / family
         if target.exists():

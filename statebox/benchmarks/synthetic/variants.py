@@ -70,6 +70,7 @@ from statebox.benchmarks.synthetic.suite import CLASSES_FILE, SUITE_FILE, load_s
 from statebox.benchmarks.synthetic.video import read_frames, write_mp4
 from statebox.errors import UserError
 from statebox.schema import Item
+from statebox.userfiles import make_output_folder
 
 KINDS = ("transcript", "stretch", "duration", "failure")
 HEAD = "TEXT ACCOUNT OF THE VIDEO"
@@ -260,10 +261,10 @@ def _video_key(bench: str) -> str:
 
 def _prepare(out: Path) -> Path:
     out = Path(out).resolve()
-    if out.exists() and any(out.iterdir()) and not (out / SUITE_FILE).exists():
+    make_output_folder(out, "variant suite folder")
+    if any(out.iterdir()) and not (out / SUITE_FILE).exists():
         raise UserError(f"{out} is not empty and holds no {SUITE_FILE}: refusing to write variants there")
-    if out.exists():
-        shutil.rmtree(out)
+    shutil.rmtree(out)
     out.mkdir(parents=True)
     return out
 
