@@ -17,8 +17,8 @@ def register(app: typer.Typer) -> None:
     @app.command("view")
     def view(
         run_dir: Path = typer.Argument(..., help="a run folder, finished or still running"),
-        port: int = typer.Option(8765, help="port on 127.0.0.1 (0: any free port)"),
-        poll_ms: int = typer.Option(2000, "--poll-ms", help="how often the page asks for new rows"),
+        port: int = typer.Option(8765, min=0, max=65535, help="port on 127.0.0.1 (0: any free port)"),
+        poll_ms: int = typer.Option(2000, "--poll-ms", min=1, help="how often the page asks for new rows"),
     ) -> None:
         """Serve a run's report on localhost with progress, rows as they are written, and attempts in flight (reads the run folder only)."""
         if not (run_dir / RUN_CONFIG_FILE).exists():

@@ -27,6 +27,7 @@ from statebox.progress import ProgressDisplay
 from statebox.sandbox.docker import ContainerSpec, Mount, SandboxEngine
 from statebox.tracker import container as tc
 from statebox.tracker.export import ExportSummary, export_yolo_dataset
+from statebox.userfiles import make_output_folder
 
 
 class FamilyMetrics(BaseModel):
@@ -123,7 +124,7 @@ def train_detector(suite: Path, out: Path, *, model: str = "yolov8n.yaml", epoch
         raise UserError(f"--model {model!r}: give a model yaml (e.g. yolov8n.yaml); training never downloads weights")
     stem = name or f"suite-{Path(model).stem}"
     console = Console(stderr=True, quiet=not progress, markup=False, highlight=False)
-    out.mkdir(parents=True, exist_ok=True)
+    make_output_folder(out, "training folder (--out)")
     data_dir = out / "dataset"
     if data_dir.exists():
         shutil.rmtree(data_dir)

@@ -402,6 +402,10 @@ def test_an_output_folder_that_cannot_be_one_is_one_line(kind, tmp_path, dataset
                     "--run-dir", str(path)], tmp_path), str(path), OUTPUT_FOLDER_WHY[kind])
     _one_line(_run(["bench", "make", "--out", str(path), "--size", "tiny", "--tasks", "cube_count"], tmp_path),
               OUTPUT_FOLDER_WHY[kind])
+    suite = tmp_path / "suite"  # a folder is all `tracker train` asks of its suite before --out
+    suite.mkdir(exist_ok=True)
+    _one_line(_run(["tracker", "train", "--suite", str(suite), "--out", str(path), "--epochs", "1"], tmp_path),
+              OUTPUT_FOLDER_WHY[kind])
     if kind == "file":
         assert path.read_text() == before
     elif kind == "link to /dev/null":
@@ -416,3 +420,9 @@ def test_make_output_folder_makes_a_new_nested_folder_and_keeps_an_existing_one(
     (tmp_path / "a" / "b" / "kept.txt").write_text("x")
     make_output_folder(tmp_path / "a" / "b", "run folder")
     assert (tmp_path / "a" / "b" / "kept.txt").read_text() == "x"
+
+
+def test_view_refuses_a_port_past_65535_without_a_traceback(finished_run, tmp_path):
+    """`--port 99999` was an OverflowError traceback from bind() (found by probe)."""
+    done = _run(["view", str(finished_run), "--port", "99999"], tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "65535" in done.stderr, done.stderr[-2000:]
