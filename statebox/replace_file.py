@@ -17,14 +17,44 @@ with one error line (`UserError`), before anything is written and again just bef
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
 from statebox.errors import UserError, file_kind
+
+
+@dataclass(frozen=True)
+class Holding:
+    """What a writer replaces at its target: a file that already stands there must look like one, by its first bytes.
+
+    `statebox report RUN --out RUN/results.sqlite` renamed the page over the run's result store, and `statebox audit
+    S.jsonl --html S.jsonl` over the session it had just audited (found by probe): a page replaces only a page."""
+
+    what: str
+    head: re.Pattern[bytes]
+
+    def holds(self, first: bytes) -> bool:
+        return bool(self.head.match(first.removeprefix(b"\xef\xbb\xbf")))
+
+
+HEAD_BYTES = 65536  # enough for an Inspect log's `"eval": {` after its version and status
+HTML_PAGE = Holding("an HTML page", re.compile(rb"\s*<(!doctype\s+html|html)[\s>]", re.I))
+INSPECT_EVAL = Holding("an Inspect .eval log (a zip)", re.compile(rb"PK\x03\x04"))
+INSPECT_JSON = Holding("an Inspect .json log", re.compile(rb'\s*\{.*"eval"\s*:\s*\{', re.S))
+
+
+def _first_bytes(path: Path) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        return os.read(fd, HEAD_BYTES)
+    finally:
+        os.close(fd)
 
 
 MAX_LINK_HOPS = 40  # the kernel's own limit on links followed in one lookup
@@ -48,8 +78,10 @@ def _names_an_open_file(path: Path) -> bool:
     return True  # a loop of links: nothing to replace
 
 
-def refuse_unless_replaceable(path: Path) -> None:
-    """Raise `UserError` unless `path` holds nothing, a regular file, or a link to a regular file or to nothing.
+def refuse_unless_replaceable(path: Path, holding: Holding | None = None) -> None:
+    """Raise `UserError` unless `path` holds nothing, a regular file, or a link to a regular file or to nothing; and,
+    given `holding`, a regular file there (not empty) must begin as one (a link is replaced, never written through,
+    so what it names is kept whatever it holds).
 
     A link is never followed to write; it is followed here only to ask what it names, so that a link to a device, a
     FIFO or a folder is refused as what it names would be, and so is any path through /proc (`/dev/stdout`)."""
@@ -62,6 +94,9 @@ def refuse_unless_replaceable(path: Path) -> None:
     except FileNotFoundError:
         return
     if stat.S_ISREG(here.st_mode):
+        if holding is not None and here.st_size and not holding.holds(_first_bytes(Path(path))):
+            raise UserError(f"{path}: exists and is not {holding.what}; statebox replaces a file there only when it is "
+                            "one (give a new name, or remove the file)")
         return
     if stat.S_ISLNK(here.st_mode):
         try:

@@ -169,3 +169,25 @@ def test_a_dangling_link_at_the_target_is_replaced(tmp_path):
     target.symlink_to(tmp_path / "gone")
     replace_text(target, "<p>new</p>")
     assert not target.is_symlink() and target.read_text() == "<p>new</p>" and not (tmp_path / "gone").exists()
+
+
+@pytest.mark.parametrize("head, holds", [(b"<!doctype html><html lang=en>", True), (b"\xef\xbb\xbf\n <HTML>", True),
+                                         (b"", True), (b"SQLite format 3\x00", False), (b'{"type": "user"}\n', False),
+                                         (b"<htmlish>", False)])
+def test_a_page_replaces_only_a_page(tmp_path, head, holds):
+    """`statebox report RUN --out RUN/results.sqlite` renamed the page over the run's store, and `statebox audit S.jsonl
+    --html S.jsonl` over the session it audited (found by probe): a file already there must begin as a page (an
+    empty one counts as none), and a link is replaced whatever it names (so what it names is never lost)."""
+    from statebox.errors import UserError
+    from statebox.replace_file import HTML_PAGE, refuse_unless_replaceable
+
+    target = tmp_path / "out.html"
+    target.write_bytes(head)
+    if holds:
+        refuse_unless_replaceable(target, HTML_PAGE)
+    else:
+        with pytest.raises(UserError, match="exists and is not an HTML page"):
+            refuse_unless_replaceable(target, HTML_PAGE)
+    link = tmp_path / "link.html"
+    link.symlink_to(target)
+    refuse_unless_replaceable(link, HTML_PAGE)

@@ -64,7 +64,7 @@ from statebox.audits.workers import workers
 from statebox.collector import collector_paused
 from statebox.errors import DataError, UserError, file_kind
 from statebox.json_text import decoded_lines, json_value, jsonl_lines, line_loads
-from statebox.replace_file import replacing_by_name
+from statebox.replace_file import INSPECT_EVAL, INSPECT_JSON, refuse_unless_replaceable, replacing_by_name
 from statebox.schema import Event, EventKind, Finding, FindingCategory, Severity
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl
 from statebox.sessions import atif_trajectory, claude_session, codex_rollout, inspect_sample
@@ -1231,6 +1231,7 @@ def check_scores_out(target: Path, out: Path) -> None:
         raise UserError(f"{out}: --write-scores writes a copy; give a new file, not the log itself or a folder")
     if not out.parent.is_dir():
         raise UserError(f"{out}: folder {out.parent} does not exist")
+    refuse_unless_replaceable(out, INSPECT_EVAL if out.suffix == ".eval" else INSPECT_JSON)
 
 
 def write_scores(target: Path, rows: list[AuditedSession], out: Path) -> int:

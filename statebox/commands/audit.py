@@ -38,7 +38,7 @@ from statebox.harness.store import RESULTS_FILE, ResultStore
 from statebox.report.visible_text import visible
 from statebox.policies import load_policy
 from statebox.progress import ProgressDisplay
-from statebox.replace_file import refuse_unless_replaceable
+from statebox.replace_file import HTML_PAGE, refuse_unless_replaceable
 
 
 def register(app: typer.Typer) -> None:
@@ -82,9 +82,8 @@ def register(app: typer.Typer) -> None:
             raise UserError("--items and --write-scores are for other harnesses' logs (Inspect, Harbor, Claude Code, Codex)")
         if html_out is not None and (html_out.is_dir() or not html_out.parent.is_dir()):
             raise UserError(f"{html_out}: --html needs a file name in an existing folder")
-        for out in (html_out, scores_out):  # a device, FIFO or a link to one: refused now, not after the audit
-            if out is not None:
-                refuse_unless_replaceable(out)
+        if html_out is not None:  # a device, FIFO, a link to one, a file that is no page: refused now, not after
+            refuse_unless_replaceable(html_out, HTML_PAGE)
         keep_logs = html_out is not None  # the page shows the event behind each finding
         if kind == "other":  # another harness's run (or a folder of them): read-only
             with _progress() as display:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from statebox.errors import UserError
-from statebox.replace_file import refuse_unless_replaceable
+from statebox.replace_file import HTML_PAGE, refuse_unless_replaceable
 from statebox.report.aggregate import AT_CEILING, NOT_ABOVE, TOO_FEW, AgentDatasetScore, prior_outcome
 from statebox.report.attribution import FailureAttribution, attribution_json, outcomes
 from statebox.report.assets import CSS, PAGE_JS
@@ -425,7 +425,7 @@ def _write_report_output(run_dir: Path, out: Path | None, *, single_file: bool, 
     started = time.perf_counter()
     run_dir = Path(run_dir)
     target = Path(out) if out else run_dir / "report.html"
-    refuse_unless_replaceable(target)  # `--out /dev/stdout` was renamed over (see replace_file); before any work
+    refuse_unless_replaceable(target, HTML_PAGE)  # `--out /dev/stdout`, `--out RUN/results.sqlite`: see replace_file
     datasets = load_run_datasets(run_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{target.stem}-", dir=target.parent))
@@ -464,7 +464,7 @@ def _write_report_output(run_dir: Path, out: Path | None, *, single_file: bool, 
             os.replace(sink.folder, files_dir)
         elif _our_folder(files_dir) and all(p.suffix == ".js" for p in files_dir.iterdir()):
             shutil.rmtree(files_dir)  # a previous, split report of this run: now stale
-        refuse_unless_replaceable(target)
+        refuse_unless_replaceable(target, HTML_PAGE)
         os.replace(tmp_html, target)
     finally:
         shutil.rmtree(work, ignore_errors=True)

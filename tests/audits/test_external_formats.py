@@ -292,6 +292,27 @@ def test_an_audit_page_is_never_renamed_over_a_device_fifo_or_a_link_to_one(tmp_
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
 
 
+def test_an_audit_never_replaces_the_session_it_reads_or_a_file_that_is_no_log(tmp_path):
+    """`statebox audit S.jsonl --html S.jsonl` replaced the session it had just audited with the page (found by probe);
+    `--write-scores` over a file that is no Inspect log would have replaced it too. Each is one line, file kept."""
+    session = next((CLI_FILES / "claude-code-honest").rglob("*.jsonl"))
+    copy = tmp_path / "session.jsonl"
+    copy.write_bytes(session.read_bytes())
+    proc = _cli("audit", str(copy), "--format", "claude", "--html", str(copy))
+    assert proc.returncode == 2 and "exists and is not an HTML page" in proc.stderr, proc.stderr
+    assert copy.read_bytes() == session.read_bytes()
+    log = inspect_log(tmp_path / "log.json", {"s1": False})
+    notes = tmp_path / "notes.json"
+    notes.write_text('{"data": ["the user\'s own"]}')
+    proc = _cli("audit", str(log), "--write-scores", str(notes))
+    assert proc.returncode == 2 and "exists and is not an Inspect .json log" in proc.stderr, proc.stderr
+    assert notes.read_text() == '{"data": ["the user\'s own"]}'
+    proc = _cli("audit", str(log), "--write-scores", str(tmp_path / "scored.json"))
+    assert proc.returncode == 0, proc.stderr
+    proc = _cli("audit", str(log), "--write-scores", str(tmp_path / "scored.json"))  # a log of its own: replaced
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_items_file_over_the_cap_is_refused(tmp_path, monkeypatch):
     from statebox.errors import UserError
 

@@ -395,6 +395,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
     os.mkfifo(fifo)
     null = tmp_path / "null.eval"
     null.symlink_to("/dev/null")
+    mine = tmp_path / "annotations.json"
+    mine.write_text('{"data": {"t": []}}')
     cases = [
         (tmp_path / "missing", "inspect", tmp_path / "a.eval", "no such run folder"),
         (tmp_path / "notarun", "inspect", tmp_path / "a.eval", "not a statebox run folder"),
@@ -405,12 +407,14 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
         (fake, "atif", afile, "not a folder"),
         (fake, "inspect", fifo, "a FIFO (named pipe), not a regular file"),  # inspect_ai's writer put its log in its place
         (fake, "inspect", null, "a link to a character device, not a regular file"),
+        (fake, "inspect", mine, "exists and is not an Inspect .json log"),  # a user's own JSON was replaced
     ]
     for run_dir, fmt, out, words in cases:
         with pytest.raises(UserError, match=re.escape(words)):
             export_run(run_dir, fmt, out)
     assert not (tmp_path / "a.eval").exists() and not (tmp_path / "t").exists()
     assert os.readlink(null) == "/dev/null" and stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert mine.read_text() == '{"data": {"t": []}}'
     # through the command line: the one line and exit code 2
     for args, words in [(["export", str(tmp_path / "missing"), "--format", "inspect", "--out", str(tmp_path / "a.eval")],
                          "no such run folder"),

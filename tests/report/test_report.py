@@ -415,3 +415,16 @@ def test_the_page_is_never_renamed_over_a_device_fifo_or_a_link_to_one(tmp_path)
             write_report_output(tmp_path / "any-run", out)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.readlink(null) == "/dev/null"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo.html", "null.html"]
+
+
+def test_the_page_never_replaces_the_run_s_own_files(tmp_path):
+    """`--out RUN/results.sqlite` replaced the result store with the page (found by probe): a file there that is no
+    HTML page is one error line, before any work, and stays as it was."""
+    from statebox.errors import UserError
+    from statebox.report.page import write_report_output
+
+    store = tmp_path / "results.sqlite"
+    store.write_bytes(b"SQLite format 3\x00" + bytes(100))
+    with pytest.raises(UserError, match="exists and is not an HTML page"):
+        write_report_output(tmp_path / "any-run", store)
+    assert store.read_bytes() == b"SQLite format 3\x00" + bytes(100)
