@@ -109,6 +109,18 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _refuse_unless_a_training_folder(out: Path) -> None:
+    """`dataset/` and `run/` under `--out` are replaced whole; `--out ~/project` removed a project's own folders of
+    those names (found by probe). So `--out` is empty or holds a training statebox began there: its data set's
+    `dataset/data.yaml` or a weights card; otherwise one line, nothing removed (as `bench make --out` refuses)."""
+    if not any(out.iterdir()):
+        return
+    if (out / "dataset" / "data.yaml").is_file() or any(out.glob("*.card.json")):
+        return
+    raise UserError(f"{out} is not empty and holds no earlier training (dataset/data.yaml or a .card.json): "
+                    "refusing to replace its dataset/ and run/ (give --out a new or empty folder)")
+
+
 def train_detector(suite: Path, out: Path, *, model: str = "yolov8n.yaml", epochs: int = 30, imgsz: int = 320,
                    device: str = "cpu", name: str | None = None, every: int = 5, batch: int = 16,
                    families: list[str] | None = None, every_for: dict[str, int] | None = None,
@@ -125,6 +137,7 @@ def train_detector(suite: Path, out: Path, *, model: str = "yolov8n.yaml", epoch
     stem = name or f"suite-{Path(model).stem}"
     console = Console(stderr=True, quiet=not progress, markup=False, highlight=False)
     make_output_folder(out, "training folder (--out)")
+    _refuse_unless_a_training_folder(out)
     data_dir = out / "dataset"
     if data_dir.exists():
         shutil.rmtree(data_dir)

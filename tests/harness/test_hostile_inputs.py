@@ -426,3 +426,17 @@ def test_view_refuses_a_port_past_65535_without_a_traceback(finished_run, tmp_pa
     """`--port 99999` was an OverflowError traceback from bind() (found by probe)."""
     done = _run(["view", str(finished_run), "--port", "99999"], tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr and "65535" in done.stderr, done.stderr[-2000:]
+
+
+def test_tracker_train_never_clears_a_folder_it_did_not_train_in(tmp_path):
+    """`tracker train --out ~/project` removed the project's own `dataset/` and `run/` (found by probe): a non-empty
+    --out that holds no earlier training is one line, and nothing in it is touched."""
+    project = tmp_path / "project"
+    (project / "dataset").mkdir(parents=True)
+    (project / "dataset" / "photos.txt").write_text("mine\n")
+    (project / "run").mkdir()
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    _one_line(_run(["tracker", "train", "--suite", str(suite), "--out", str(project), "--epochs", "1"], tmp_path),
+              str(project), "holds no earlier training")
+    assert (project / "dataset" / "photos.txt").read_text() == "mine\n" and (project / "run").is_dir()
