@@ -395,16 +395,22 @@ def _our_folder(files_dir: Path) -> bool:
     return files_dir.is_dir() and not files_dir.is_symlink()
 
 
+def _a_report_s_files(files_dir: Path) -> bool:
+    """The folder holds nothing but a split report's chunk scripts (`NAME.js` files): what a report may replace."""
+    return all(p.suffix == ".js" and p.is_file() and not p.is_symlink() for p in files_dir.iterdir())
+
+
 def _make_way(files_dir: Path) -> None:
     """Clear OUT_files for this report's folder: a link is removed, never followed (`rmtree` refused one with a
-    traceback), the last report's folder removed whole; a file of another kind there is refused in one line."""
+    traceback), the last report's folder removed whole. Anything else there is the user's and refused in one line:
+    `--out ~/notes.html` removed a folder `~/notes_files` of the user's whole (found by probe)."""
     if files_dir.is_symlink():
         files_dir.unlink()
-    elif _our_folder(files_dir):
+    elif _our_folder(files_dir) and _a_report_s_files(files_dir):
         shutil.rmtree(files_dir)
     elif os.path.lexists(files_dir):
-        raise UserError(f"{files_dir}: is not a folder; a split report puts its files there (remove it, or give "
-                        "--out another name, or --single-file)")
+        raise UserError(f"{files_dir}: holds what no report wrote; a split report puts its files there (remove it, or "
+                        "give --out another name, or --single-file)")
 
 
 def write_report_output(run_dir: Path, out: Path | None = None, *, single_file: bool = False,
@@ -462,7 +468,7 @@ def _write_report_output(run_dir: Path, out: Path | None, *, single_file: bool, 
                 files_bytes += sink.path(name).stat().st_size
             _make_way(files_dir)
             os.replace(sink.folder, files_dir)
-        elif _our_folder(files_dir) and all(p.suffix == ".js" for p in files_dir.iterdir()):
+        elif _our_folder(files_dir) and _a_report_s_files(files_dir):
             shutil.rmtree(files_dir)  # a previous, split report of this run: now stale
         refuse_unless_replaceable(target, HTML_PAGE)
         os.replace(tmp_html, target)

@@ -132,6 +132,26 @@ def test_a_file_at_the_files_folder_is_one_line(small_run, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(small_run, run)
     (run / "page_files").write_text("the user's notes\n")
-    with pytest.raises(UserError, match="page_files: is not a folder"):
+    with pytest.raises(UserError, match="page_files: holds what no report wrote"):
         write_report_output(run, run / "page.html", split_over=0)
     assert (run / "page_files").read_text() == "the user's notes\n" and not (run / "page.html").exists()
+
+
+@pytest.mark.parametrize("single", [True, False])
+def test_a_folder_of_the_user_s_at_the_files_name_is_kept(small_run, tmp_path, single):
+    """`--out ~/notes.html` removed a folder `~/notes_files` of the user's whole when the report split (found by probe):
+    only a folder of a report's chunk scripts is replaced; any other is one line (split) or left alone (one file)."""
+    from statebox.report.page import write_report_output
+
+    run = tmp_path / "run"
+    shutil.copytree(small_run, run)
+    notes = tmp_path / "notes_files"
+    notes.mkdir()
+    (notes / "draft.md").write_text("the user's draft\n")
+    (notes / "old.js").write_text("// a script of the user's\n")
+    if single:
+        write_report_output(run, tmp_path / "notes.html", single_file=True)
+    else:
+        with pytest.raises(UserError, match="notes_files: holds what no report wrote"):
+            write_report_output(run, tmp_path / "notes.html", split_over=0)
+    assert sorted(p.name for p in notes.iterdir()) == ["draft.md", "old.js"]
