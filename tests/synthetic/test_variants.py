@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from statebox.benchmarks import load_benchmark
 from statebox.benchmarks.synthetic import groundtruth as gt
 from statebox.benchmarks.synthetic import lengths, measure, oracle, variants
@@ -195,3 +197,18 @@ def test_failure_probes_attribute_an_injected_wrong_step(tiny_suite: Path, tmp_p
             verdict = variants.attribute(items, correct)
             assert verdict[parents[0]] == step
             assert all(verdict[p] == "correct" for p in parents[1:])
+
+
+@pytest.mark.parametrize("where", ["the suite", "a folder holding it", "a folder in it"])
+def test_variants_never_clear_the_suite_they_read(tmp_path: Path, where: str) -> None:
+    """`bench variants SUITE --out SUITE` cleared --out first and so removed the suite it was to read, then failed with
+    a traceback (found by probe). --out the suite, above it or inside it is one line, and the suite is untouched."""
+    from statebox.errors import UserError
+
+    suite = tmp_path / "holder" / "suite"
+    suite.mkdir(parents=True)
+    (suite / "suite.json").write_text('{"seed": 0}')
+    out = {"the suite": suite, "a folder holding it": suite.parent, "a folder in it": suite / "variants"}[where]
+    with pytest.raises(UserError, match="give a folder apart from"):
+        variants.make_variants(suite, "stretch", out)
+    assert (suite / "suite.json").read_text() == '{"seed": 0}'

@@ -638,6 +638,10 @@ def make_variants(suite_dir: Path, kind: str, out: Path, factor: int = 2, tasks:
     """Write the `kind` variants of `suite_dir` (only the families in `tasks`, when given) into `out`."""
     if kind not in KINDS:
         raise UserError(f"unknown variant kind {kind!r} (choose one of {', '.join(KINDS)})")
+    source, target = Path(suite_dir).resolve(), Path(out).resolve()
+    if target == source or target in source.parents or source in target.parents:
+        # `--out` is cleared first: `--out SUITE` removed the suite it was to read (found by probe)
+        raise UserError(f"{out}: --out is the suite itself or holds it or lies in it; give a folder apart from {suite_dir}")
     if tasks:
         suite_dir = _subset(suite_dir, tasks, Path(out).resolve().parent / (Path(out).name + ".source"))
     if kind == "transcript":
