@@ -182,6 +182,14 @@ DISK_WORDS = ("[Errno 28]", "No space left on device", "[Errno 30]", "Read-only 
 R = TypeVar("R")
 
 
+def is_attempt_name(name: str) -> bool:
+    """Whether a stored attempt id can name one folder under `attempts/` and no other place: `Attempt.attempt_id` makes
+    `agent-<16 hex>`, but a run folder someone hands over brings its own results.sqlite, where an id `..` made
+    `export --format atif --out OUT` write `OUT/../agent/trajectory.json`, outside OUT (found by probe)."""
+    return (0 < len(name.encode("utf-8", "surrogatepass")) <= 255 and not name.startswith(".")
+            and not any(c in name for c in "/\\\0"))
+
+
 def inside(path: object, folder: Path) -> bool:
     """Whether `path` (an OSError's filename, maybe None) lies under `folder`."""
     if not path:

@@ -26,8 +26,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from statebox.attempt_folder import (ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, SESSION_FILE, open_attempt_file,
-                                     read_attempt_file)
+from statebox.attempt_folder import (ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, SESSION_FILE, is_attempt_name,
+                                     open_attempt_file, read_attempt_file)
 from statebox.report.page import ATTEMPTS_SECTION, page_head, page_meta, page_tail, summary_html
 from statebox.report.data import (
     COLUMNS,
@@ -186,7 +186,7 @@ class LiveRun:
         return {"rows": rows, "last": last, "vocab": vocab, "more": len(rows) >= ROWS_PER_POLL}
 
     def attempt(self, attempt_id: str) -> dict[str, Any] | None:
-        if not attempt_id or "/" in attempt_id or "\\" in attempt_id or attempt_id.startswith("."):
+        if not is_attempt_name(attempt_id):
             return None
         folder = self.run_dir / ATTEMPTS_DIR / attempt_id
         transcript = read_transcript(folder)

@@ -155,3 +155,27 @@ def test_a_folder_of_the_user_s_at_the_files_name_is_kept(small_run, tmp_path, s
         with pytest.raises(UserError, match="notes_files: holds what no report wrote"):
             write_report_output(run, tmp_path / "notes.html", split_over=0)
     assert sorted(p.name for p in notes.iterdir()) == ["draft.md", "old.js"]
+
+
+@pytest.mark.parametrize("attempt_id", ["..", ".", "", "../../escape", "a\\b"])
+@pytest.mark.parametrize("fmt", ["atif", "inspect"])
+def test_a_stored_attempt_id_that_names_no_attempt_folder_is_one_line(small_run, tmp_path, attempt_id, fmt):
+    """A handed-over run's results.sqlite with an attempt id `..` made `export --format atif --out OUT` write
+    `OUT/../agent/trajectory.json`, outside OUT (found by probe; the id was cut to its basename, and `..` is its own).
+    An id that is not one folder's name is one line, and nothing is written outside --out."""
+    import sqlite3
+
+    run = tmp_path / "run"
+    shutil.copytree(small_run, run)
+    conn = sqlite3.connect(run / "results.sqlite")
+    first = conn.execute("SELECT attempt_id FROM results ORDER BY rowid LIMIT 1").fetchone()[0]
+    conn.execute("UPDATE results SET attempt_id = ? WHERE attempt_id = ?", (attempt_id, first))
+    conn.commit()
+    conn.close()
+    box = tmp_path / "box"
+    box.mkdir()
+    out = box / ("out.eval" if fmt == "inspect" else "out")
+    result = CliRunner().invoke(app, ["export", str(run), "--format", fmt, "--out", str(out)])
+    assert isinstance(result.exception, UserError), result.output
+    assert "is no attempt folder's name" in str(result.exception) and "\n" not in str(result.exception)
+    assert not (tmp_path / "agent").exists() and not (box / "agent").exists()

@@ -11,7 +11,6 @@ host-written transcript). Rows stream from a cursor: memory holds the items, nev
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -19,8 +18,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from statebox.attempt import provider_for_model
-from statebox.attempt_folder import ATTEMPTS_DIR, EVENTS_FILE
-from statebox.errors import UserError
+from statebox.attempt_folder import ATTEMPTS_DIR, EVENTS_FILE, is_attempt_name
+from statebox.errors import DataError, UserError
 from statebox.harness.plan import RunConfig, load_datasets, trust_plan
 from statebox.report.data import (
     DatasetInfo,
@@ -119,8 +118,11 @@ class RunReader:
         """Every stored attempt, one at a time, in (agent, dataset, item, query, epoch) order."""
         attempts = self.run_dir / ATTEMPTS_DIR
         for _, row in iter_rows(self.conn, order=EXPORT_ORDER):
-            # the attempt id names the folder; it was made by Attempt.attempt_id (safe characters)
-            name = os.path.basename(str(row.attempt_id))
+            # the attempt id names the folder (and the export's): refused unless it is one folder name
+            name = str(row.attempt_id)
+            if not is_attempt_name(name):
+                raise DataError(self.run_dir / RESULTS_FILE, None, f"attempt id {name!r:.80} (item {row.item_id!r:.80}) "
+                                "is no attempt folder's name; statebox makes agent-<16 hex>")
             key = (row.dataset, row.item_id)
             yield AttemptRecord(row=row, item=self._items.get(key), attempt_dir=attempts / name, trust=self._trust.get(key))
 
