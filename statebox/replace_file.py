@@ -10,8 +10,10 @@ the rename then replaces what stands at the target, a link included, without fol
 
 What it replaces is a regular file, a link to one, a dangling link, or nothing. Run as root, `statebox audit X
 --html /dev/full` renamed its page over the device node, and `/dev/null` or `/dev/stdout` (a link to the terminal or
-a pipe) would have gone the same way: a device, FIFO, socket or folder at the target, or a link to one, is refused
-with one error line (`UserError`), before anything is written and again just before the rename.
+a pipe) would have gone the same way: a device, FIFO, socket or folder at the target, a link to one, or a path that
+leads into /proc is refused with one error line (`UserError`), before anything is written and again just before the
+rename. A writer may also say what it replaces (`Holding`: an HTML page, an Inspect log), and then a file already
+there must begin as one: a slip of the user's (`--out RUN/results.sqlite`) is refused rather than obeyed.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ import re
 import stat
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
