@@ -271,9 +271,13 @@ class AttemptFolder:
         return self.path / name
 
     def fresh(self) -> Path:
-        """The folder, empty: one a killed run left (its attempt was in flight) is wiped, to be redone."""
+        """The folder, empty: one a killed run left (its attempt was in flight) is wiped, to be redone. A link or a file
+        at its name (a run folder made or edited by hand) is removed itself, never followed (`rmtree` refused a link
+        with a traceback)."""
         path = self.path
-        if path.exists():
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            path.unlink()
+        elif path.exists():
             shutil.rmtree(path)
         path.mkdir(parents=True)
         return path
