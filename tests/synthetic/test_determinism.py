@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -58,3 +59,18 @@ def test_other_seed_other_layouts(tiny_suite: Path, tmp_path: Path) -> None:
         metas_a = {p.name: p.read_text() for p in (tiny_suite / family / "gt").glob("*.meta.json")}
         metas_b = {p.name: p.read_text() for p in (other / family / "gt").glob("*.meta.json")}
         assert all(metas_a[name] != metas_b[name] for name in metas_a)
+
+
+def test_regenerating_a_family_never_follows_a_link_at_its_folder(tmp_path: Path) -> None:
+    """`bench make --out SUITE` regenerates each family it makes whole; a link at a family's folder (a suite folder
+    made by hand) made rmtree raise, a traceback (found by probe). The link itself is replaced; what it named is kept."""
+    out = tmp_path / "suite"
+    make_suite(out, size="tiny", seed=0, tasks=["cube_count"], workers=1)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("the user's\n")
+    shutil.rmtree(out / "cube_count")
+    (out / "cube_count").symlink_to(elsewhere, target_is_directory=True)
+    make_suite(out, size="tiny", seed=0, tasks=["cube_count"], workers=1)
+    assert (out / "cube_count").is_dir() and not (out / "cube_count").is_symlink()
+    assert (elsewhere / "keep.txt").read_text() == "the user's\n" and sorted(p.name for p in elsewhere.iterdir()) == ["keep.txt"]

@@ -103,7 +103,9 @@ def _prepare_out(out: Path, families: list[str]) -> None:
         raise UserError(f"{out} is not empty and holds no {SUITE_FILE}: refusing to write a suite there")
     for family in families:
         target = out / family
-        if target.exists():
+        if target.is_symlink() or (target.exists() and not target.is_dir()):
+            target.unlink()  # never followed: rmtree raised on a link (a traceback), following it would empty its folder
+        elif target.exists():
             shutil.rmtree(target)  # a previous suite's family: regenerate it whole, no stale videos
 
 
