@@ -323,7 +323,7 @@ def discover(root: Path, only: str | None = None, passed_over: list[str] | None 
     def unlisted(error: OSError) -> None:
         if passed_over is not None:
             passed_over.append(f"{error.filename}: a folder that could not be listed ({error.strerror or error})")
-    for folder, dirs, files in os.walk(root, followlinks=False, onerror=unlisted):
+    for folder, dirs, files in walk_down(root, onerror=unlisted):
         here = Path(folder)
         if is_statebox_folder(here) and not (here / "agent" / HARBOR_TRAJECTORY).is_file():
             if only in (None, "statebox"):
@@ -355,6 +355,34 @@ def discover(root: Path, only: str | None = None, passed_over: list[str] | None 
                 passed_over.append(f"{path}: named like a Harbor trajectory, but no ATIF trajectory (no "
                                    f"\"schema_version\": \"ATIF-...\" and steps, or over {session_limits.DOCUMENT_BYTES_LIMIT} bytes)")
     return found
+
+
+def walk_down(root: Path, onerror: Callable[[OSError], None]) -> Iterator[tuple[str, list[str], list[str]]]:
+    """`os.walk(root, followlinks=False, onerror=...)` top-down, without its recursion: Python 3.11's walk recurses
+    once per level, and a folder 1,100 levels deep handed to `statebox audit` ended in RecursionError, a traceback
+    (found by probe). Same tuples, same order (a caller that sorts or prunes `dirs` in place steers it as it steers
+    os.walk); a link to a folder is listed in `dirs` and never entered."""
+    stack = [str(root)]
+    while stack:
+        top = stack.pop()
+        dirs: list[str] = []
+        files: list[str] = []
+        links: set[str] = set()
+        try:
+            with os.scandir(top) as entries:
+                for entry in entries:
+                    try:
+                        is_dir = entry.is_dir()
+                    except OSError:
+                        is_dir = False
+                    (dirs if is_dir else files).append(entry.name)
+                    if is_dir and entry.is_symlink():
+                        links.add(entry.name)
+        except OSError as error:
+            onerror(error)
+            continue
+        yield top, dirs, files
+        stack.extend(os.path.join(top, name) for name in reversed(dirs) if name not in links)
 
 
 def _read_with_its_session(folder: Path) -> bool:

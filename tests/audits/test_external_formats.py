@@ -518,3 +518,46 @@ def test_folder_with_a_statebox_run_inside_audits_it_read_only(tmp_path):
     proc = _cli("audit", str(root / "runs" / "r1"), "--no-write", "--html", str(page))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert 'data-format="statebox"' in page.read_text() and 'data-verdict="contaminated"' in page.read_text()
+
+
+def test_a_folder_deeper_than_python_s_recursion_is_walked(tmp_path):
+    """A folder 1,100 levels deep handed to `statebox audit` ended in RecursionError (Python 3.11's os.walk recurses
+    once per level; found by probe). The walk is a loop now: the session at the bottom is audited, as at the top."""
+    deep = tmp_path / "d"
+    deep.mkdir()
+    for _ in range(1100):
+        deep = deep / "x"
+        deep.mkdir()
+    session = next((CLI_FILES / "claude-code-cheat").rglob("*.jsonl"))
+    (deep / session.name).write_bytes(session.read_bytes())
+    proc = _cli("audit", str(tmp_path / "d"), "--json")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert [r["verdict"] for r in json.loads(proc.stdout)["attempts"]] == ["contaminated"]
+
+
+def test_the_walk_lists_as_os_walk_does(tmp_path):
+    """`external.walk_down` against `os.walk(followlinks=False)`: the same tuples in the same order, links to folders
+    listed and not entered, a pruned `dirs` pruned alike."""
+    root = tmp_path / "root"
+    for rel in ["a/b/c", "a/z", "b", "c/d/e/f"]:
+        (root / rel).mkdir(parents=True)
+    for rel in ["top.json", "a/one.jsonl", "a/b/two.eval", "c/d/three.txt", "c/d/e/f/four.json"]:
+        (root / rel).write_text("{}")
+    (root / "a" / "link-dir").symlink_to(root / "c", target_is_directory=True)
+    (root / "a" / "link-file.json").symlink_to(root / "top.json")
+    (root / "dangling.json").symlink_to(root / "nowhere")
+
+    def listing(walk, prune: bool):
+        seen = []
+        for top, dirs, files in walk:
+            dirs.sort()
+            if prune and top.endswith("/c"):
+                dirs[:] = []
+            seen.append((top, list(dirs), sorted(files)))
+        return seen
+
+    for prune in (False, True):
+        errors: list[OSError] = []
+        assert listing(external.walk_down(root, onerror=errors.append), prune) == listing(
+            os.walk(root, followlinks=False), prune)
+        assert errors == []
