@@ -396,8 +396,10 @@ def _our_folder(files_dir: Path) -> bool:
 
 
 def _a_report_s_files(files_dir: Path) -> bool:
-    """The folder holds nothing but a split report's chunk scripts (`NAME.js` files): what a report may replace."""
-    return all(p.suffix == ".js" and p.is_file() and not p.is_symlink() for p in files_dir.iterdir())
+    """The folder holds nothing but entries named as a split report's chunk scripts (`NAME.js`, no folder among them):
+    what a report may replace. A link among them (one planted in a handed-over run's last report) is removed with the
+    folder, never followed (`rmtree` unlinks it)."""
+    return all(p.suffix == ".js" and (p.is_symlink() or not p.is_dir()) for p in files_dir.iterdir())
 
 
 def _make_way(files_dir: Path) -> None:

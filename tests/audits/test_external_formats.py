@@ -523,16 +523,22 @@ def test_folder_with_a_statebox_run_inside_audits_it_read_only(tmp_path):
 def test_a_folder_deeper_than_python_s_recursion_is_walked(tmp_path):
     """A folder 1,100 levels deep handed to `statebox audit` ended in RecursionError (Python 3.11's os.walk recurses
     once per level; found by probe). The walk is a loop now: the session at the bottom is audited, as at the top."""
+    from statebox.sandbox.cleanup import remove_tree
+
     deep = tmp_path / "d"
     deep.mkdir()
-    for _ in range(1100):
-        deep = deep / "x"
-        deep.mkdir()
-    session = next((CLI_FILES / "claude-code-cheat").rglob("*.jsonl"))
-    (deep / session.name).write_bytes(session.read_bytes())
-    proc = _cli("audit", str(tmp_path / "d"), "--json")
-    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
-    assert [r["verdict"] for r in json.loads(proc.stdout)["attempts"]] == ["contaminated"]
+    try:
+        for _ in range(1100):
+            deep = deep / "x"
+            deep.mkdir()
+        session = next((CLI_FILES / "claude-code-cheat").rglob("*.jsonl"))
+        (deep / session.name).write_bytes(session.read_bytes())
+        proc = _cli("audit", str(tmp_path / "d"), "--json")
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+        assert [r["verdict"] for r in json.loads(proc.stdout)["attempts"]] == ["contaminated"]
+    finally:  # removed by a loop here: pytest's own clean-up of old temporary folders recurses per level, as
+        # shutil.rmtree does in 3.11, and a tree this deep left behind made every later pytest session end in error
+        remove_tree(tmp_path / "d")
 
 
 def test_the_walk_lists_as_os_walk_does(tmp_path):
