@@ -20,6 +20,8 @@ from statebox.scoring.predictions import load_predictions
 from statebox.schema import ScoreReport
 from statebox.scoring.report import score_predictions
 
+MAX_BOOTSTRAP = 100_000  # a 95% CI settles within a few thousand; 100,000 x ~11 metrics is ~9 MB
+
 
 class Bench(str, Enum):
     vstat = "vstat"
@@ -46,7 +48,10 @@ def register(app: typer.Typer) -> None:
         judge: JudgeKind = typer.Option(JudgeKind.auto, "--judge",
                                         help="EC-Bench enumeration judge (auto: OpenAI/Anthropic key if set, else fuzzy)."),
         judge_model: str = typer.Option(None, "--judge-model", help=f"Judge model (default {OPENAI_MODEL} / {ANTHROPIC_MODEL})."),
-        bootstrap: int = typer.Option(1000, "--bootstrap", min=0, help="Bootstrap replicates for the 95% CIs (0: none)."),
+        # capped: the replicates are held as one (replicates x metrics) array, and `--bootstrap 1000000000` asked numpy
+        # for 82 GiB (a traceback where the allocation failed, the host's memory where it did not; found by probe)
+        bootstrap: int = typer.Option(1000, "--bootstrap", min=0, max=MAX_BOOTSTRAP,
+                                      help=f"Bootstrap replicates for the 95% CIs (0: none; at most {MAX_BOOTSTRAP:,})."),
         seed: int = typer.Option(0, "--seed", help="Seed for the bootstrap and the random baseline."),
     ) -> None:
         """Score predictions exactly as each benchmark's released code does (plus CIs, chance, breakdowns)."""

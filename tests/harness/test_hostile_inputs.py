@@ -440,3 +440,15 @@ def test_tracker_train_never_clears_a_folder_it_did_not_train_in(tmp_path):
     _one_line(_run(["tracker", "train", "--suite", str(suite), "--out", str(project), "--epochs", "1"], tmp_path),
               str(project), "holds no earlier training")
     assert (project / "dataset" / "photos.txt").read_text() == "mine\n" and (project / "run").is_dir()
+
+
+def test_score_refuses_a_bootstrap_that_would_take_the_host_s_memory(tmp_path, dataset):
+    """`--bootstrap 1000000000` asked numpy for an 82 GiB array (a traceback where that failed; where overcommit let it
+    through, the host's memory as it filled): the count is capped, refused before anything is read."""
+    data, _ = dataset
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text("")
+    done = _run(["score", "--bench", "vstat", "--data", str(data), "--predictions", str(predictions),
+                 "--bootstrap", "1000000000"], tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "100000" in done.stderr, done.stderr[-2000:]
+    assert done.max_rss_mb < MAX_RSS_MB
