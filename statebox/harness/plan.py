@@ -422,11 +422,18 @@ def load_datasets(config: RunConfig) -> list[LoadedDataset]:
     return loaded
 
 
+# A plan is held whole (~1.3 KB an attempt, measured), so its size is judged before it is made: `run --epochs
+# 1000000000` grew the host's memory until a MemoryError traceback (found by probe). A million attempts is far past
+# a real evaluation (every benchmark statebox reads, several agents, several epochs) and ~1.3 GB of plan.
+MAX_PLANNED_ATTEMPTS = 1_000_000
+
+
 def plan_attempts(config: RunConfig, datasets: list[LoadedDataset]) -> list[PlannedAttempt]:
     """Every (agent, dataset, item, query, epoch), in a stable order."""
     planned: list[PlannedAttempt] = []
     trust = trust_plan(config, datasets)
     decoys = trust.decoy_answers()
+    runs: list[tuple[str, LoadedDataset, list[Item]]] = []
     for agent in config.agents:
         cap = config.agent_limits.get(agent)
         for loaded in datasets:
@@ -434,19 +441,25 @@ def plan_attempts(config: RunConfig, datasets: list[LoadedDataset]) -> list[Plan
             if trust.items:  # impossible items and twins of these items, mixed in unlabelled
                 ids = {i.id for i in items}
                 items = items + [t.item for t in trust.for_label(loaded.spec.label) if t.source_id in ids]
-            for epoch in range(config.epochs):
-                for item in items:
-                    for query in item.queries:
-                        attempt = Attempt(
-                            run_id=config.run_id,
-                            agent=agent,
-                            item_id=item.id,
-                            query_index=query.index,
-                            epoch=epoch,
-                            dataset=loaded.spec.label,
-                        )
-                        planned.append(PlannedAttempt(attempt=attempt, dataset=loaded.spec, item=item, query=query,
-                                                      decoy_answer=decoys.get(item.id)))
+            runs.append((agent, loaded, items))
+    total = config.epochs * sum(len(item.queries) for _, _, items in runs for item in items)
+    if total > MAX_PLANNED_ATTEMPTS:
+        raise UserError(f"the run asks for {total:,} attempts ({config.epochs:,} epochs of {total // config.epochs:,}); "
+                        f"statebox plans at most {MAX_PLANNED_ATTEMPTS:,} in one run (fewer --epochs, agents or items)")
+    for agent, loaded, items in runs:
+        for epoch in range(config.epochs):
+            for item in items:
+                for query in item.queries:
+                    attempt = Attempt(
+                        run_id=config.run_id,
+                        agent=agent,
+                        item_id=item.id,
+                        query_index=query.index,
+                        epoch=epoch,
+                        dataset=loaded.spec.label,
+                    )
+                    planned.append(PlannedAttempt(attempt=attempt, dataset=loaded.spec, item=item, query=query,
+                                                  decoy_answer=decoys.get(item.id)))
     return planned
 
 

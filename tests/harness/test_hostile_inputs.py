@@ -452,3 +452,15 @@ def test_score_refuses_a_bootstrap_that_would_take_the_host_s_memory(tmp_path, d
                  "--bootstrap", "1000000000"], tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr and "100000" in done.stderr, done.stderr[-2000:]
     assert done.max_rss_mb < MAX_RSS_MB
+
+
+def test_a_run_too_large_to_plan_is_one_line_before_its_plan_is_made(tmp_path, dataset):
+    """`run --epochs 1000000000` built its plan in memory (~1.3 KB an attempt) until a MemoryError traceback (found by
+    probe): the plan's size is judged first, and `--epochs 0` is refused as the nonsense it is."""
+    data, videos = dataset
+    args = ["run", "--agent", "oracle", "--bench", "vstat", "--data", str(data), "--videos", str(videos)]
+    line = _one_line(_run(args + ["--epochs", "1000000000", "--run-dir", str(tmp_path / "run")], tmp_path),
+                     "3,000,000,000 attempts", "at most 1,000,000")
+    assert "Traceback" not in line and not (tmp_path / "run" / "results.sqlite").exists()
+    done = _run(args + ["--epochs", "0", "--run-dir", str(tmp_path / "run0")], tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "--epochs" in done.stderr, done.stderr[-2000:]
