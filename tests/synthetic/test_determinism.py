@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from pathlib import Path
 
@@ -74,3 +75,22 @@ def test_regenerating_a_family_never_follows_a_link_at_its_folder(tmp_path: Path
     make_suite(out, size="tiny", seed=0, tasks=["cube_count"], workers=1)
     assert (out / "cube_count").is_dir() and not (out / "cube_count").is_symlink()
     assert (elsewhere / "keep.txt").read_text() == "the user's\n" and sorted(p.name for p in elsewhere.iterdir()) == ["keep.txt"]
+
+
+def test_render_processes_are_capped_at_the_cores(tmp_path: Path, monkeypatch) -> None:
+    """`bench make --workers 5000` asked for a process per video (each with numpy): the pool is capped at the cores and
+    the videos; the bytes do not depend on the count (test above)."""
+    from statebox.benchmarks.synthetic import suite as suite_module
+
+    asked: list[int] = []
+    real = suite_module.ProcessPoolExecutor
+
+    def recording(max_workers: int):
+        asked.append(max_workers)
+        return real(max_workers=max_workers)
+
+    monkeypatch.setattr(suite_module, "ProcessPoolExecutor", recording)
+    # 64, not 5000: past any CI machine's cores, and few enough processes should the cap ever go (Python 3.11's pool
+    # starts all of them at once: the uncapped 5000 took this machine's memory before the test timed out)
+    make_suite(tmp_path / "s", size="tiny", seed=0, tasks=["cube_count"], workers=64)
+    assert all(n <= (os.cpu_count() or 1) for n in asked)  # none asked at all on one core: no pool
