@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -41,7 +42,7 @@ def make(
     console = Console(stderr=True)
     start = time.perf_counter()
     columns = [TextColumn("[bold]bench make[/] {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
-    with ProgressDisplay("bench make", console, columns, slots=workers or default_workers()) as display:
+    with ProgressDisplay("bench make", console, columns, slots=min(workers or default_workers(), os.cpu_count() or 1)) as display:
         display.add("videos", total=None)
 
         def on_video(label: str, done: int, total: int) -> None:
