@@ -138,8 +138,8 @@ def make_suite(out: Path, size: str = "tiny", seed: int = 0, tasks: list[str] | 
 
     records: dict[str, dict[int, VideoRecord]] = {f: {} for f in families}
     workers = workers if workers is not None else default_workers()
-    # at most a process per core and per video: the renderer is CPU-bound, and `--workers 5000` on a large suite
-    # started a process per video, each with numpy, until the host's memory ran out (found by probe)
+    # at most a process per core and per video: the renderer is CPU-bound, and `--workers 5000` started 5,000
+    # processes at once (Python 3.11's pool starts them all), each with numpy, until the host's memory ran out
     workers = max(1, min(workers, os.cpu_count() or 1, len(jobs)))
     done = 0
     if progress:
