@@ -51,6 +51,11 @@ INSPECT_EVAL = Holding("an Inspect .eval log (a zip)", re.compile(rb"PK\x03\x04"
 INSPECT_JSON = Holding("an Inspect .json log", re.compile(rb'\s*\{.*"eval"\s*:\s*\{', re.S))
 
 
+def inspect_log_holding(path: Path) -> Holding:
+    """What an Inspect log written to `path` replaces: a zip for `.eval`, the JSON document otherwise."""
+    return INSPECT_EVAL if path.suffix == ".eval" else INSPECT_JSON
+
+
 def _first_bytes(path: Path) -> bytes:
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
@@ -113,10 +118,10 @@ def refuse_unless_replaceable(path: Path, holding: Holding | None = None) -> Non
                     "regular file or a new name (nothing written)")
 
 
-def _created_beside(path: Path, suffix: str) -> tuple[int, str]:
+def _created_beside(path: Path, suffix: str, holding: Holding | None) -> tuple[int, str]:
     """A fresh file of this call's own beside `path` (same folder, so a rename is atomic), with the mode `open(path,
     "w")` would have given, not mkstemp's 0600: its descriptor and name. mkstemp opens with `O_EXCL | O_NOFOLLOW`."""
-    refuse_unless_replaceable(path)
+    refuse_unless_replaceable(path, holding)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     try:
         os.fchmod(fd, FILE_MODE)
@@ -128,12 +133,12 @@ def _created_beside(path: Path, suffix: str) -> tuple[int, str]:
 
 
 @contextmanager
-def _renamed_over(tmp: str, path: Path) -> Iterator[None]:
+def _renamed_over(tmp: str, path: Path, holding: Holding | None) -> Iterator[None]:
     """On a clean exit `tmp` is renamed over `path`; on an error it is removed (quietly if its writer already did),
     and what stood at `path` is untouched."""
     try:
         yield
-        refuse_unless_replaceable(path)  # again: what stood there may have changed while the file was written
+        refuse_unless_replaceable(path, holding)  # again: what stood there may have changed while the file was written
         os.replace(tmp, path)
     except BaseException:
         with suppress(FileNotFoundError):
@@ -142,34 +147,35 @@ def _renamed_over(tmp: str, path: Path) -> Iterator[None]:
 
 
 @contextmanager
-def replacing(path: Path | str) -> Iterator[BinaryIO]:
+def replacing(path: Path | str, holding: Holding | None = None) -> Iterator[BinaryIO]:
     """A binary handle on a fresh temporary file beside `path`; on a clean exit it is flushed and renamed over
-    `path`, on an error removed (what stood at `path` is untouched)."""
+    `path`, on an error removed (what stood at `path` is untouched). `holding`: what a file already at `path` must
+    be for this write to replace it (`refuse_unless_replaceable`)."""
     path = Path(path)
-    fd, tmp = _created_beside(path, ".tmp")
-    with _renamed_over(tmp, path), os.fdopen(fd, "wb") as handle:  # closed (flushed) before the rename
+    fd, tmp = _created_beside(path, ".tmp", holding)
+    with _renamed_over(tmp, path, holding), os.fdopen(fd, "wb") as handle:  # closed (flushed) before the rename
         yield handle
 
 
-def replace_file(path: Path | str, data: bytes) -> None:
+def replace_file(path: Path | str, data: bytes, holding: Holding | None = None) -> None:
     """`path` holds `data`, whole, or keeps what it held."""
-    with replacing(path) as handle:
+    with replacing(path, holding) as handle:
         handle.write(data)
 
 
-def replace_text(path: Path | str, text: str) -> None:
-    replace_file(path, text.encode("utf-8"))
+def replace_text(path: Path | str, text: str, holding: Holding | None = None) -> None:
+    replace_file(path, text.encode("utf-8"), holding)
 
 
 @contextmanager
-def replacing_by_name(path: Path | str) -> Iterator[str]:
+def replacing_by_name(path: Path | str, holding: Holding | None = None) -> Iterator[str]:
     """The name of a fresh, empty file of this process's own beside `path` (keeping its suffix), for a writer that
     must be handed a file name (inspect_ai's `write_eval_log`): renamed over `path` on a clean exit, removed on an
     error."""
     path = Path(path)
-    fd, tmp = _created_beside(path, f".tmp{path.suffix}")
+    fd, tmp = _created_beside(path, f".tmp{path.suffix}", holding)
     os.close(fd)
-    with _renamed_over(tmp, path):
+    with _renamed_over(tmp, path, holding):
         yield tmp
 
 

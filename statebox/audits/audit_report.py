@@ -23,7 +23,7 @@ from typing import Callable, Iterable
 
 from statebox.audits.external import AuditedSession
 from statebox.audits.findings_shown import shown_indexes
-from statebox.replace_file import HTML_PAGE, refuse_unless_replaceable, replace_text
+from statebox.replace_file import HTML_PAGE, replace_text
 from statebox.schema import Event, Finding
 
 EVENT_CHARS = 2000
@@ -197,6 +197,5 @@ def audit_report_html(sessions: list[AuditedSession], title: str = "statebox aud
 def write_audit_report(out: Path, sessions: list[AuditedSession], title: str = "statebox audit") -> Path:
     """Write the page (temp file + rename: a reader never sees half of it)."""
     out = Path(out)
-    refuse_unless_replaceable(out, HTML_PAGE)  # `--html S.jsonl` replaced the session it audited
-    replace_text(out, audit_report_html(sessions, title))
+    replace_text(out, audit_report_html(sessions, title), HTML_PAGE)  # `--html S.jsonl` replaced the session audited
     return out

@@ -64,7 +64,7 @@ from statebox.audits.workers import workers
 from statebox.collector import collector_paused
 from statebox.errors import DataError, UserError, file_kind
 from statebox.json_text import decoded_lines, json_value, jsonl_lines, line_loads
-from statebox.replace_file import INSPECT_EVAL, INSPECT_JSON, refuse_unless_replaceable, replacing_by_name
+from statebox.replace_file import inspect_log_holding, refuse_unless_replaceable, replacing_by_name
 from statebox.schema import Event, EventKind, Finding, FindingCategory, Severity
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl
 from statebox.sessions import atif_trajectory, claude_session, codex_rollout, inspect_sample
@@ -1259,7 +1259,7 @@ def check_scores_out(target: Path, out: Path) -> None:
         raise UserError(f"{out}: --write-scores writes a copy; give a new file, not the log itself or a folder")
     if not out.parent.is_dir():
         raise UserError(f"{out}: folder {out.parent} does not exist")
-    refuse_unless_replaceable(out, INSPECT_EVAL if out.suffix == ".eval" else INSPECT_JSON)
+    refuse_unless_replaceable(out, inspect_log_holding(out))  # before the audit; the write asks again
 
 
 def write_scores(target: Path, rows: list[AuditedSession], out: Path) -> int:
@@ -1293,7 +1293,7 @@ def write_scores(target: Path, rows: list[AuditedSession], out: Path) -> int:
         log.results.scores = [s for s in log.results.scores if s.name != AUDIT_SCORER] + [EvalScore(
             name=AUDIT_SCORER, scorer=AUDIT_SCORER, scored_samples=scored,
             metrics={k: EvalMetric(name=k, value=n / scored) for k, n in counts.items()})]
-    with replacing_by_name(out) as tmp:
+    with replacing_by_name(out, inspect_log_holding(out)) as tmp:
         write_eval_log(log, tmp, format="eval" if out.suffix == ".eval" else "json")
     return scored
 

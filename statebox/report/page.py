@@ -396,10 +396,11 @@ def _our_folder(files_dir: Path) -> bool:
 
 
 def _a_report_s_files(files_dir: Path) -> bool:
-    """The folder holds nothing but entries named as a split report's chunk scripts (`NAME.js`, no folder among them):
-    what a report may replace. A link among them (one planted in a handed-over run's last report) is removed with the
-    folder, never followed (`rmtree` unlinks it)."""
-    return all(p.suffix == ".js" and (p.is_symlink() or not p.is_dir()) for p in files_dir.iterdir())
+    """OUT_files is a folder of its own holding nothing but entries named as a split report's chunk scripts (`NAME.js`,
+    no folder among them): what a report may replace. A link among them (one planted in a handed-over run's last
+    report) is removed with the folder, never followed (`rmtree` unlinks it)."""
+    return _our_folder(files_dir) and all(p.suffix == ".js" and (p.is_symlink() or not p.is_dir())
+                                          for p in files_dir.iterdir())
 
 
 def _make_way(files_dir: Path) -> None:
@@ -408,7 +409,7 @@ def _make_way(files_dir: Path) -> None:
     `--out ~/notes.html` removed a folder `~/notes_files` of the user's whole (found by probe)."""
     if files_dir.is_symlink():
         files_dir.unlink()
-    elif _our_folder(files_dir) and _a_report_s_files(files_dir):
+    elif _a_report_s_files(files_dir):
         shutil.rmtree(files_dir)
     elif os.path.lexists(files_dir):
         raise UserError(f"{files_dir}: holds what no report wrote; a split report puts its files there (remove it, or "
@@ -470,7 +471,7 @@ def _write_report_output(run_dir: Path, out: Path | None, *, single_file: bool, 
                 files_bytes += sink.path(name).stat().st_size
             _make_way(files_dir)
             os.replace(sink.folder, files_dir)
-        elif _our_folder(files_dir) and _a_report_s_files(files_dir):
+        elif _a_report_s_files(files_dir):
             shutil.rmtree(files_dir)  # a previous, split report of this run: now stale
         refuse_unless_replaceable(target, HTML_PAGE)
         os.replace(tmp_html, target)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from statebox.errors import UserError
-from statebox.replace_file import INSPECT_EVAL, INSPECT_JSON, refuse_unless_replaceable
+from statebox.replace_file import inspect_log_holding, refuse_unless_replaceable
 from statebox.report.export.atif import write_atif
 from statebox.report.export.records import RunReader, check_run_dir
 
@@ -55,7 +55,7 @@ def check_out(fmt: str, out: Path) -> None:
         raise UserError(f"{out}: cannot write there ({exc.strerror or exc})") from exc
     if fmt == "inspect":
         # inspect_ai put its log in place of a FIFO there (and would of a device, or of a user's own data.json)
-        refuse_unless_replaceable(out, INSPECT_EVAL if out.suffix == ".eval" else INSPECT_JSON)
+        refuse_unless_replaceable(out, inspect_log_holding(out))
 
 
 def export_run(run_dir: Path, fmt: str, out: Path) -> ExportResult:
