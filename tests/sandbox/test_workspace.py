@@ -154,3 +154,25 @@ def test_read_output_refuses_symlinks_and_devices(item, policy, source_video, tm
         ws.read_output("../answer-key.txt")
     ws.cleanup()
     assert secret.read_text() == "B"
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "link"])
+def test_a_planted_non_file_is_refused_without_leaking_a_host_descriptor(tmp_path, kind):
+    """An agent can leave a folder, a FIFO or a link where the host reads a file of its workspace. A folder there made
+    `os.fdopen` raise before the regular-file check, and the descriptor it was handed stayed open: one host
+    descriptor per read (200 reads, 200 descriptors; found in review), toward the run's EMFILE over many attempts."""
+    from statebox.sandbox.workspace import open_regular
+
+    target = tmp_path / "answer.txt"
+    if kind == "folder":
+        target.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target.symlink_to(tmp_path / "elsewhere.txt")
+        (tmp_path / "elsewhere.txt").write_text("4\n")
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(200):
+        with pytest.raises(OSError):
+            open_regular(target)
+    assert len(os.listdir("/proc/self/fd")) == before
