@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 from enum import Enum
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from statebox.errors import UserError
 from statebox.json_text import well_formed
 
 BenchmarkName = Literal["vstat", "vcbench", "ecbench", "eocbench", "cpbench"]
@@ -296,14 +297,34 @@ class Prediction(BaseModel):
     clips: str | None = None
 
 
+def video_path_problem(video: str) -> str | None:
+    """Why an item's video path may not name a file (None: it may): an empty path, or one with a `..` component.
+
+    Why: an annotation file comes from anywhere (a release, a colleague's folder, a tarball), and the video it names
+    is looked for under the videos folder; in a cluster run each node writes its copy of the video under its own
+    cache at that same relative path (`cluster_worker.materialise_video`). A `..` climbed out of both: the head read a
+    host file outside the videos folder as the video, and every node wrote the video's bytes outside its cache. An
+    absolute path stays the user's choice (the annotation names the file itself; a node keeps only its name)."""
+    if not video.strip():
+        return "is empty"
+    if "\x00" in video:
+        return "holds a NUL byte"
+    if ".." in PurePosixPath(video).parts:
+        return "leaves the videos folder ('..')"
+    return None
+
+
 def resolve_video(item: Item, videos_dir: Path | None) -> Path:
     """Where an item's video lives on the host (annotation paths are relative to a video root).
 
     VCBench's release lays its videos out as `{root}/{source_dataset}/{video_path}` (the
     annotation names only the file), so for an item with a `source_dataset` that nested path
     is used when it exists; a flat folder (every video directly under the root, as the
-    generated suite writes them) works too.
+    generated suite writes them) works too. A path `video_path_problem` refuses is a UserError, whoever made the item.
     """
+    problem = video_path_problem(item.video)
+    if problem is not None:
+        raise UserError(f"item {item.id}: video path {item.video!r} {problem}")
     path = Path(item.video)
     if path.is_absolute() or videos_dir is None:
         return path

@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from statebox.errors import DataError, UserError
-from statebox.schema import BENCHMARKS, Item, resolve_video
+from statebox.schema import BENCHMARKS, Item, resolve_video, video_path_problem
 
 
 class LoadResult(BaseModel):
@@ -43,10 +43,20 @@ def load_benchmark(bench: str, data_path: str | Path, videos_dir: str | Path | N
         raise UserError(f"unknown benchmark '{bench}' (expected one of: {', '.join(BENCHMARKS)})")
     module = importlib.import_module(_MODULES[bench])
     result: LoadResult = module.load(Path(data_path))
+    _check_video_paths(result, Path(data_path))
+    _check_unique_ids(bench, result, Path(data_path))
     if videos_dir is not None:
         result.warnings.extend(_missing_video_warnings(bench, result.items, Path(videos_dir)))
-    _check_unique_ids(bench, result, Path(data_path))
     return result
+
+
+def _check_video_paths(result: LoadResult, path: Path) -> None:
+    """Every item's video path names a file under the videos folder (`schema.video_path_problem`): one line naming
+    the annotation file, the line where it has one, and the item, before any video is looked for."""
+    for item in result.items:
+        problem = video_path_problem(item.video)
+        if problem is not None:
+            raise DataError(path, item.meta.get("line"), f"item '{item.id}': video path {item.video!r} {problem}")
 
 
 def _check_unique_ids(bench: str, result: LoadResult, path: Path) -> None:

@@ -42,7 +42,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Protocol, cast, runtime_checkable
 from urllib.parse import urlparse
 
@@ -70,6 +70,7 @@ from statebox.policies.model import load_policy
 from statebox.sandbox.docker import LABEL, SandboxEngine
 from statebox.sandbox.images import ensure_image, image_status
 from statebox.sandbox.limited_fs import pid_alive
+from statebox.schema import video_path_problem
 
 PACK_LEVEL = 1  # gzip level: logs compress well, and a 2-core node should not spend its time here
 FILES_DIR = "files"  # in a run's staging folder: the head's files the agents' options name
@@ -328,7 +329,7 @@ class NodeRun:
     def materialise_video(self, video: ShippedVideo) -> None:
         """The head ships each video once per node (through Ray's object store); cached by content
         key, least recently used videos removed above the cache's cap (`evict_videos`)."""
-        target = self.video_folder(video.key) / video.rel
+        target = cached_video_path(self.video_folder(video.key), video.rel)
         with self._video_lock:
             try:
                 os.utime(target)  # a hit: its mtime says when it was last used
@@ -350,6 +351,18 @@ class NodeRun:
             self.services.close()
         except Exception:  # noqa: BLE001
             pass
+
+
+def cached_video_path(folder: Path, rel: str) -> Path:
+    """Where a node keeps its copy of a shipped video: `rel` (the item's path inside the dataset's videos folder)
+    under the video's cache folder, refused (UserError) unless it stays there.
+
+    Why here too: the head refuses such a path when it loads the annotation file (`schema.video_path_problem`), and
+    this node writes bytes at the path it is handed, so it checks for itself what it writes to (fail closed)."""
+    problem = video_path_problem(rel)
+    if problem is not None or PurePosixPath(rel).is_absolute():
+        raise UserError(f"shipped video path {rel!r} {problem or 'is absolute'}: not written outside the node's video cache")
+    return folder / rel
 
 
 def _run_for(spec: RunSpecRef) -> NodeRun:

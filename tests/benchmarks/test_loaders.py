@@ -120,3 +120,50 @@ def test_vcbench_video_resolves_under_its_source_dataset_folder(tmp_path):
     (root / "RoomTour3D").mkdir()
     (root / "RoomTour3D" / "clip.mp4").write_bytes(b"x")
     assert resolve_video(item, root) == root / "RoomTour3D" / "clip.mp4"
+
+
+# An annotation file is the user's, but it may come from anywhere (a release, a colleague, a tarball): the video it
+# names is looked for under the videos folder, and in a cluster run a node writes its copy of the video under its own
+# cache at that same relative path. A path that climbs out with `..` read a host file outside the videos folder as the
+# video on the head and wrote the video's bytes outside the cache on every node (`cluster_worker.materialise_video`).
+_CLIMBS = ("../outside.mp4", "clips/../../outside.mp4", "a/b/../../../../../../../etc/cron.d/job")
+
+
+@pytest.mark.parametrize("climb", _CLIMBS)
+@pytest.mark.parametrize(("bench", "name", "row"), [
+    ("vcbench", "e.jsonl", lambda v: json.dumps({"id": "1", "query_index": 0, "question": "q", "video_path": v,
+                                                 "counting_subtype": "O1-Snap", "query_time": 1.0, "count": 2}) + "\n"),
+    ("cpbench", "m.jsonl", lambda v: json.dumps({"id": "a", "video": v, "count": 3, "setting": "main"}) + "\n"),
+    ("eocbench", "x.jsonl", lambda v: json.dumps({"idx": 1, "video_path": v, "question": "q", "answer": ["A"],
+                                                  "choice_type": "single-choice"}) + "\n"),
+    ("ecbench", "d.csv", lambda v: "video_id,question_id,question_type,task_type,question,answer,video_path\n"
+                                   f"1,1,A,Counting,q,3,{v}\n"),
+    ("ecbench", "d.csv", lambda v: "video_id,question_id,question_type,task_type,question,answer\n"
+                                   f"{v.removesuffix('.mp4')},1,A,Counting,q,3\n"),  # the path made from the id
+])
+def test_a_video_path_climbing_out_of_the_videos_folder_is_refused_at_load(tmp_path, bench, name, row, climb):
+    path = _bad(tmp_path, name, row(climb))
+    with pytest.raises(DataError) as info:
+        load_benchmark(bench, path, tmp_path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:") and "'..'" in message and "leaves the videos folder" in message
+
+
+def test_a_vstat_video_path_climbing_out_is_refused_and_a_plain_one_loads(tmp_path):
+    def doc(video: str) -> str:
+        return json.dumps({"data": {"t": [{"id": "t-1", "video_path": video, "question": "How many?", "answer": "1"}]}})
+    with pytest.raises(DataError, match="leaves the videos folder"):
+        load_benchmark("vstat", _bad(tmp_path, "v.json", doc("../../home/user/private.mp4")))
+    # names with dots that are not `..` components stay what they were
+    for fine in ("clip.mp4", "sub/clip..mp4", "..clip.mp4", "./sub/clip.mp4"):
+        assert load_benchmark("vstat", _bad(tmp_path, "v.json", doc(fine))).items[0].video == fine
+
+
+def test_resolve_video_refuses_a_path_that_climbs_out_whoever_built_the_item(tmp_path):
+    """The one door from an item's video to a host path: an Item made by other code than a loader (a node's copy of a
+    job, a test) is held to the same rule."""
+    from statebox.schema import Item, resolve_video
+
+    item = Item(id="x", benchmark="vstat", video="sub/../../secret.mp4", question="q", answer_type="number")
+    with pytest.raises(UserError, match="leaves the videos folder"):
+        resolve_video(item, tmp_path)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from statebox.harness.cluster_worker import pack_folder, unpack_folder
+from statebox.errors import UserError
+from statebox.harness.cluster_worker import cached_video_path, pack_folder, unpack_folder
 
 from second_engine import SecondEngine
 
@@ -33,6 +34,15 @@ def test_folder_round_trip_keeps_files_and_drops_links(tmp_path):
     unpack_folder(pack_folder(src), dest)
     assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*")) == ["events.jsonl", "honeytokens", "honeytokens/a.json"]
     assert (dest / "events.jsonl").read_text() == '{"seq": 1}\n'
+
+
+@pytest.mark.parametrize("rel", ["../../../etc/cron.d/job", "sub/../../x.mp4", "/etc/cron.d/job", "", ".."])
+def test_a_node_writes_a_shipped_video_only_inside_its_cache(tmp_path, rel):
+    """The node writes the bytes it is handed at the path it is handed: it checks that path itself (the head refuses
+    such a path at load, `schema.video_path_problem`; a node does not take that on trust)."""
+    with pytest.raises(UserError, match="not written outside the node's video cache"):
+        cached_video_path(tmp_path / "videos" / "key", rel)
+    assert cached_video_path(tmp_path / "videos" / "key", "RoomTour3D/clip..mp4") == tmp_path / "videos" / "key" / "RoomTour3D" / "clip..mp4"
 
 
 def test_unpack_refuses_paths_outside_the_folder(tmp_path):
