@@ -14,24 +14,9 @@ from statebox.benchmarks.synthetic import groundtruth as gt
 from statebox.benchmarks.synthetic import oracle
 from statebox.benchmarks.synthetic.suite import load_suite, make_suite
 from statebox.harness.suite_validity import validate_suite
-from statebox.errors import DataError, UserError
+from statebox.errors import UserError
 
 STATEBOX = [sys.executable, "-m", "statebox.cli"]
-
-
-@pytest.mark.parametrize(("key", "value"), [("videos", "/home"), ("videos", "../elsewhere"), ("data", "/etc/annotations.jsonl"),
-                                            ("data", "families/../../x.jsonl"), ("videos", 7)])
-def test_a_suite_s_datasets_must_lie_inside_the_suite_folder(tmp_path, key, value):
-    """A suite folder someone hands over is theirs to write: its suite.json names where each dataset's annotation file
-    and videos are, and a path out of the folder (absolute, or climbing with `..`) made the run read another folder's
-    videos as the suite's. `bench make` writes only paths inside the folder."""
-    dataset = {"family": "cube_count", "bench": "cpbench", "data": "cube_count/annotations.jsonl", "videos": "cube_count/videos"}
-    (tmp_path / "suite.json").write_text(json.dumps({"seed": 0, "size": "tiny", "datasets": [dataset | {key: value}]}))
-    with pytest.raises(DataError, match="must lie inside the suite folder") as info:
-        load_suite(tmp_path)
-    assert str(info.value).startswith(str(tmp_path / "suite.json"))
-    (tmp_path / "suite.json").write_text(json.dumps({"seed": 0, "size": "tiny", "datasets": [dataset]}))
-    assert load_suite(tmp_path).datasets[0].videos == tmp_path.resolve() / "cube_count" / "videos"
 
 
 def _probe(report, dataset: str, name: str):
