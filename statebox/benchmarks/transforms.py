@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from statebox.errors import UserError
+from statebox.media_input import FFMPEG_INPUT_OPTIONS, file_url, refusal, refused_container
 from statebox.schema import Item
 
 LETTERS = "ABCDEFGH"
@@ -166,7 +167,7 @@ def apply(kind: str, src: Path, dst: Path, cut: float = 0.0, until: float = 0.0)
                    f"trim=end={cut:.3f},setpts=PTS-STARTPTS,tpad=stop_mode=clone:stop_duration={until - cut:.3f}"]
     else:
         raise ValueError(f"unknown transform {kind!r}")
-    cmd = ["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", str(src), *filters, "-c:v", "libx264", "-pix_fmt", "yuv420p",
+    cmd = ["ffmpeg", "-nostdin", "-v", "error", "-y", *FFMPEG_INPUT_OPTIONS, "-i", file_url(src), *filters, "-c:v", "libx264", "-pix_fmt", "yuv420p",
            "-map_metadata", "-1", "-map_chapters", "-1", "-fflags", "+bitexact", str(tmp)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S)
@@ -174,6 +175,9 @@ def apply(kind: str, src: Path, dst: Path, cut: float = 0.0, until: float = 0.0)
         raise UserError("ffmpeg is not installed; install ffmpeg (apt-get install -y ffmpeg)") from exc
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)
+        container = refused_container(proc.stderr or "")
+        if container is not None:
+            raise UserError(refusal(src, container))
         raise UserError(f"{src}: the {kind} twin failed: {(proc.stderr or '').strip().splitlines()[-1:] or ['ffmpeg error']}")
     tmp.replace(dst)
     return dst

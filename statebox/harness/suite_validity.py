@@ -42,6 +42,7 @@ from statebox.benchmarks.synthetic import groundtruth as gt
 from statebox.benchmarks.synthetic import oracle
 from statebox.benchmarks.synthetic.suite import Suite, load_suite
 from statebox.benchmarks.synthetic.video import read_audio, read_frames
+from statebox.media_input import AV_CONTAINER_OPTIONS, file_url
 from statebox.schema import Item, resolve_video
 from statebox.scoring import score_predictions
 
@@ -86,7 +87,7 @@ def _video_probe(family: str, family_dir: Path, videos: Path, items: list[Item])
         meta = gt.read_meta(family_dir, stem)
         path = resolve_video(Item(id=stem, benchmark="x", video=meta.video, question="", answer_type="text"), videos)
         try:
-            with av.open(str(path)) as container:
+            with av.open(file_url(path), container_options=AV_CONTAINER_OPTIONS) as container:
                 frames = sum(1 for _ in container.demux(container.streams.video[0]) if _.size)
         except (OSError, av.error.FFmpegError) as exc:
             bad.append(f"{stem}: {exc}")

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from statebox.errors import UserError
+from statebox.media_input import AV_CONTAINER_OPTIONS, file_url
 from statebox.schema import MaskRLE, VisualPrompt
 
 if TYPE_CHECKING:  # PyAV is imported where a video is opened
@@ -147,7 +148,7 @@ def tail_frames(video: Path) -> Iterator[VideoFrame]:
     last frame (or its time) never decodes a whole long video."""
     import av
 
-    with av.open(str(video)) as container:
+    with av.open(file_url(video), container_options=AV_CONTAINER_OPTIONS) as container:
         stream = container.streams.video[0]
         duration = None
         if stream.duration is not None and stream.time_base is not None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from statebox.errors import UserError
+from statebox.media_input import FFMPEG_INPUT_OPTIONS, file_url, refusal, refused_container
 
 # A query time may overshoot the probed duration by this much (annotation rounding,
 # container vs stream duration) before it counts as past the end.
@@ -47,7 +48,8 @@ def _duration(info: dict[str, Any], video: dict[str, Any]) -> float | None:
 
 
 def inspect_video(path: Path | str) -> VideoFacts:
-    """Probe `path`; raise `VideoError` naming the file when it cannot be a query's video."""
+    """Probe `path`; raise `VideoError` naming the file when it cannot be a query's video (also when it is not in a
+    container `media_input` allows: a playlist or concat list that would open other files)."""
     path = Path(path)
     if not path.is_file():
         raise VideoError(f"{path}: video not found")
@@ -55,9 +57,12 @@ def inspect_video(path: Path | str) -> VideoFacts:
         raise VideoError(f"{path}: empty file")
     if shutil.which("ffprobe") is None:
         raise UserError("ffprobe is not installed; install ffmpeg (apt-get install -y ffmpeg)")
-    proc = subprocess.run(["ffprobe", "-v", "error", "-show_format", "-show_streams", "-of", "json", str(path)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(["ffprobe", "-v", "error", *FFMPEG_INPUT_OPTIONS, "-show_format", "-show_streams", "-of", "json",
+                           file_url(path)], capture_output=True, text=True)
     if proc.returncode != 0:
+        container = refused_container(proc.stderr)
+        if container is not None:
+            raise VideoError(refusal(path, container))
         tail = (proc.stderr.strip().splitlines() or ["unknown format"])[-1]
         raise VideoError(f"{path}: not a readable video ({tail[:200]})")
     try:

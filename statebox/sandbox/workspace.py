@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from statebox.errors import StorageError, UserError
+from statebox.media_input import FFMPEG_INPUT_OPTIONS, file_url
 from statebox.policies.model import Policy
 from statebox.sandbox import limited_fs, prompt_frame
 from statebox.sandbox.cleanup import remove_tree
@@ -274,8 +275,8 @@ def _run(cmd: list[str], what: str) -> str:
 
 
 def probe(path: Path) -> dict[str, Any]:
-    out = _run(["ffprobe", "-v", "error", "-show_format", "-show_streams", "-show_chapters", "-of", "json", str(path)],
-               f"{path}: not a readable video")
+    out = _run(["ffprobe", "-v", "error", *FFMPEG_INPUT_OPTIONS, "-show_format", "-show_streams", "-show_chapters",
+                "-of", "json", file_url(path)], f"{path}: not a readable video")
     return json.loads(out)
 
 
@@ -306,7 +307,8 @@ def clean_copy(src: Path, dst: Path, *, cut_at: float | None, reencode: bool, au
 
 
 def _clean_copy(src: Path, dst: Path, *, cut_at: float | None, reencode: bool, audio: str = "keep") -> bool:
-    base = ["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", str(src), "-map", "0:v:0"]
+    # the source is opened under media_input's allow-lists (a playlist naming another host file is refused)
+    base = ["ffmpeg", "-nostdin", "-v", "error", "-y", *FFMPEG_INPUT_OPTIONS, "-i", file_url(src), "-map", "0:v:0"]
     base += ["-map", "0:a?"] if audio == "keep" else ["-an"]
     if cut_at is not None:
         _run(base + ["-t", f"{cut_at:.6f}"] + ENCODE_ARGS + STRIP_ARGS + [str(dst)], f"{src}: cutting the video")

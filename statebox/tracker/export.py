@@ -21,6 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from statebox.errors import DataError, UserError
+from statebox.media_input import opencv_capture
 
 
 class ExportSummary(BaseModel):
@@ -158,7 +159,7 @@ def export_yolo_dataset(suite_dir: Path, out_dir: Path, *, every: int = 5, min_v
             split = _split_of(i, len(fam_videos), val_every)
             summary.videos[split] += 1
             chosen = _frames_to_export(v.rows_by_frame, (every_for or {}).get(family, every), min_visible, per_object)
-            cap = cv2.VideoCapture(str(v.video))
+            cap = opencv_capture(v.video)
             frame_no = 0
             while True:
                 ok = cap.grab()

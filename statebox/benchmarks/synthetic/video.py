@@ -23,6 +23,8 @@ from pathlib import Path
 import av
 import numpy as np
 
+from statebox.media_input import AV_CONTAINER_OPTIONS, file_url
+
 ENCODER = Path(__file__).with_name("encode.py")
 
 
@@ -88,7 +90,7 @@ def _clean_env() -> dict[str, str]:
 
 def read_audio(path: Path) -> tuple[np.ndarray, int]:
     """The first audio track as mono float32 samples and its sample rate ((empty, 0) when there is none)."""
-    with av.open(str(path)) as container:
+    with av.open(file_url(path), container_options=AV_CONTAINER_OPTIONS) as container:
         if not container.streams.audio:
             return np.zeros(0, np.float32), 0
         stream = container.streams.audio[0]
@@ -98,7 +100,7 @@ def read_audio(path: Path) -> tuple[np.ndarray, int]:
 
 def read_frames(path: Path, format: str = "bgr24") -> Iterator[tuple[float, np.ndarray]]:
     """Decode every frame of a video as (time in seconds, array in `format`: bgr24, or yuv420p for exact planes)."""
-    with av.open(str(path)) as container:
+    with av.open(file_url(path), container_options=AV_CONTAINER_OPTIONS) as container:
         stream = container.streams.video[0]
         for frame in container.decode(stream):
             t = float(frame.pts * frame.time_base) if frame.pts is not None and frame.time_base is not None else 0.0
