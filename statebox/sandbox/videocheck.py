@@ -23,6 +23,17 @@ from statebox.media_input import FFMPEG_INPUT_OPTIONS, file_url, refusal, refuse
 END_TOLERANCE_S = 0.5
 
 
+# The most pixels a frame of a query's video may have: 8K UHD (7680x4320). Why a cap: the host decodes the video's
+# tail (the last frame's time, EOC-Bench's prompt frame) and may re-encode it (a streaming cut), and a few hundred bytes
+# of H.264 can declare 16384x16384 frames (400 MB each); no benchmark video comes near 8K.
+MAX_FRAME_PIXELS = 7680 * 4320
+
+
+def _dimension(raw: object) -> int:
+    """A stream's width or height as ffprobe gives it (0 where it gives none)."""
+    return raw if isinstance(raw, int) and raw > 0 else 0
+
+
 class VideoError(UserError):
     """The file is not a usable video (empty, no video stream, unreadable)."""
 
@@ -77,6 +88,10 @@ def inspect_video(path: Path | str) -> VideoFacts:
         raise VideoError(f"{path}: no video stream" + (" (audio only)" if has_audio else ""))
     if str(video.get("nb_frames", "")).strip() == "0":
         raise VideoError(f"{path}: no video frames")
+    width, height = _dimension(video.get("width")), _dimension(video.get("height"))
+    if width * height > MAX_FRAME_PIXELS:
+        raise VideoError(f"{path}: frames of {width}x{height} pixels, more than 8K ({MAX_FRAME_PIXELS:,} pixels a frame): "
+                         "not decoded on this machine")
     return VideoFacts(path=path, duration_s=_duration(info, video), has_audio=has_audio)
 
 

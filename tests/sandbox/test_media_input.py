@@ -88,3 +88,16 @@ def test_real_containers_and_awkward_names_still_open_everywhere(tmp_path, name,
         assert capture.isOpened() and capture.read()[0]
     finally:
         capture.release()
+
+
+def test_frames_past_8k_are_refused_before_any_host_decoder_sees_them(tmp_path):
+    """A few hundred kilobytes declare 8000x4400 frames (35 million pixels each); the preflight says so in one line."""
+    big = tmp_path / "big.mp4"
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "color=blue:size=8000x4400:rate=1", "-frames:v", "2",
+                    "-c:v", "mjpeg", "-pix_fmt", "yuvj420p", str(big)], check=True)
+    with pytest.raises(VideoError, match=r"frames of 8000x4400 pixels, more than 8K"):
+        inspect_video(big)
+    at_8k = tmp_path / "at8k.mp4"
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "color=blue:size=7680x4320:rate=1", "-frames:v", "2",
+                    "-c:v", "mjpeg", "-pix_fmt", "yuvj420p", str(at_8k)], check=True)
+    assert inspect_video(at_8k).duration_s == pytest.approx(2, abs=0.1)
