@@ -44,6 +44,7 @@ from statebox.sandbox.gateway import GatewayLease
 from statebox.sandbox.provider import Sandbox
 from statebox.sandbox.spec import ContainerSpec
 from statebox.schema import AttemptStatus, EventKind, Session
+from statebox.userfiles import TEMPLATE_MAX_BYTES, read_user_text
 
 DEFAULT_MODEL = ANTHROPIC_MODEL
 # The effort levels Anthropic's `output_config.effort` takes. A named --effort was silently dropped on an Anthropic model
@@ -153,13 +154,16 @@ def _message_text(message: Any) -> str:
     return "\n".join(t for t in texts if t)
 
 
+def load_system_template(options: AgentOptions) -> str:
+    """The system prompt's template: `--prompt-template` read as every user's file is (`userfiles`: a small regular
+    file, one line otherwise; it was read whole with `read_text`, so a 2 GB file went into memory), else the default."""
+    if not options.prompt_template:
+        return SYSTEM_PROMPT
+    return read_user_text(Path(options.prompt_template), what="prompt template", max_bytes=TEMPLATE_MAX_BYTES)
+
+
 def _render_prompt(ctx: AttemptContext, options: AgentOptions) -> str:
-    template = SYSTEM_PROMPT
-    if options.prompt_template:
-        path = Path(options.prompt_template)
-        if not path.is_file():
-            raise UserError(f"{path}: prompt template not found")
-        template = path.read_text(encoding="utf-8")
+    template = load_system_template(options)
     video = ctx.workspace.video_name if ctx.workspace is not None else ""
     values = {"{prohibitions}": ctx.policy.prohibitions.strip(), "{instruction}": ctx.instruction.strip(),
               "{video}": video, "{answer_file}": ANSWER_FILE}

@@ -18,6 +18,7 @@ import base64
 import json
 import re
 from pathlib import Path
+from string import Formatter
 from typing import Any
 
 from statebox.attempt import AgentOptions, AttemptContext
@@ -69,15 +70,39 @@ def template_fields(item: Item, query: Query, **extra: Any) -> dict[str, Any]:
 
 
 def render_template(path: str, fields: dict[str, Any]) -> str:
-    """A user's prompt template: Python str.format fields ({question}, {options}, ...)."""
+    """A user's prompt template: Python str.format fields ({question}, {options}, ...), each a plain name.
+
+    Why plain names only (`_plain_fields`): `str.format` also evaluates a format spec (`{question:>2000000000}` built a
+    2 GB string on the host), attribute and index access (`{question.__class__.__mro__}` reached past the text into
+    the objects, a traceback where one was missing) and conversions; a template is a file someone handed over."""
     template_path = Path(path)
     if not template_path.exists():
         raise UserError(f"{path}: prompt template not found")
     text = read_user_text(template_path, what="prompt template", max_bytes=TEMPLATE_MAX_BYTES)
+    _plain_fields(path, text, fields)
+    return text.format(**fields)
+
+
+def _plain_fields(path: str, text: str, fields: dict[str, Any]) -> None:
+    """Refuse, in one line naming the template and the field, any replacement field of `text` that is not one of
+    `fields` by its plain name (no format spec, conversion, attribute or index), or text `str.format` cannot read."""
+    known = ", ".join(sorted(fields))
     try:
-        return text.format(**fields)
-    except (KeyError, IndexError, ValueError) as exc:
-        raise UserError(f"{path}: bad template field {exc} (known: {', '.join(sorted(fields))})") from exc
+        parsed = list(Formatter().parse(text))
+    except ValueError as exc:
+        raise UserError(f"{path}: not a valid template ({exc}; a literal brace is written {{{{ or }}}})") from None
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+        if spec:
+            raise UserError(f"{path}: template field {shown} has a format spec; fields are plain names ({known})")
+        if conversion:
+            raise UserError(f"{path}: template field {shown} has a conversion; fields are plain names ({known})")
+        if "." in name or "[" in name:
+            raise UserError(f"{path}: template field {shown} uses attribute or index access; fields are plain names ({known})")
+        if name not in fields:
+            raise UserError(f"{path}: template field {shown} is not a known field ({known})")
 
 
 def extract_answer(text: str) -> str:

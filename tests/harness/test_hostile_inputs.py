@@ -368,9 +368,37 @@ def test_a_prompt_template_that_is_not_a_small_regular_file_is_one_line(kind, tm
     else:
         with path.open("wb") as fh:
             fh.truncate(2 * 1024**3)
-    for read in (lambda: load_template(AgentOptions(prompt_template=str(path))), lambda: render_template(str(path), {})):
+    from statebox.agents.react import load_system_template
+
+    for read in (lambda: load_template(AgentOptions(prompt_template=str(path))), lambda: render_template(str(path), {}),
+                 lambda: load_system_template(AgentOptions(prompt_template=str(path)))):  # react's read it whole
         with pytest.raises(UserError, match=str(path)):
             read()
+
+
+@pytest.mark.parametrize(("template", "why"), [
+    ("{question:>2000000000}", "a format spec"),  # a 2 GB string built on the host, then sent as the prompt
+    ("{question.__class__.__mro__}", "attribute"),  # reaches past the text into the objects (a traceback when absent)
+    ("{question.nope}", "attribute"),
+    ("{options[0]}", "index"),
+    ("{question!r}", "a conversion"),
+    ("{}", "not a known field"),
+    ("{unknown}", "not a known field"),
+    ("{question", "not a valid template"),
+])
+def test_a_video_prompt_template_takes_plain_fields_only(template, why, tmp_path):
+    """The video agents' templates are Python `str.format` text; a field is a name and nothing more. A format spec,
+    attribute or index access, or a conversion is one line naming the template and the field, never evaluated."""
+    from statebox.agents.video_prompts import render_template
+    from statebox.errors import UserError
+
+    path = tmp_path / "template.txt"
+    path.write_text(f"Look at the frames. {template}\n")
+    with pytest.raises(UserError) as info:
+        render_template(str(path), {"question": "How many?", "options": "A. 1\nB. 2"})
+    assert str(info.value).startswith(f"{path}: ") and why in str(info.value)
+    path.write_text("Q: {question}\n{options}\n{{literal braces}}\n")
+    assert render_template(str(path), {"question": "How many?", "options": "A. 1"}) == "Q: How many?\nA. 1\n{literal braces}\n"
 
 
 def _not_a_folder(kind: str, tmp_path: Path) -> Path:
