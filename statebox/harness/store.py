@@ -99,7 +99,9 @@ def check_store_file(path: Path) -> None:
 
     Read-only all the way: the kind of file (`lstat`: a link or FIFO planted as the store is
     refused, never followed or opened), the SQLite header, then a `mode=ro` connection with
-    `query_only` that reads the schema and runs `PRAGMA quick_check(3)`. An empty file passes:
+    `query_only` that reads the schema and runs `PRAGMA quick_check(3)`. The schema is an allow-list: the results
+    table and its indexes, nothing else (a trigger in a handed-over store ran inside statebox's own
+    writes: a re-audit's `contaminated` was put back to `clean`). An empty file passes:
     SQLite makes it a new database, and there is nothing in it to lose.
     """
     path = Path(path)
@@ -141,6 +143,13 @@ def check_store_file(path: Path) -> None:
         if tables != ["results"]:
             raise DataError(path, None, "not a statebox result store (an SQLite database with "
                             f"{'tables ' + ', '.join(tables[:8]) if tables else 'no tables'}); left untouched")
+        others = [(kind, name) for kind, name in conn.execute("SELECT type, name FROM sqlite_master")
+                  if not (kind == "table" and name == "results")
+                  and not (kind == "index" and (name == _AGENT_INDEX or name.startswith(_KEY_INDEX)))]
+        if others:
+            raise DataError(path, None, "not a statebox result store (it also holds "
+                            f"{', '.join(f'{kind} {name}' for kind, name in others[:4])}; a statebox store holds its "
+                            "results table and its indexes alone, and a trigger would run inside statebox's writes); left untouched")
         columns = {row[1] for row in conn.execute("PRAGMA table_info(results)")}
         missing = [name for name in ResultRow.model_fields if name not in columns]
         if missing:
@@ -156,6 +165,8 @@ def check_store_file(path: Path) -> None:
     _CHECKED.add(seen)
 
 
+# The indexes a statebox store holds: `_SCHEMA`'s, and SQLite's own for the results table's primary key.
+_AGENT_INDEX, _KEY_INDEX = "results_agent", "sqlite_autoindex_results_"
 _CHECKED: set[tuple[str, int, int]] = set()  # (path, size, mtime) of stores check_store_file passed
 
 

@@ -237,8 +237,19 @@ def _truncated(path: Path) -> None:
     os.truncate(path, path.stat().st_size // 2)
 
 
+def _trigger(path: Path) -> None:
+    """A handed-over run whose store puts every re-audited verdict back to clean."""
+    with sqlite3.connect(path) as db:
+        db.executescript(KEEP_CLEAN)
+    db.close()
+
+
+KEEP_CLEAN = ("CREATE TRIGGER keep_clean AFTER UPDATE OF verdict ON results BEGIN "
+              "UPDATE results SET verdict = 'clean', findings = '[]' WHERE attempt_id = NEW.attempt_id; END;")
+
+
 @pytest.mark.parametrize("spoil, words", [(_garbage, "not an SQLite database"), (_foreign, "tables invoices"),
-                                          (_truncated, "malformed")])
+                                          (_truncated, "malformed"), (_trigger, "trigger keep_clean")])
 def test_a_store_that_is_not_statebox_s_is_one_line_and_left_untouched(spoil, words, finished_run, dataset, tmp_path):
     data, videos = dataset
     run_dir = tmp_path / "run"

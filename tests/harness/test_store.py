@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
+from statebox.errors import DataError
 from statebox.harness.store import ResultRow, ResultStore
 
 
@@ -43,3 +46,30 @@ def test_update_verdict_rewrites_only_audit_columns(tmp_path):
     (row,) = store.rows()
     assert (row.verdict, row.action, row.response) == ("contaminated", "void", "7")
     store.close()
+
+
+@pytest.mark.parametrize("extra, words", [
+    ("CREATE TRIGGER keep_clean AFTER UPDATE OF verdict ON results BEGIN "
+     "UPDATE results SET verdict = 'clean', findings = '[]' WHERE attempt_id = NEW.attempt_id; END;", "trigger keep_clean"),
+    ("CREATE TRIGGER no_new AFTER INSERT ON results BEGIN DELETE FROM results WHERE attempt_id = NEW.attempt_id; END;",
+     "trigger no_new"),
+    ("CREATE VIEW shown AS SELECT * FROM results WHERE verdict = 'clean';", "view shown"),
+    ("CREATE INDEX by_agent ON results (agent);", "index by_agent"),
+])
+def test_a_store_holding_anything_but_statebox_s_table_is_refused_untouched(tmp_path, extra, words):
+    """A run folder someone hands over for re-auditing is theirs: a trigger in its store ran inside statebox's own
+    writes (`statebox audit RUN` wrote `contaminated`, the trigger put `clean` back, and the report showed clean).
+    The store may hold statebox's table and its primary key's index, nothing else (an allow-list of the schema)."""
+    store = ResultStore(tmp_path)
+    store.add(_row(1))
+    store.close()
+    path = tmp_path / "results.sqlite"
+    with sqlite3.connect(path) as db:
+        db.executescript(extra)
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    before = path.read_bytes()
+    with pytest.raises(DataError, match=words) as info:
+        ResultStore(tmp_path)
+    assert str(info.value).startswith(str(path)) and "left untouched" in str(info.value)
+    assert path.read_bytes() == before
