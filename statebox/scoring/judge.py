@@ -58,6 +58,7 @@ class JudgeVerdict:
     reasoning: str = ""
     confidence: float = 0.0
     error: str | None = None  # set when the judge failed; the verdict then counts as incorrect
+    steering: str | None = None  # the judge's own words the answer held (`steering_words`): never sent, incorrect
 
     @property
     def tp(self) -> int:
@@ -114,6 +115,24 @@ def parse_verdict(text: str) -> JudgeVerdict:
     )
 
 
+# ---------------------------------------------------------------- answers that speak to the judge
+
+# What an enumeration answer never needs to say and an answer written for the judge does: its verdict's keys and
+# the heading of the ground truth its prompt shows (a forged one). Case-insensitive, spaces and hyphens alike.
+_STEERING = re.compile(r"\b(?:tp|fp|fn)_items\b|\bground[\s_-]*truth[\s_-]*answer\b", re.IGNORECASE)
+
+
+def steering_words(answer: str) -> str | None:
+    """The judge's own words in a model answer (`tp_items`, `Ground-truth answer`), or None.
+
+    Why: the judge reads the answer inside its prompt, so an answer can carry a verdict or a forged ground truth,
+    and a judge that follows it scores a wrong answer correct (an agent that cheats where it can would try). The
+    released evaluator sends every answer; statebox sends none that holds these words, counts it incorrect and says
+    how many (`JudgeVerdict.steering`). A plain list of items never holds them."""
+    match = _STEERING.search(answer)
+    return match.group(0) if match else None
+
+
 # ---------------------------------------------------------------- the LLM judge
 
 def default_cache_dir() -> Path:
@@ -143,6 +162,10 @@ class LLMJudge:
         return self.cache_dir / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
 
     def judge(self, true_answer: str, generated_answer: str) -> JudgeVerdict:
+        steering = steering_words(generated_answer)
+        if steering is not None:
+            return JudgeVerdict(error=f"the answer holds the judge's own words ({steering!r}): not sent to the judge",
+                                steering=steering)
         path = self._cache_path(true_answer, generated_answer)
         if path.exists():
             try:

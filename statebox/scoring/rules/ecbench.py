@@ -124,18 +124,22 @@ def score_table(items: list[Item], answers: Answers, judge: EnumerationJudge | N
         row.update(span_values(item, clips))
         rows.append(row)
 
-    judge_errors = 0
+    judge_errors = steered = 0
     workers = 1 if isinstance(judge, FuzzyJudge) else JUDGE_WORKERS
     with ThreadPoolExecutor(max_workers=workers) as pool:
         verdicts = list(pool.map(lambda job: judge.judge(job[1], job[2]), enumeration_jobs))
     for (index, _, _), verdict in zip(enumeration_jobs, verdicts):
         rows[index].update(enumeration_row(verdict))
-        judge_errors += verdict.error is not None
+        steered += verdict.steering is not None
+        judge_errors += verdict.error is not None and verdict.steering is None
 
     warnings = [f"EC-Bench enumeration judged by {judge.name}"]
     if isinstance(judge, FuzzyJudge) and enumeration_jobs:
         warnings.append("no LLM judge configured (OPENAI_API_KEY / ANTHROPIC_API_KEY): enumeration used the "
                         "deterministic fuzzy matcher, which can differ from the official GPT judge")
+    if steered:
+        warnings.append(f"{steered} enumeration answer{'s' if steered != 1 else ''} held the judge's own words "
+                        "(its verdict keys or a ground-truth heading): not sent to the judge, counted incorrect")
     if judge_errors:
         warnings.append(f"the judge failed on {judge_errors} enumeration answers: counted incorrect (as the released code)")
     if empty:
