@@ -22,7 +22,7 @@ import stat
 import threading
 import urllib.parse
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -94,6 +94,50 @@ class ResultRow(BaseModel):
 _JSON_COLUMNS = ("findings", "metrics")
 
 
+def _column_kind(column: str) -> str:
+    """What SQLite holds in a column of a statebox store: `text`, `integer` or `number` (`ResultRow`'s annotation;
+    the JSON columns are text)."""
+    annotation = ResultRow.model_fields[column].annotation
+    if column in _JSON_COLUMNS or annotation is str:
+        return "text"
+    return "integer" if annotation is int else "number"
+
+
+_KIND_WORDS = {"text": "text", "integer": "an integer", "number": "a number"}
+_SQLITE_TYPES = {"text": "('text')", "integer": "('integer')", "number": "('real', 'integer')"}
+# The first row (attempt id, column) whose cell is not of its column's kind, in one scan (`check_store_file`): a
+# handed-over store's cells are not ours, and the report reads rows without re-validating them (at 100k rows
+# pydantic's cost shows), so a text where a number belongs was a traceback deep in it.
+_MISFIT_SQL = ("SELECT attempt_id, misfit FROM (SELECT attempt_id, CASE "
+               + " ".join(f"WHEN typeof({c}) NOT IN {_SQLITE_TYPES[_column_kind(c)]} THEN '{c}'" for c in ResultRow.model_fields)
+               + " END AS misfit FROM results) WHERE misfit IS NOT NULL LIMIT 1")
+
+
+def decode_stored(column: str, text: str, attempt_id: object, loads: Callable[[str], Any], where: str) -> Any:
+    """A JSON column's value (`findings`: a list of flat objects; `metrics`: an object of numbers or nulls), or one
+    line (`DataError` naming `where`, the attempt and the column) when the cell is not that.
+
+    Why here: a handed-over store's cells are someone else's, the report decodes them without pydantic, and a
+    findings cell nested 100,000 deep was a RecursionError in the report, the export and `--resume`."""
+    try:
+        value = loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise DataError(where, None, f"the row of attempt {attempt_id!r} holds {column} that is not JSON "
+                        f"({str(exc)[:80]}); left untouched") from None
+    if column == "findings":
+        fits = isinstance(value, list) and all(
+            isinstance(f, dict) and all(v is None or isinstance(v, (str, int, float)) for v in f.values()) for f in value)
+        shape = "a list of flat objects"
+    else:
+        fits = isinstance(value, dict) and all(
+            v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in value.values())
+        shape = "an object of numbers"
+    if not fits:
+        raise DataError(where, None, f"the row of attempt {attempt_id!r} holds {column} that is not {shape}; "
+                        "left untouched")
+    return value
+
+
 def check_store_file(path: Path) -> None:
     """Refuse (`DataError`, one line) an existing file that is not a statebox result store.
 
@@ -155,6 +199,11 @@ def check_store_file(path: Path) -> None:
         if missing:
             raise DataError(path, None, "not a statebox result store (its results table lacks "
                             f"{', '.join(missing[:6])}); left untouched")
+        misfit = conn.execute(_MISFIT_SQL).fetchone()
+        if misfit is not None:
+            attempt, column = misfit
+            raise DataError(path, None, f"the row of attempt {attempt!r} holds a {column} that is not "
+                            f"{_KIND_WORDS[_column_kind(column)]}; not a statebox result store, left untouched")
         problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)")]
         if problems != ["ok"]:
             raise DataError(path, None, f"the result store is damaged (SQLite: {'; '.join(problems)[:300]}); left untouched")
@@ -290,7 +339,7 @@ class ResultStore:
         for raw in fetched:
             values = dict(zip(names, raw))
             for key in _JSON_COLUMNS:
-                values[key] = json.loads(values[key])
+                values[key] = decode_stored(key, values[key], values.get("attempt_id"), json.loads, str(self.path))
             yield ResultRow.model_validate(values)
 
     def count(self) -> int:

@@ -39,7 +39,7 @@ from statebox.report.aggregate import AgentDatasetScore, ScoreAccumulator, add_c
 from statebox.report.attribution import AttributionAccumulator, FailureAttribution, probe_parents
 from statebox.errors import UserError
 from statebox.harness.plan import RunConfig, load_datasets, trust_plan
-from statebox.harness.store import RESULTS_FILE, ResultRow, check_store_file
+from statebox.harness.store import RESULTS_FILE, ResultRow, check_store_file, decode_stored
 from statebox.harness.trust import TrustPlan
 from statebox.harness.trust_results import outcome_from_rows
 from statebox.schema import Item
@@ -59,6 +59,7 @@ CURVE_BINS = 6
 
 REPORT_ORDER = "agent, dataset, epoch, item_id, query_index"
 COLUMNS = tuple(ResultRow.model_fields)
+assert COLUMNS[0] == "attempt_id"  # LiteRow names a row by its first value
 _JSON_COLUMNS = ("findings", "metrics")
 VERDICT_ORDER = ("clean", "suspicious", "contaminated")
 
@@ -99,14 +100,18 @@ def _dumps(payload: Any, default: Any = None) -> bytes:
 _DECODED: dict[str, Any] = {}  # JSON column text -> its value (runs repeat the same metrics text)
 
 
-def _decode(text: str) -> Any:
-    """A JSON column's value, decoded once per distinct text (treat the result as read-only)."""
+def _decode(text: str, attempt_id: object) -> Any:
+    """The metrics column's value, decoded (and checked, `store.decode_stored`) once per distinct text (treat the
+    result as read-only)."""
     found = _DECODED.get(text)
     if found is None:
         if len(_DECODED) >= 8192:
             _DECODED.clear()
-        found = _DECODED[text] = _loads(text)
+        found = _DECODED[text] = decode_stored("metrics", text, attempt_id, _loads, _STORE)
     return found
+
+
+_STORE = f"the result store ({RESULTS_FILE})"
 
 
 class LiteRow:
@@ -120,10 +125,11 @@ class LiteRow:
 
     def __init__(self, values: tuple[Any, ...]) -> None:
         _assign(self, values)
+        attempt_id = values[0]  # COLUMNS begins with attempt_id
         findings = self.findings_json = self.findings  # type: ignore[has-type]
-        self.findings = [] if findings in ("[]", "", None) else _loads(findings)
+        self.findings = [] if findings == "[]" else decode_stored("findings", findings, attempt_id, _loads, _STORE)
         metrics = self.metrics_json = self.metrics  # type: ignore[has-type]
-        self.metrics = _decode(metrics) if metrics else {}
+        self.metrics = _decode(metrics, attempt_id) if metrics != "{}" else {}
 
 
 def _make_assign() -> Any:

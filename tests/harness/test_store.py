@@ -73,3 +73,52 @@ def test_a_store_holding_anything_but_statebox_s_table_is_refused_untouched(tmp_
         ResultStore(tmp_path)
     assert str(info.value).startswith(str(path)) and "left untouched" in str(info.value)
     assert path.read_bytes() == before
+
+
+# A handed-over store's cells are someone else's too: the report reads its rows without re-validating them (at 100k
+# rows pydantic costs), so a cell of the wrong kind was a traceback deep in the report, the export or `--resume`
+# (a findings cell nested 100,000 deep: RecursionError in all three).
+_DEEP = "[" * 100_000 + "]" * 100_000
+_HOSTILE_CELLS = [
+    ("findings", _DEEP, "findings"),
+    ("findings", "{\"category\": \"network\"}", "findings"),
+    ("findings", "[1, 2]", "findings"),
+    ("findings", "not json", "findings"),
+    ("metrics", "\"high\"", "metrics"),
+    ("metrics", "{\"score\": \"high\"}", "metrics"),
+    ("metrics", "{\"score\": " + _DEEP + "}", "metrics"),
+    ("query_index", "first", "query_index"),
+    ("epoch", 1.5, "epoch"),
+    ("verdict", b"\x01", "verdict"),  # a blob (an integer there is stored as text: TEXT affinity)
+    ("duration_s", "slow", "duration_s"),
+    ("agent", b"\x00blob", "agent"),
+]
+
+
+def _spoiled_store(tmp_path, column, value):
+    store = ResultStore(tmp_path)
+    store.add(_row(1))
+    store.add(_row(2))
+    store.close()
+    with sqlite3.connect(tmp_path / "results.sqlite") as db:
+        db.execute(f"UPDATE results SET {column} = ? WHERE attempt_id = 'a-2'", (value,))
+        db.commit()
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    return tmp_path / "results.sqlite"
+
+
+@pytest.mark.parametrize("column, value, named", _HOSTILE_CELLS)
+def test_a_stored_cell_of_the_wrong_kind_is_one_line_for_the_store_and_the_report(tmp_path, column, value, named):
+    from statebox.errors import UserError
+    from statebox.report.data import connect_readonly, iter_rows
+
+    path = _spoiled_store(tmp_path, column, value)
+    before = path.read_bytes()
+    with pytest.raises(UserError) as info:
+        ResultStore(tmp_path).rows()
+    assert "a-2" in str(info.value) and named in str(info.value)
+    with pytest.raises(UserError) as info:
+        list(iter_rows(connect_readonly(tmp_path)))
+    assert "a-2" in str(info.value) and named in str(info.value)
+    assert path.read_bytes() == before
