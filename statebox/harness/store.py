@@ -199,14 +199,15 @@ def check_store_file(path: Path) -> None:
         if missing:
             raise DataError(path, None, "not a statebox result store (its results table lacks "
                             f"{', '.join(missing[:6])}); left untouched")
+        problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)")]
+        if problems != ["ok"]:
+            raise DataError(path, None, f"the result store is damaged (SQLite: {'; '.join(problems)[:300]}); left untouched")
+        # every cell of its column's kind, once the file is known sound
         misfit = conn.execute(_MISFIT_SQL).fetchone()
         if misfit is not None:
             attempt, column = misfit
             raise DataError(path, None, f"the row of attempt {attempt!r} holds a {column} that is not "
                             f"{_KIND_WORDS[_column_kind(column)]}; not a statebox result store, left untouched")
-        problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)")]
-        if problems != ["ok"]:
-            raise DataError(path, None, f"the result store is damaged (SQLite: {'; '.join(problems)[:300]}); left untouched")
     except sqlite3.Error as exc:
         raise DataError(path, None, f"the result store is damaged or not SQLite ({exc}); left untouched") from None
     finally:
