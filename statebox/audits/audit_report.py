@@ -8,9 +8,9 @@ plots), and `audits` may not import `harness` (layer rules); the styling follows
 (same colours for clean / suspicious / contaminated), kept small here.
 
 Every string in the page came from a session, so every one is hostile: all text is HTML-escaped, the
-page loads nothing (a Content-Security-Policy of `default-src 'none'`, inline style and script only),
-and event texts are cut to `EVENT_CHARS`; a session shows at most `findings_shown.FINDINGS_SHOWN` findings (the
-agent sets how many it makes).
+page loads nothing, and its policy (`page_policy.py`) runs its own script alone, by hash: no handler or script a
+session wrote runs even where an escape were missed; event texts are cut to `EVENT_CHARS`; a session shows at
+most `findings_shown.FINDINGS_SHOWN` findings (the agent sets how many it makes).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Callable, Iterable
 
 from statebox.audits.external import AuditedSession
 from statebox.audits.findings_shown import shown_indexes
+from statebox.page_policy import page_policy, policy_meta
 from statebox.replace_file import HTML_PAGE, replace_text
 from statebox.schema import Event, Finding
 
@@ -64,6 +65,7 @@ JS = """
   apply();
 })();
 """
+AUDIT_POLICY_META = policy_meta(page_policy(JS))  # JS alone runs: no handler or script a session wrote (page_policy.py)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -183,7 +185,7 @@ def audit_report_html(sessions: list[AuditedSession], title: str = "statebox aud
     )
     return (
         "<!doctype html><html><head><meta charset=\"utf-8\">"
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
+        f"{AUDIT_POLICY_META}"
         f"<title>{_e(title)}</title><style>{CSS}</style></head><body>"
         f"<h1>{_e(title)}</h1><div class=\"sub\">{len(sessions)} sessions: {_e(summary)}. Verdicts follow what each agent did "
         "(commands, tool inputs, code it ran, what its tools showed it reached); the prompt's text never counts against it.</div>"

@@ -28,7 +28,7 @@ from typing import Any
 
 from statebox.attempt_folder import (ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, SESSION_FILE, is_attempt_name,
                                      open_attempt_file, read_attempt_file)
-from statebox.report.page import ATTEMPTS_SECTION, page_head, page_meta, page_tail, summary_html
+from statebox.report.page import ATTEMPTS_SECTION, PAGE_POLICY, page_head, page_meta, page_tail, summary_html
 from statebox.report.data import (
     COLUMNS,
     DatasetInfo,
@@ -261,6 +261,10 @@ class LiveRun:
         )
 
 
+# what every answer but the page itself may run or load: nothing (page_policy.py says why the page's own is narrow)
+NOTHING_RUNS = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+
+
 def make_handler(live: LiveRun) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "statebox-view"
@@ -268,11 +272,17 @@ def make_handler(live: LiveRun) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet by default
             return
 
-        def _send(self, body: bytes, content_type: str, status: HTTPStatus = HTTPStatus.OK) -> None:
+        def _send(self, body: bytes, content_type: str, status: HTTPStatus = HTTPStatus.OK,
+                  policy: str = NOTHING_RUNS) -> None:
+            """Every answer carries a policy (the page's own: its script alone; any other: nothing runs, for an
+            answer opened on its own, such as the summary fragment) and `nosniff` (a JSON answer holding markup is
+            never read as a page)."""
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")
+            self.send_header("Content-Security-Policy", policy)
+            self.send_header("X-Content-Type-Options", "nosniff")
             self.end_headers()
             self.wfile.write(body)
 
@@ -297,7 +307,7 @@ def make_handler(live: LiveRun) -> type[BaseHTTPRequestHandler]:
                 return
             try:
                 if url.path in ("/", "/index.html"):
-                    self._send(live.page().encode(), "text/html; charset=utf-8")
+                    self._send(live.page().encode(), "text/html; charset=utf-8", policy=PAGE_POLICY)
                 elif url.path == "/fragment/summary":
                     self._send(live.summary().encode(), "text/html; charset=utf-8")
                 elif url.path == "/api/status":

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from statebox.errors import UserError
+from statebox.page_policy import page_policy, policy_meta
 from statebox.replace_file import HTML_PAGE, refuse_unless_replaceable
 from statebox.report.aggregate import AT_CEILING, NOT_ABOVE, TOO_FEW, AgentDatasetScore, prior_outcome
 from statebox.report.attribution import FailureAttribution, attribution_json, outcomes
@@ -59,6 +60,9 @@ from statebox.report.plots import (
 )
 from statebox.report.visible_text import visible_html
 
+# the report's and the live view's policy: PAGE_JS alone, the chunk scripts it loads, the live view's API (page_policy.py)
+PAGE_POLICY = page_policy(PAGE_JS, scripts_it_loads=True, own_origin_api=True)
+PAGE_POLICY_META = policy_meta(PAGE_POLICY)
 SINGLE_FILE_LIMIT = 5 * 1024 * 1024  # per-attempt data beyond this goes to REPORT_files/
 
 
@@ -342,7 +346,7 @@ def page_meta(summary: RunSummary | None, datasets: list[DatasetInfo], **extra: 
 
 def page_head(title: str, subtitle: str) -> str:
     return (
-        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{_e(title)}</title>"
+        f"<!doctype html><html lang=en><head><meta charset=utf-8>{PAGE_POLICY_META}<title>{_e(title)}</title>"
         f"<meta name=viewport content='width=device-width,initial-scale=1'><style>{CSS}</style></head><body>\n"
         f"<h1>statebox report</h1>\n<p class=sub>{subtitle}</p>\n"
         "<nav class=toc><a href='#at-a-glance'>at a glance</a><a href='#h-leaderboard'>leaderboard</a>"

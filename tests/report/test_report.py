@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from statebox.report.aggregate import HEADLINE_METRIC
+from tests.report.chromium_support import dump_dom, screenshot
 
 STATEBOX = [sys.executable, "-m", "statebox.cli"]
 
@@ -100,41 +101,6 @@ def test_report_terminal_output_states_the_size(finished_run):
     # pytest-xdist worker's temp folder) puts it: the words, not the line breaks, are the contract here
     words = " ".join(proc.stdout.split())
     assert re.search(r"report: .*report\.html \(\d+(\.\d)? [KM]B, single file\)", words), proc.stdout[-500:]
-
-
-def _chromium() -> str:
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        pytest.fail("chromium is not installed (scripts/setup/60-report-browser.sh installs it)")
-    return exe
-
-
-CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-]
-
-
-def dump_dom(report: Path, fragment: str, profile: Path, budget_ms: int = 5000) -> str:
-    proc = subprocess.run(
-        [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--virtual-time-budget={budget_ms}", "--dump-dom",
-         report.resolve().as_uri() + fragment],
-        capture_output=True, text=True, timeout=180,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return proc.stdout
-
-
-def screenshot(report: Path, fragment: str, shot: Path, profile: Path, size: str = "1400,1000"):
-    from PIL import Image
-
-    proc = subprocess.run(
-        [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--window-size={size}",
-         "--virtual-time-budget=5000", f"--screenshot={shot}", report.resolve().as_uri() + fragment],
-        capture_output=True, text=True, timeout=180,
-    )
-    assert proc.returncode == 0 and shot.exists(), proc.stderr[-2000:]
-    return Image.open(shot).convert("RGB")
 
 
 def shown_rows(dom: str) -> list[dict[str, str]]:
