@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from statebox.errors import StorageError, UserError
-from statebox.media_input import FFMPEG_INPUT_OPTIONS, file_url
+from statebox.media_input import FFMPEG_INPUT_OPTIONS, file_url, refusal, refused_container
 from statebox.policies.model import Policy
 from statebox.sandbox import limited_fs, prompt_frame
 from statebox.sandbox.cleanup import remove_tree
@@ -261,7 +261,11 @@ def _give_to_agent(path: Path, mode: int) -> None:
 # ------------------------------------------------------------------ media
 
 
-def _run(cmd: list[str], what: str) -> str:
+class RefusedContainer(UserError):
+    """The input is a playlist or file list (media_input's allow-list refused its demuxer): no re-encode can help."""
+
+
+def _run(cmd: list[str], what: str, source: Path) -> str:
     if shutil.which(cmd[0]) is None:
         raise UserError(f"{cmd[0]} is not installed; install ffmpeg (apt-get install -y ffmpeg)")
     proc = run_stoppable(cmd)  # a stop signal kills it (Cancelled) rather than waiting for a long cut
@@ -269,6 +273,9 @@ def _run(cmd: list[str], what: str) -> str:
         if "No space left on device" in proc.stderr or "Disk quota exceeded" in proc.stderr:
             # a full disk stops the run; it is not the video's fault
             raise StorageError(f"{what}: no space left on device ({Path(cmd[-1]).parent})")
+        container = refused_container(proc.stderr)
+        if container is not None:
+            raise RefusedContainer(refusal(source, container))
         tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
         raise UserError(f"{what}: {tail[:300]}")
     return proc.stdout
@@ -276,7 +283,7 @@ def _run(cmd: list[str], what: str) -> str:
 
 def probe(path: Path) -> dict[str, Any]:
     out = _run(["ffprobe", "-v", "error", *FFMPEG_INPUT_OPTIONS, "-show_format", "-show_streams", "-show_chapters",
-                "-of", "json", file_url(path)], f"{path}: not a readable video")
+                "-of", "json", file_url(path)], f"{path}: not a readable video", path)
     return json.loads(out)
 
 
@@ -299,7 +306,7 @@ def clean_copy(src: Path, dst: Path, *, cut_at: float | None, reencode: bool, au
         check_video(src, cut_at)  # empty, audio-only, or a query time past the end: say so, never cut
     try:
         return _clean_copy(src, dst, cut_at=cut_at, reencode=reencode, audio=audio)
-    except StorageError:
+    except (StorageError, RefusedContainer):  # each names its cause already
         raise
     except UserError:
         inspect_video(src)  # names the cause (empty file, no video stream) instead of ffmpeg's words
@@ -311,18 +318,18 @@ def _clean_copy(src: Path, dst: Path, *, cut_at: float | None, reencode: bool, a
     base = ["ffmpeg", "-nostdin", "-v", "error", "-y", *FFMPEG_INPUT_OPTIONS, "-i", file_url(src), "-map", "0:v:0"]
     base += ["-map", "0:a?"] if audio == "keep" else ["-an"]
     if cut_at is not None:
-        _run(base + ["-t", f"{cut_at:.6f}"] + ENCODE_ARGS + STRIP_ARGS + [str(dst)], f"{src}: cutting the video")
+        _run(base + ["-t", f"{cut_at:.6f}"] + ENCODE_ARGS + STRIP_ARGS + [str(dst)], f"{src}: cutting the video", src)
         return True
     if reencode:
-        _run(base + ENCODE_ARGS + STRIP_ARGS + [str(dst)], f"{src}: re-encoding the video")
+        _run(base + ENCODE_ARGS + STRIP_ARGS + [str(dst)], f"{src}: re-encoding the video", src)
         return True
     try:
-        _run(base + ["-c", "copy"] + STRIP_ARGS + [str(dst)], f"{src}: copying the video")
+        _run(base + ["-c", "copy"] + STRIP_ARGS + [str(dst)], f"{src}: copying the video", src)
         return False
-    except StorageError:  # a full disk is not a codec mp4 cannot hold
+    except (StorageError, RefusedContainer):  # a full disk, a playlist: not a codec mp4 cannot hold
         raise
     except UserError:
-        _run(base + ENCODE_ARGS + STRIP_ARGS + [str(dst)], f"{src}: re-encoding the video")
+        _run(base + ENCODE_ARGS + STRIP_ARGS + [str(dst)], f"{src}: re-encoding the video", src)
         return True
 
 

@@ -17,7 +17,8 @@ from statebox.benchmarks.transforms import apply
 from statebox.errors import UserError
 from statebox.media_input import opencv_capture
 from statebox.sandbox.videocheck import VideoError, inspect_video
-from statebox.sandbox.workspace import clean_copy
+from statebox.sandbox import workspace
+from statebox.sandbox.workspace import clean_copy, run_stoppable
 
 from .conftest import make_video
 
@@ -44,11 +45,21 @@ def test_the_preflight_probe_refuses_a_file_that_names_other_files(hostile, kind
 
 
 @pytest.mark.parametrize("kind", ["hls", "concat"])
-def test_the_workspace_copy_refuses_it_and_writes_nothing(hostile, kind, tmp_path):
+def test_the_workspace_copy_refuses_it_and_writes_nothing(hostile, kind, tmp_path, monkeypatch):
+    """Refused at the first ffmpeg run: the refusal is not a codec mp4 cannot hold, so no re-encode is tried (before,
+    the stream copy failed, a re-encode ran the refused file through ffmpeg again, then a probe named the cause)."""
+    runs: list[str] = []
+
+    def counted(cmd, *args, **kwargs):
+        runs.append(cmd[0])
+        return run_stoppable(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(workspace, "run_stoppable", counted)
     out = tmp_path / "video.mp4"
-    with pytest.raises(UserError, match=f"a {kind} file, not a video container"):
+    with pytest.raises(UserError, match=f"^{hostile[kind]}: a {kind} file, not a video container"):
         clean_copy(hostile[kind], out, cut_at=None, reencode=False)
     assert not out.exists()
+    assert runs == ["ffmpeg"]
 
 
 @pytest.mark.parametrize("kind", ["hls", "concat"])
