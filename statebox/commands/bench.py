@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -37,12 +36,12 @@ def make(
     workers: int = typer.Option(None, "--workers", min=1, help="Processes (default: up to 2)."),
 ) -> None:
     """Render the suite's videos, ground truth and annotation files."""
-    from statebox.benchmarks.synthetic.suite import default_workers, make_suite  # why: the generator (numpy), only when run
+    from statebox.benchmarks.synthetic.suite import make_suite, render_workers  # why: the generator (numpy), only when run
 
     console = Console(stderr=True)
     start = time.perf_counter()
     columns = [TextColumn("[bold]bench make[/] {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
-    with ProgressDisplay("bench make", console, columns, slots=min(workers or default_workers(), os.cpu_count() or 1)) as display:
+    with ProgressDisplay("bench make", console, columns, slots=render_workers(workers)) as display:
         display.add("videos", total=None)
 
         def on_video(label: str, done: int, total: int) -> None:

@@ -68,7 +68,7 @@ def register(app: typer.Typer) -> None:
         real_items: int = typer.Option(3, help="items per dataset for a real coding agent when an API key is set"),
     ) -> None:
         """Run the main job on the built-in tiny suite and print the leaderboard and report path."""
-        from statebox.benchmarks.synthetic.suite import default_workers, make_suite  # the generator: only when run
+        from statebox.benchmarks.synthetic.suite import make_suite, render_workers  # the generator: only when run
 
         console = wide_console()
         t0 = time.time()
@@ -101,7 +101,7 @@ def register(app: typer.Typer) -> None:
         suite_dir = out / "suite"
         if not (suite_dir / "suite.json").exists():
             console.print(f"suite: generating the tiny built-in suite into {suite_dir}")
-            with ProgressDisplay("demo suite", console, SUITE_COLUMNS, slots=default_workers()) as display:
+            with ProgressDisplay("demo suite", console, SUITE_COLUMNS, slots=render_workers(None)) as display:
                 display.add("videos", total=None)
 
                 def progress(label: str, done: int, total: int) -> None:

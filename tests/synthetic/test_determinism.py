@@ -94,3 +94,15 @@ def test_render_processes_are_capped_at_the_cores(tmp_path: Path, monkeypatch) -
     # starts all of them at once: the uncapped 5000 took this machine's memory before the test timed out)
     make_suite(tmp_path / "s", size="tiny", seed=0, tasks=["cube_count"], workers=64)
     assert all(n <= (os.cpu_count() or 1) for n in asked)  # none asked at all on one core: no pool
+
+
+def test_the_progress_display_shows_as_many_slots_as_render(monkeypatch) -> None:
+    """`bench make` and the demo size their progress display with the cap the pool uses: one function
+    (`render_workers`), so the two cannot drift apart (they were written twice before)."""
+    from statebox.benchmarks.synthetic import suite as suite_module
+
+    monkeypatch.setattr(suite_module.os, "cpu_count", lambda: 4)
+    assert suite_module.render_workers(64) == 4
+    assert suite_module.render_workers(64, videos=3) == 3
+    assert suite_module.render_workers(None) == suite_module.default_workers() == 2
+    assert suite_module.render_workers(1, videos=0) == 1

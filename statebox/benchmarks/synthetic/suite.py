@@ -82,6 +82,16 @@ def default_workers() -> int:
     return min(2, os.cpu_count() or 1)
 
 
+def render_workers(requested: int | None, videos: int | None = None) -> int:
+    """Processes that render: those asked for (else `default_workers`), at most one per core and per video.
+
+    Why capped: the renderer is CPU-bound, and `--workers 5000` started 5,000 processes at once (Python 3.11's
+    pool starts them all), each with numpy, until the host's memory ran out. One function, so that `bench make`'s
+    progress display shows as many slots as render."""
+    workers = requested if requested is not None else default_workers()
+    return max(1, min(workers, os.cpu_count() or 1, videos if videos is not None else workers))
+
+
 def _video_job(args: tuple[str, str, int, int, int]) -> tuple[str, int, VideoRecord]:
     family, family_dir, seed, index, n = args
     record = family_module(family).make_video(Path(family_dir), seed, index, n)
@@ -137,10 +147,7 @@ def make_suite(out: Path, size: str = "tiny", seed: int = 0, tasks: list[str] | 
     jobs.sort(key=lambda j: (-family_module(j[0]).COST, j[0], j[3]))
 
     records: dict[str, dict[int, VideoRecord]] = {f: {} for f in families}
-    workers = workers if workers is not None else default_workers()
-    # at most a process per core and per video: the renderer is CPU-bound, and `--workers 5000` started 5,000
-    # processes at once (Python 3.11's pool starts them all), each with numpy, until the host's memory ran out
-    workers = max(1, min(workers, os.cpu_count() or 1, len(jobs)))
+    workers = render_workers(workers, len(jobs))
     done = 0
     if progress:
         progress("", 0, len(jobs))
