@@ -43,5 +43,8 @@ def page_policy(script: str, *, scripts_it_loads: bool = False, own_origin_api: 
 
 
 def policy_meta(policy: str) -> str:
-    """The `<meta http-equiv>` element that carries `policy` in a page."""
-    return f'<meta http-equiv="Content-Security-Policy" content="{html.escape(policy, quote=True)}">'
+    """The `<meta http-equiv>` element that carries `policy` in a page (its sources' single quotes as they are: the
+    attribute is double-quoted, and a policy never holds a double quote)."""
+    if '"' in policy:
+        raise ValueError("a policy holds no double quote")
+    return f'<meta http-equiv="Content-Security-Policy" content="{html.escape(policy, quote=False)}">'
