@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
         port: int = typer.Option(8765, min=0, max=65535, help="port on 127.0.0.1 (0: any free port)"),
         poll_ms: int = typer.Option(2000, "--poll-ms", min=1, help="how often the page asks for new rows"),
     ) -> None:
-        """Serve a run's report on localhost with progress, rows as they are written, and attempts in flight (reads the run folder only)."""
+        """Serve a run's report on localhost with progress, rows as they are written, and attempts in flight (reads the run folder only; only the printed address, which carries a token, opens it)."""
         if not (run_dir / RUN_CONFIG_FILE).exists():
             raise UserError(f"{run_dir}: not a statebox run folder (no {RUN_CONFIG_FILE})")
 

@@ -42,6 +42,8 @@ PAGE_JS = r"""// statebox report: filters, search, sorting, pagination and on-de
   const vis = s => esc(s).replace(INVISIBLE, c =>
     `<span class=uesc>&lt;U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}&gt;</span>`);
   const pad4 = n => String(n).padStart(4, "0");
+  // the live view answers only requests that carry its token (the address `statebox view` printed)
+  const api = path => fetch(path + (path.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(M.token || ""));
 
   function loadChunk(name) {
     if (S.chunks[name]) return Promise.resolve(S.chunks[name]);
@@ -201,7 +203,7 @@ PAGE_JS = r"""// statebox report: filters, search, sorting, pagination and on-de
   }
 
   function getTranscript(r) {
-    if (M.live) return fetch("api/attempt?id=" + encodeURIComponent(r[F.AID])).then(x => x.json());
+    if (M.live) return api("api/attempt?id=" + encodeURIComponent(r[F.AID])).then(x => x.json());
     // transcript chunks are keyed by attempt id (so an unchanged chunk is reused by the next report)
     return loadChunk(M.tchunks[r[F.TCH]]).then(d => d[r[F.AID]] || {ev: [], missing: true});
   }
@@ -331,7 +333,7 @@ PAGE_JS = r"""// statebox report: filters, search, sorting, pagination and on-de
   function liveTranscriptSearch() {
     const q = (S.f.q || "").toLowerCase();
     if (!M.live || !S.f.t || !q || (S.tLive && S.tLive.q === q)) return;
-    fetch("api/search?q=" + encodeURIComponent(q)).then(x => x.json()).then(d => {
+    api("api/search?q=" + encodeURIComponent(q)).then(x => x.json()).then(d => {
       S.tLive = {q, ids: new Set(d.ids)};
       apply(true);
     });
@@ -444,10 +446,10 @@ PAGE_JS = r"""// statebox report: filters, search, sorting, pagination and on-de
   }
 
   function pollLive() {
-    fetch("api/status").then(x => x.json()).then(st => {
+    api("api/status").then(x => x.json()).then(st => {
       renderStatus(st);
       const jobs = [];
-      const more = () => fetch("api/rows?after=" + S.lastRowid).then(x => x.json()).then(d => {
+      const more = () => api("api/rows?after=" + S.lastRowid).then(x => x.json()).then(d => {
           M.agents = d.vocab.agents; M.datasets = d.vocab.datasets; M.verdicts = d.vocab.verdicts;
           M.statuses = d.vocab.statuses; M.actions = d.vocab.actions;
           addRows(d.rows);
@@ -462,7 +464,7 @@ PAGE_JS = r"""// statebox report: filters, search, sorting, pagination and on-de
       if (st.last_rowid > S.lastRowid) jobs.push(more());
       if (st.rows !== S.summaryRows && Date.now() - S.summaryAt > 5000) {
         S.summaryAt = Date.now();
-        jobs.push(fetch("fragment/summary").then(x => x.text()).then(html => {
+        jobs.push(api("fragment/summary").then(x => x.text()).then(html => {
           $("summary").innerHTML = html;
           wireSortable($("summary"));
           S.summaryRows = st.rows;

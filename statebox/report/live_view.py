@@ -7,6 +7,11 @@ running. It only ever reads the run folder: SQLite is opened read-only
 (`file:...?mode=ro`, per request), nothing is written beside the run, no run lock is
 taken, so it never gets in the way of the run it watches.
 
+Who may ask: a request that names this server by a loopback name (`Host`, against DNS rebinding) and carries
+the token the command printed (`?token=`, as Jupyter's server asks for one): the page holds every answer and the
+benchmark's targets, and any other account or process on a shared machine can reach 127.0.0.1. The page's own
+script adds the token to each request it makes.
+
 Endpoints (all GET): `/` the page; `/fragment/summary` the part above the attempt table
 (recomputed when rows were added, at most every few seconds); `/api/status`;
 `/api/rows?after=ROWID`; `/api/attempt?id=ATTEMPT_ID`; `/api/search?q=TEXT` (attempts
@@ -15,8 +20,10 @@ whose transcript contains TEXT).
 
 from __future__ import annotations
 
+import hmac
 import json
 import os
+import secrets
 import threading
 import time
 import urllib.parse
@@ -247,8 +254,8 @@ class LiveRun:
             self._summary_cost = time.time() - started
             return text
 
-    def page(self) -> str:
-        meta = page_meta(None, self.datasets, live=True, poll_ms=self.poll_ms, summary_rows=-1)
+    def page(self, token: str) -> str:
+        meta = page_meta(None, self.datasets, live=True, poll_ms=self.poll_ms, summary_rows=-1, token=token)
         subtitle = (f"live view of <code>{self.run_dir}</code> · agents: {', '.join(self.config.agents)} · "
                     f"{self.config.epochs} epoch(s) · reads the run folder only")
         return (
@@ -265,7 +272,7 @@ class LiveRun:
 NOTHING_RUNS = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 
 
-def make_handler(live: LiveRun) -> type[BaseHTTPRequestHandler]:
+def make_handler(live: LiveRun, token: str) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "statebox-view"
 
@@ -305,9 +312,13 @@ def make_handler(live: LiveRun) -> type[BaseHTTPRequestHandler]:
             if not self._host_is_ours():
                 self._json({"error": "this server answers only to 127.0.0.1 or localhost"}, HTTPStatus.FORBIDDEN)
                 return
+            if not hmac.compare_digest((query.get("token") or [""])[0].encode(), token.encode()):
+                self._json({"error": "this view answers only to the address `statebox view` printed (its token)"},
+                           HTTPStatus.FORBIDDEN)
+                return
             try:
                 if url.path in ("/", "/index.html"):
-                    self._send(live.page().encode(), "text/html; charset=utf-8", policy=PAGE_POLICY)
+                    self._send(live.page(token).encode(), "text/html; charset=utf-8", policy=PAGE_POLICY)
                 elif url.path == "/fragment/summary":
                     self._send(live.summary().encode(), "text/html; charset=utf-8")
                 elif url.path == "/api/status":
@@ -337,11 +348,12 @@ def make_handler(live: LiveRun) -> type[BaseHTTPRequestHandler]:
 
 def serve(run_dir: Path, port: int = 8765, host: str = "127.0.0.1", poll_ms: int = 2000,
           ready: Callable[[str], object] | None = None) -> None:
-    """Serve until interrupted; `ready(url)` is called once listening."""
+    """Serve until interrupted; `ready(url)` is called once listening, with the address that carries the token."""
     live = LiveRun(run_dir, poll_ms=poll_ms)
-    server = ThreadingHTTPServer((host, port), make_handler(live))
+    token = secrets.token_urlsafe(24)  # a new one each start: an address printed before opens nothing now
+    server = ThreadingHTTPServer((host, port), make_handler(live, token))
     server.daemon_threads = True
-    url = f"http://{host}:{server.server_address[1]}/"
+    url = f"http://{host}:{server.server_address[1]}/?token={token}"
     if ready is not None:
         ready(url)
     try:

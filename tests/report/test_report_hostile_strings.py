@@ -127,7 +127,7 @@ def live_view(run_dir: Path) -> Iterator[str]:
                               stderr=subprocess.PIPE, text=True, preexec_fn=default_signal_dispositions)
     try:
         line = viewer.stdout.readline()  # type: ignore[union-attr]
-        found = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
+        found = re.search(r"(http://127\.0\.0\.1:\d+/\?token=[\w-]+)", line)
         assert found, f"no URL from statebox view: {line!r}"
         yield found.group(1)
     finally:
@@ -148,8 +148,9 @@ def test_live_view_answers_carry_a_policy(hostile_run):
     """The page's answer carries the page's policy; every other answer (a fragment or JSON opened on its own) one
     under which nothing runs, and `nosniff`, so a JSON answer holding markup is never read as a page."""
     with live_view(hostile_run) as url:
+        base, token = url.split("?", 1)
         for path in ("", "fragment/summary", "api/status", "api/rows?after=0"):
-            with urllib.request.urlopen(url + path, timeout=60) as answer:
+            with urllib.request.urlopen(base + path + ("&" if "?" in path else "?") + token, timeout=60) as answer:
                 policy = answer.headers.get("Content-Security-Policy") or ""
                 assert answer.headers.get("X-Content-Type-Options") == "nosniff", path
                 directives = dict((d.strip().split(" ", 1) + [""])[:2] for d in policy.split(";"))

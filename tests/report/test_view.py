@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -38,14 +39,19 @@ class Viewer:
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signal_dispositions,
         )
         line = self.proc.stdout.readline()  # type: ignore[union-attr]
-        m = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
+        m = re.search(r"(http://127\.0\.0\.1:(\d+)/)\?token=([\w-]+)", line)
         if not m:
             self.stop()
             raise AssertionError(f"no URL from statebox view: {line!r} {self.proc.stderr.read()[-2000:]}")  # type: ignore[union-attr]
-        self.url = m.group(1)
+        self.url = m.group(0)  # as printed: the page's address with its token
+        self.base, self.port, self.token = m.group(1), int(m.group(2)), m.group(3)
+
+    def path(self, path: str) -> str:
+        """`path` (`api/rows?after=0`) as the page's script asks for it: with the token."""
+        return path + ("&" if "?" in path else "?") + "token=" + self.token
 
     def get(self, path: str) -> bytes:
-        with urllib.request.urlopen(self.url + path, timeout=60) as resp:
+        with urllib.request.urlopen(self.base + self.path(path), timeout=60) as resp:
             return resp.read()
 
     def json(self, path: str):
@@ -157,6 +163,34 @@ def test_view_page_in_chromium_follows_the_run(small_run, tmp_path):
     assert shown == ["contaminated"] * 3 == ["contaminated"] * int(m.group(1))
 
 
+def test_view_answers_only_requests_that_carry_its_token(small_run):
+    """Any account or process on the machine can reach 127.0.0.1, and the page holds every answer, transcript and
+    the benchmark's targets: without the printed token (or with another, or an old one) every path is 403, and
+    nothing of the run is in the answer."""
+    viewer = Viewer(small_run)
+    try:
+        page = viewer.get("").decode()
+        assert "id='attempts'" in page and viewer.token in page  # the page's script sends it on
+        for path in ("", "api/status", "api/rows?after=0", "fragment/summary", "api/search?q=a", "index.html"):
+            for query in ("", "?token=", f"?token={viewer.token[:-1]}", f"?token={viewer.token}x", f"?other={viewer.token}"):
+                try:
+                    urllib.request.urlopen(viewer.base + path.split("?")[0] + query, timeout=60)
+                except urllib.error.HTTPError as refused:
+                    answer = json.loads(refused.read())
+                    assert refused.code == 403 and list(answer) == ["error"] and "token" in answer["error"], (path, query)
+                else:
+                    raise AssertionError(f"{path}{query}: answered without the token")
+    finally:
+        viewer.stop()
+    again = Viewer(small_run)  # a new start, a new token: the old address opens nothing
+    try:
+        assert again.token != viewer.token
+        with pytest.raises(urllib.error.HTTPError, match="403"):
+            urllib.request.urlopen(again.base + "api/status?token=" + viewer.token, timeout=60)
+    finally:
+        again.stop()
+
+
 def test_view_refuses_a_folder_that_is_not_a_run(tmp_path):
     proc = subprocess.run(STATEBOX + ["view", str(tmp_path), "--port", "0"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "not a statebox run folder" in proc.stderr
@@ -177,7 +211,7 @@ def test_view_answers_only_to_loopback_names_and_says_why_it_refuses_an_attempt(
     events.symlink_to(secret)
     viewer = Viewer(run_dir)
     try:
-        port = int(viewer.url.rsplit(":", 1)[1].strip("/"))
+        port = viewer.port
 
         def get(path: str, host: str) -> tuple[int, bytes]:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
@@ -188,16 +222,16 @@ def test_view_answers_only_to_loopback_names_and_says_why_it_refuses_an_attempt(
             finally:
                 conn.close()
 
-        attempt = f"/api/attempt?id={events.parent.name}"
+        attempt = "/" + viewer.path(f"api/attempt?id={events.parent.name}")
         for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.evil.example", ""):
             status, body = get(attempt, host)
             assert status == 403 and b"okapi" not in body, (host, status)
         for host in (f"127.0.0.1:{port}", f"localhost:{port}", "localhost"):
-            status, body = get("/api/status", host)
+            status, body = get("/" + viewer.path("api/status"), host)
             assert status == 200, (host, status)
         status, body = get(attempt, f"127.0.0.1:{port}")
         assert status == 422 and b"symbolic link" in body and b"okapi" not in body, (status, body[:300])
-        status, _ = get(f"/api/attempt?id={sorted((run_dir / 'attempts').glob('*/events.jsonl'))[1].parent.name}",
+        status, _ = get("/" + viewer.path(f"api/attempt?id={sorted((run_dir / 'attempts').glob('*/events.jsonl'))[1].parent.name}"),
                         f"127.0.0.1:{port}")
         assert status == 200
     finally:
