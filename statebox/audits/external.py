@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from itertools import chain, islice, repeat
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator, get_args
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterable, Iterator, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
@@ -75,7 +75,9 @@ from statebox.sessions.shapes import list_of, object_at
 from statebox.userfiles import read_upto
 
 if TYPE_CHECKING:  # inspect_ai is heavy: imported where an Inspect log is read (see _inspect_reader)
-    from inspect_ai.log import EvalLog
+    from inspect_ai.log import EvalLog, EvalSample
+
+T = TypeVar("T")
 
 EXTERNAL_FORMATS = ("inspect", "harbor", "claude", "codex", "statebox")
 MAX_LOG_BYTES = 2 * 1024**3  # one log file; an Inspect log of a large eval is big, a session file far smaller
@@ -982,7 +984,7 @@ def _admit(fh: BinaryIO, path: Path, eval_zip: bool) -> None:
         inspect_admission.admit_json(fh, path)
 
 
-def _inspect_read(path: Path, read: Callable[[], Any]) -> Any:
+def _inspect_read(path: Path, read: Callable[[], T]) -> T:
     """`read()` (a call into inspect_ai's reader), its failure as the one line naming the log."""
     try:
         return read()
@@ -995,11 +997,12 @@ class InspectSamples:
     """An admitted Inspect log: its header (no samples), the (id as text, epoch) of each of its samples in the order
     they come, and the samples themselves, read as they are asked for."""
 
-    header: Any  # inspect_ai's EvalLog without samples
+    header: "EvalLog"  # without its samples
     keys: list[tuple[str, int]]
-    samples: Iterator[Any]  # inspect_ai's EvalSample
+    samples: Iterator["EvalSample"]
 
 
+SAMPLE_ALONE_EVAL = {"created": "2000-01-01T00:00:00+00:00", "task": "sample", "dataset": {}, "model": "none", "config": {}}
 _SAMPLE_ENTRY = re.compile(r"samples/(.+)_epoch_([0-9]{1,9})\.json", re.S)
 
 
@@ -1010,7 +1013,7 @@ def opened_inspect_log(path: Path) -> Iterator[InspectSamples]:
     Why: inspect_ai's reader builds every sample of a log before the first is returned: 127 MB of samples (3,000 of 63
     messages) held ~600 MB, so a 2 GB log (what admission lets in) wanted ~10 GB. Each sample is still read by
     inspect_ai's own public reader: its entry, as admitted (within its declared size, its CRC checked), goes with
-    the log's `eval` header into a zip of its own in memory, which `read_eval_log` reads with the attachments
+    a least header into a zip of its own in memory, which `read_eval_log` reads with the attachments
     resolved, exactly as it reads a whole log (the same validation, events data and timelines). Samples come in the
     order inspect_ai sorts them (epoch, then id; an integer id as it zero-fills it), told from the entry names and
     the header's typed sample ids. A `.json` log is one JSON text: read whole, as before; so is an `.eval` whose
@@ -1030,15 +1033,17 @@ def opened_inspect_log(path: Path) -> Iterator[InspectSamples]:
             log.samples = None
             yield InspectSamples(log, [(str(s.id), s.epoch) for s in samples], iter(samples))
             return
-        head = json.dumps({"version": header.version, "eval": header.eval.model_dump(mode="json")}).encode()
+        # the header each sample is read with: the least an EvalLog is (a sample is validated without it), not the
+        # log's own `eval`, which a crafted log can make megabytes long to be parsed again with each of its samples
+        head = json.dumps({"version": header.version, "eval": SAMPLE_ALONE_EVAL}).encode()
 
-        def one(name: str, key: tuple[str, int]) -> Any:
+        def one(name: str, key: tuple[str, int]) -> "EvalSample":
             alone = io.BytesIO()
             with zipfile.ZipFile(alone, "w", zipfile.ZIP_STORED) as out:
                 out.writestr("header.json", head)
                 out.writestr(name, archive.read(name))
             alone.seek(0)
-            sample = _inspect_read(path, lambda: read_eval_log(alone, resolve_attachments=True, format="eval").samples[0])
+            sample: EvalSample = _inspect_read(path, lambda: read_eval_log(alone, resolve_attachments=True, format="eval").samples[0])
             if (str(sample.id), sample.epoch) != key:
                 raise DataError(path, None, f"entry {name!r} holds sample {str(sample.id)[:80]!r} epoch {sample.epoch}, "
                                             "not the one its name says")
@@ -1092,7 +1097,7 @@ def inspect_sessions(path: Path) -> Iterator[ExternalSession]:
             yield _inspect_session(path, sample, unique, is_export, default_agent)
 
 
-def _inspect_session(path: Path, sample: Any, unique: bool, is_export: bool, default_agent: str) -> ExternalSession:
+def _inspect_session(path: Path, sample: "EvalSample", unique: bool, is_export: bool, default_agent: str) -> ExternalSession:
     meta = sample.metadata or {}
     name = _sample_name(sample, unique)
     facts = AttemptFacts(attempt_id=name, agent=str(meta.get("agent") or default_agent),

@@ -1,7 +1,7 @@
 """An `.eval` log audited a sample at a time gives what the whole log read at once gives.
 
-`external.opened_inspect_log` hands each sample's entry, with the log's `eval` header, to inspect_ai's own public
-reader in a zip of its own, so the audit holds one sample, not the log (127 MB of samples held ~600 MB read whole;
+`external.opened_inspect_log` hands each sample's entry, with a least header, to inspect_ai's own public reader in a
+zip of its own, so the audit holds one sample, not the log (127 MB of samples held ~600 MB read whole;
 perf/inspect_memory.py measures it). What must not change: which samples there are, their names (an id repeated over
 epochs is named `ID@epochN`), the order inspect_ai gives them (epoch, then id, an integer id zero-filled: 2 before
 10), their attachments resolved, and every verdict. A log whose entry names are not inspect_ai's is read whole;
@@ -112,3 +112,28 @@ def test_a_hostile_entry_is_refused_before_any_sample_is_read(tmp_path):
     bad.write_bytes(bytes(data))
     with pytest.raises(DataError, match=r"crc\.eval: .*CRC"):
         next(external.inspect_sessions(bad))
+
+
+def test_each_sample_is_read_with_a_least_header_not_the_log_s_own(tmp_path, monkeypatch):
+    """A crafted log's `eval` header can be megabytes (its metadata) over thousands of samples: had it gone into each
+    sample's zip, it would be parsed again with each of them. Each per-sample read holds the sample and ~200 bytes."""
+    samples = [_sample(i, 1, cheat=False) for i in range(1, 6)]
+    log = EvalLog(eval=EvalSpec(created="2026-12-01T00:00:00+00:00", task="t", dataset=EvalDataset(sample_ids=list(range(1, 6))),
+                                model="anthropic/claude", config=EvalConfig(), metadata={"padding": "x" * 2_000_000}),
+                  samples=samples, status="success")
+    path = tmp_path / "padded.eval"
+    write_eval_log(log, str(path))
+    read_eval_log, write = external._inspect_reader()
+    sizes: list[int] = []
+
+    def recording(source, **kwargs):
+        if hasattr(source, "getbuffer") and not kwargs.get("header_only"):
+            sizes.append(source.getbuffer().nbytes)
+        return read_eval_log(source, **kwargs)
+
+    monkeypatch.setattr(external, "_inspect_reader", lambda: (recording, write))
+    streamed = list(external.inspect_sessions(path))
+    assert [s.name for s in streamed] == ["1", "2", "3", "4", "5"]
+    with zipfile.ZipFile(path) as archive:
+        largest = max(i.file_size for i in archive.infolist() if i.filename.startswith("samples/"))
+    assert len(sizes) == 5 and max(sizes) < largest + 2_000, (sizes, largest)
