@@ -38,6 +38,7 @@ from __future__ import annotations
 import errno
 import io
 import json
+import multiprocessing
 import os
 import re
 import stat
@@ -1000,6 +1001,11 @@ class InspectSamples:
     header: "EvalLog"  # without its samples
     keys: list[tuple[str, int]]
     samples: Iterator["EvalSample"]
+    # an `.eval` read a sample at a time: its open, admitted file (a forked worker reads the same file through it),
+    # its sample entries (name, id as text, epoch) in order, and its format version; None / None / 0 for a whole read
+    fd: int | None = None
+    entries: list[tuple[str, str, int]] | None = None
+    version: int = 0
 
 
 SAMPLE_ALONE_EVAL = {"created": "2000-01-01T00:00:00+00:00", "task": "sample", "dataset": {}, "model": "none", "config": {}}
@@ -1033,23 +1039,26 @@ def opened_inspect_log(path: Path) -> Iterator[InspectSamples]:
             log.samples = None
             yield InspectSamples(log, [(str(s.id), s.epoch) for s in samples], iter(samples))
             return
-        # the header each sample is read with: the least an EvalLog is (a sample is validated without it), not the
-        # log's own `eval`, which a crafted log can make megabytes long to be parsed again with each of its samples
-        head = json.dumps({"version": header.version, "eval": SAMPLE_ALONE_EVAL}).encode()
+        yield InspectSamples(header, [(i, e) for _, i, e in entries],
+                             (sample_alone(archive, path, name, (i, e), header.version) for name, i, e in entries),
+                             fd=fh.fileno(), entries=entries, version=header.version)
 
-        def one(name: str, key: tuple[str, int]) -> "EvalSample":
-            alone = io.BytesIO()
-            with zipfile.ZipFile(alone, "w", zipfile.ZIP_STORED) as out:
-                out.writestr("header.json", head)
-                out.writestr(name, archive.read(name))
-            alone.seek(0)
-            sample: EvalSample = _inspect_read(path, lambda: read_eval_log(alone, resolve_attachments=True, format="eval").samples[0])
-            if (str(sample.id), sample.epoch) != key:
-                raise DataError(path, None, f"entry {name!r} holds sample {str(sample.id)[:80]!r} epoch {sample.epoch}, "
-                                            "not the one its name says")
-            return sample
 
-        yield InspectSamples(header, [(i, e) for _, i, e in entries], (one(name, (i, e)) for name, i, e in entries))
+def sample_alone(archive: zipfile.ZipFile, path: Path, name: str, key: tuple[str, int], version: int) -> "EvalSample":
+    """One sample entry of an admitted `.eval`, read by inspect_ai's public reader from a zip of its own (the entry and
+    a least header: the least an EvalLog is, since a sample is validated without it; not the log's own `eval`, which
+    a crafted log can make megabytes long to be parsed again with each of its samples)."""
+    read_eval_log, _ = _inspect_reader()
+    alone = io.BytesIO()
+    with zipfile.ZipFile(alone, "w", zipfile.ZIP_STORED) as out:
+        out.writestr("header.json", json.dumps({"version": version, "eval": SAMPLE_ALONE_EVAL}))
+        out.writestr(name, archive.read(name))
+    alone.seek(0)
+    sample: EvalSample = _inspect_read(path, lambda: read_eval_log(alone, resolve_attachments=True, format="eval").samples[0])
+    if (str(sample.id), sample.epoch) != key:
+        raise DataError(path, None, f"entry {name!r} holds sample {str(sample.id)[:80]!r} epoch {sample.epoch}, "
+                                    "not the one its name says")
+    return sample
 
 
 def _sample_entries(names: list[str], header: Any) -> list[tuple[str, str, int]] | None:
@@ -1087,14 +1096,20 @@ def _input_text(value: Any) -> str:
 def inspect_sessions(path: Path) -> Iterator[ExternalSession]:
     """One session per sample and epoch, each sample read as it is judged (`opened_inspect_log`)."""
     with opened_inspect_log(path) as log:
-        ids = [key for key, _ in log.keys]
-        unique = len(set(ids)) == len(ids)
-        header = log.header.eval
-        packages = getattr(header, "packages", None) or {}
-        is_export = "statebox" in packages and getattr(header, "task", "") == "statebox"
-        default_agent = str(getattr(header, "solver", None) or getattr(header, "model", None) or "inspect")
+        context = _inspect_context(log)
         for sample in log.samples:
-            yield _inspect_session(path, sample, unique, is_export, default_agent)
+            yield _inspect_session(path, sample, *context)
+
+
+def _inspect_context(log: InspectSamples) -> tuple[bool, bool, str]:
+    """What naming and judging each sample needs from the whole log: whether its ids are unique (else a session is
+    `ID@epochN`), whether it is a statebox export (its recorded findings are carried), the agent a sample names none."""
+    ids = [key for key, _ in log.keys]
+    header = log.header.eval
+    packages = getattr(header, "packages", None) or {}
+    is_export = "statebox" in packages and getattr(header, "task", "") == "statebox"
+    default_agent = str(getattr(header, "solver", None) or getattr(header, "model", None) or "inspect")
+    return len(set(ids)) == len(ids), is_export, default_agent
 
 
 def _inspect_session(path: Path, sample: "EvalSample", unique: bool, is_export: bool, default_agent: str) -> ExternalSession:
@@ -1286,7 +1301,8 @@ def audit_path(target: Path, policy: Any, *, fmt: str | None = None, items: dict
                            for row in audit_run(entry.path, policy, write=False, keep_logs=keep_logs, jobs=jobs,
                                                 full=full))
             else:
-                out.extend(next(judged) if judged is not None else _audit_file(entry, policy, items, lone, keep_logs, full))
+                out.extend(next(judged) if judged is not None
+                           else _audit_file(entry, policy, items, lone, keep_logs, full, jobs))
             if progress is not None:
                 progress(number, len(found), len(out))
     finally:
@@ -1313,15 +1329,18 @@ def without_merged_files(rows: list[AuditedSession]) -> list[AuditedSession]:
 
 
 def _audit_file(entry: Found, policy: Any, items: dict[str, SessionFacts], lone: SessionFacts | None,
-                keep_logs: bool, full: bool = False) -> list[AuditedSession]:
+                keep_logs: bool, full: bool = False, jobs: int = 1) -> list[AuditedSession]:
     """Every session of one file (or Harbor trial folder) judged: `audit_path`'s unit of work (module level, so
     a worker process can run it). The command line's facts apply where the file holds one session only.
 
     The cyclic collector is paused for the whole file, as verdict._audit_folder pauses it for an attempt: sessions
     hold no cycles, and re-enabled between sessions it scanned every object of the session still held (a
-    fifteenth of the CPU of a folder of the CLIs' files); at the end only the rows are left to it."""
+    fifteenth of the CPU of a folder of the CLIs' files); at the end only the rows are left to it. `jobs` (only where
+    no pool shares out the files: a worker cannot start workers) shares an Inspect log's samples among processes."""
     with collector_paused():
         try:
+            if entry.fmt == "inspect" and jobs != 1:
+                return _inspect_rows(entry, policy, items, lone, keep_logs, jobs)
             return _judged_rows(entry, policy, items, lone, keep_logs, full)
         except FactNotText as exc:  # a log's metadata (ATIF `extra`, a sample's metadata): the line names the file
             raise DataError(entry.path, None, str(exc)) from None
@@ -1331,15 +1350,66 @@ def _judged_rows(entry: Found, policy: Any, items: dict[str, SessionFacts], lone
                  keep_logs: bool, full: bool = False) -> list[AuditedSession]:
     # a Claude Code or Codex file holds one session: the command line's facts are its own (as `flags` gives them)
     sessions = sessions_of(entry, reading_for(items, lone if entry.fmt in ("claude", "codex") else None, full))
+    return _rows_of(sessions, policy, items, lone, keep_logs)
+
+
+def _rows_of(sessions: Iterator[ExternalSession], policy: Any, items: dict[str, SessionFacts],
+             lone: SessionFacts | None, keep_logs: bool) -> list[AuditedSession]:
     ahead = list(islice(sessions, 2))  # whether the file holds one session only; the rest are read as judged
     flags = lone if len(ahead) == 1 else None
     rows = []
     for session in chain(ahead, sessions):  # one session's events held at a time (an Inspect log's thousands)
-        row = audit_session(session, policy, items, flags)
-        if not keep_logs:
-            row.log = None
-        rows.append(AuditedSession(row, session.fmt, session.source, session.task_score, session.merged))
+        rows.append(_judged(session, policy, items, flags, keep_logs))
     return rows
+
+
+def _judged(session: ExternalSession, policy: Any, items: dict[str, SessionFacts], flags: SessionFacts | None,
+            keep_logs: bool) -> AuditedSession:
+    row = audit_session(session, policy, items, flags)
+    if not keep_logs:
+        row.log = None
+    return AuditedSession(row, session.fmt, session.source, session.task_score, session.merged)
+
+
+def _inspect_rows(entry: Found, policy: Any, items: dict[str, SessionFacts], lone: SessionFacts | None,
+                  keep_logs: bool, jobs: int) -> list[AuditedSession]:
+    """An Inspect log's sessions judged with its samples shared among `workers(jobs, samples)` processes, in order.
+
+    Why: one `.eval` of a real evaluation holds thousands of samples, and inspect_ai's reading of each is most of its
+    audit (~3.5 ms of ~5 ms a sample). The log is opened and admitted once, here; each worker, forked while it is
+    open, reads the same admitted file through that descriptor (`/proc/self/fd/N`: the file that was checked, even
+    were its name pointed elsewhere since) in a span of samples of its own, and sends back its rows. A log read
+    whole (`.json`, or entries not named as inspect_ai names them) or too small to share is judged here."""
+    with opened_inspect_log(entry.path) as log:
+        context = _inspect_context(log)
+        count = workers(jobs, len(log.keys))
+        if log.entries is None or log.fd is None or count <= 1 or len(log.keys) < 2:
+            return _rows_of((_inspect_session(entry.path, sample, *context) for sample in log.samples),
+                            policy, items, lone, keep_logs)
+        entries = log.entries
+        size = max(1, -(-len(entries) // (count * 4)))  # a few spans per worker: one slow span does not hold the rest
+        spans = [entries[i:i + size] for i in range(0, len(entries), size)]
+        rows: list[AuditedSession] = []
+        pool = ProcessPoolExecutor(max_workers=min(count, len(spans)), mp_context=multiprocessing.get_context("fork"))
+        try:
+            for judged in pool.map(_judge_inspect_span, repeat(entry.path), repeat(log.fd), repeat(log.version), spans,
+                                   repeat(context), repeat(policy), repeat(items), repeat(keep_logs)):
+                rows.extend(judged)
+        finally:
+            pool.shutdown(cancel_futures=True)  # a span's error (one line) ends the log: the rest are not read
+        return rows
+
+
+def _judge_inspect_span(path: Path, fd: int, version: int, span: list[tuple[str, str, int]],
+                        context: tuple[bool, bool, str], policy: Any, items: dict[str, SessionFacts],
+                        keep_logs: bool) -> list[AuditedSession]:
+    """A worker's share of `_inspect_rows`: its span of sample entries read from the admitted file it inherited."""
+    with collector_paused(), open(f"/proc/self/fd/{fd}", "rb") as fh, zipfile.ZipFile(fh) as archive:
+        try:
+            return [_judged(_inspect_session(path, sample_alone(archive, path, name, (text, epoch), version), *context),
+                            policy, items, None, keep_logs) for name, text, epoch in span]
+        except FactNotText as exc:
+            raise DataError(path, None, str(exc)) from None
 
 
 # ---------------------------------------------------------------------------

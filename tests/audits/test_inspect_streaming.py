@@ -10,6 +10,9 @@ one whose entry holds another sample than its name says is refused in one line.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -137,3 +140,29 @@ def test_each_sample_is_read_with_a_least_header_not_the_log_s_own(tmp_path, mon
     with zipfile.ZipFile(path) as archive:
         largest = max(i.file_size for i in archive.infolist() if i.filename.startswith("samples/"))
     assert len(sizes) == 5 and max(sizes) < largest + 2_000, (sizes, largest)
+
+
+def test_samples_shared_among_processes_give_the_same_rows_in_the_same_order(tmp_path):
+    """`statebox audit LOG.eval --jobs 2`: the samples are judged in two forked processes, each reading the admitted
+    file through the descriptor it inherited; the verdict JSON is the one process's, row for row."""
+    path = _log(tmp_path / "log.eval", list(range(1, 61)), 2)
+    runs = {}
+    for jobs in ("1", "2"):
+        proc = subprocess.run([sys.executable, "-m", "statebox.cli", "audit", str(path), "--no-write", "--json",
+                               "--jobs", jobs], capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        runs[jobs] = json.loads(proc.stdout)["attempts"]
+    assert runs["2"] == runs["1"] and len(runs["1"]) == 120
+    assert [row["verdict"] for row in runs["1"]].count("contaminated") == 2
+
+
+def test_a_span_s_error_is_the_log_s_one_line(tmp_path):
+    """A sample a worker cannot read ends the audit with the line naming the log, as in one process (exit 2)."""
+    path = _log(tmp_path / "log.eval", list(range(1, 41)), 1)
+    swapped = _rewritten(path, tmp_path / "swapped.eval", {"samples/30_epoch_1.json": "samples/31_epoch_1.json",
+                                                           "samples/31_epoch_1.json": "samples/30_epoch_1.json"})
+    proc = subprocess.run([sys.executable, "-m", "statebox.cli", "audit", str(swapped), "--no-write", "--jobs", "2"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1].startswith("statebox: error: ") and "swapped.eval: entry" in proc.stderr
+    assert "Traceback" not in proc.stderr
