@@ -42,6 +42,11 @@ def page_policy(script: str, *, scripts_it_loads: bool = False, own_origin_api: 
     return "; ".join(d for d in directives if d)
 
 
+# the policy of an answer that is not a page of ours (a fragment or JSON the live view serves, opened on its own):
+# nothing runs or loads
+NOTHING_RUNS = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+
+
 def policy_meta(policy: str) -> str:
     """The `<meta http-equiv>` element that carries `policy` in a page (its sources' single quotes as they are: the
     attribute is double-quoted, and a policy never holds a double quote)."""

@@ -35,6 +35,7 @@ from typing import Any
 
 from statebox.attempt_folder import (ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, SESSION_FILE, is_attempt_name,
                                      open_attempt_file, read_attempt_file)
+from statebox.page_policy import NOTHING_RUNS
 from statebox.report.page import ATTEMPTS_SECTION, PAGE_POLICY, page_head, page_meta, page_tail, summary_html
 from statebox.report.data import (
     COLUMNS,
@@ -266,10 +267,6 @@ class LiveRun:
             + f"<script type='application/json' id='sb-meta'>{js_json(meta)}</script>\n"
             + page_tail()
         )
-
-
-# what every answer but the page itself may run or load: nothing (page_policy.py says why the page's own is narrow)
-NOTHING_RUNS = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 
 
 def make_handler(live: LiveRun, token: str) -> type[BaseHTTPRequestHandler]:
