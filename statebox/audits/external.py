@@ -1301,8 +1301,12 @@ def audit_path(target: Path, policy: Any, *, fmt: str | None = None, items: dict
                            for row in audit_run(entry.path, policy, write=False, keep_logs=keep_logs, jobs=jobs,
                                                 full=full))
             else:
+                # a file judged here (no pool) tells its sessions as they are judged: one Inspect log of thousands of
+                # samples is minutes of work that would otherwise show no count until it ends
+                told = None if progress is None else (
+                    lambda n, number=number, before=len(out): progress(number - 1, len(found), before + n))
                 out.extend(next(judged) if judged is not None
-                           else _audit_file(entry, policy, items, lone, keep_logs, full, jobs))
+                           else _audit_file(entry, policy, items, lone, keep_logs, full, jobs, told))
             if progress is not None:
                 progress(number, len(found), len(out))
     finally:
@@ -1329,37 +1333,41 @@ def without_merged_files(rows: list[AuditedSession]) -> list[AuditedSession]:
 
 
 def _audit_file(entry: Found, policy: Any, items: dict[str, SessionFacts], lone: SessionFacts | None,
-                keep_logs: bool, full: bool = False, jobs: int = 1) -> list[AuditedSession]:
+                keep_logs: bool, full: bool = False, jobs: int = 1,
+                judged: Callable[[int], None] | None = None) -> list[AuditedSession]:
     """Every session of one file (or Harbor trial folder) judged: `audit_path`'s unit of work (module level, so
     a worker process can run it). The command line's facts apply where the file holds one session only.
 
     The cyclic collector is paused for the whole file, as verdict._audit_folder pauses it for an attempt: sessions
     hold no cycles, and re-enabled between sessions it scanned every object of the session still held (a
     fifteenth of the CPU of a folder of the CLIs' files); at the end only the rows are left to it. `jobs` (only where
-    no pool shares out the files: a worker cannot start workers) shares an Inspect log's samples among processes."""
+    no pool shares out the files: a worker cannot start workers) shares an Inspect log's samples among processes;
+    `judged(n)` is told how many of the file's sessions are judged so far, as they are."""
     with collector_paused():
         try:
             if entry.fmt == "inspect" and jobs != 1:
-                return _inspect_rows(entry, policy, items, lone, keep_logs, jobs)
-            return _judged_rows(entry, policy, items, lone, keep_logs, full)
+                return _inspect_rows(entry, policy, items, lone, keep_logs, jobs, judged)
+            return _judged_rows(entry, policy, items, lone, keep_logs, full, judged)
         except FactNotText as exc:  # a log's metadata (ATIF `extra`, a sample's metadata): the line names the file
             raise DataError(entry.path, None, str(exc)) from None
 
 
 def _judged_rows(entry: Found, policy: Any, items: dict[str, SessionFacts], lone: SessionFacts | None,
-                 keep_logs: bool, full: bool = False) -> list[AuditedSession]:
+                 keep_logs: bool, full: bool = False, judged: Callable[[int], None] | None = None) -> list[AuditedSession]:
     # a Claude Code or Codex file holds one session: the command line's facts are its own (as `flags` gives them)
     sessions = sessions_of(entry, reading_for(items, lone if entry.fmt in ("claude", "codex") else None, full))
-    return _rows_of(sessions, policy, items, lone, keep_logs)
+    return _rows_of(sessions, policy, items, lone, keep_logs, judged)
 
 
 def _rows_of(sessions: Iterator[ExternalSession], policy: Any, items: dict[str, SessionFacts],
-             lone: SessionFacts | None, keep_logs: bool) -> list[AuditedSession]:
+             lone: SessionFacts | None, keep_logs: bool, judged: Callable[[int], None] | None = None) -> list[AuditedSession]:
     ahead = list(islice(sessions, 2))  # whether the file holds one session only; the rest are read as judged
     flags = lone if len(ahead) == 1 else None
     rows = []
     for session in chain(ahead, sessions):  # one session's events held at a time (an Inspect log's thousands)
         rows.append(_judged(session, policy, items, flags, keep_logs))
+        if judged is not None:
+            judged(len(rows))
     return rows
 
 
@@ -1372,7 +1380,7 @@ def _judged(session: ExternalSession, policy: Any, items: dict[str, SessionFacts
 
 
 def _inspect_rows(entry: Found, policy: Any, items: dict[str, SessionFacts], lone: SessionFacts | None,
-                  keep_logs: bool, jobs: int) -> list[AuditedSession]:
+                  keep_logs: bool, jobs: int, judged: Callable[[int], None] | None = None) -> list[AuditedSession]:
     """An Inspect log's sessions judged with its samples shared among `workers(jobs, samples)` processes, in order.
 
     Why: one `.eval` of a real evaluation holds thousands of samples, and inspect_ai's reading of each is most of its
@@ -1385,16 +1393,18 @@ def _inspect_rows(entry: Found, policy: Any, items: dict[str, SessionFacts], lon
         count = workers(jobs, len(log.keys))
         if log.entries is None or log.fd is None or count <= 1 or len(log.keys) < 2:
             return _rows_of((_inspect_session(entry.path, sample, *context) for sample in log.samples),
-                            policy, items, lone, keep_logs)
+                            policy, items, lone, keep_logs, judged)
         entries = log.entries
         size = max(1, -(-len(entries) // (count * 4)))  # a few spans per worker: one slow span does not hold the rest
         spans = [entries[i:i + size] for i in range(0, len(entries), size)]
         rows: list[AuditedSession] = []
         pool = ProcessPoolExecutor(max_workers=min(count, len(spans)), mp_context=multiprocessing.get_context("fork"))
         try:
-            for judged in pool.map(_judge_inspect_span, repeat(entry.path), repeat(log.fd), repeat(log.version), spans,
+            for span_rows in pool.map(_judge_inspect_span, repeat(entry.path), repeat(log.fd), repeat(log.version), spans,
                                    repeat(context), repeat(policy), repeat(items), repeat(keep_logs)):
-                rows.extend(judged)
+                rows.extend(span_rows)
+                if judged is not None:
+                    judged(len(rows))
         finally:
             pool.shutdown(cancel_futures=True)  # a span's error (one line) ends the log: the rest are not read
         return rows

@@ -166,3 +166,15 @@ def test_a_span_s_error_is_the_log_s_one_line(tmp_path):
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines()[-1].startswith("statebox: error: ") and "swapped.eval: entry" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_one_log_s_sessions_are_told_as_they_are_judged(tmp_path, jobs):
+    """One Inspect log of thousands of samples is minutes of work: the progress hears its sessions as they are judged
+    (after each sample in one process, after each span in several), not only when the file is done."""
+    path = _log(tmp_path / "log.eval", list(range(1, 61)), 1)
+    told: list[tuple[int, int, int]] = []
+    rows = external.audit_path(path, load_policy("default"), jobs=jobs, progress=lambda *args: told.append(args))
+    assert len(rows) == 60 and told[-1] == (1, 1, 60)
+    during = [judged for done, total, judged in told if done == 0]
+    assert len(during) >= 4 and during == sorted(during) and 0 < during[0] < 60 and during[-1] == 60, told
