@@ -33,7 +33,7 @@ COMMANDS: dict[str, str] = {
     "audit": "Check sessions for the seven contamination categories and honeytokens (a session past the audit's limits is flagged); write verdicts.",
     "report": "Write the HTML report of a run and print its leaderboard.",
     "view": "Serve a run's report on localhost with progress, rows as they are written, and attempts in flight "
-            "(reads the run folder only).",
+            "(reads the run folder only; only the printed address, which carries a token, opens it).",
     "export": "Export a run as an Inspect AI eval log or as Harbor ATIF trajectories, one per attempt.",
     "demo": "Run the main job on the built-in tiny suite and print the leaderboard and report path.",
     "bench": "The built-in generated suite: make it, summarise it, validate it, derive variants.",
