@@ -1400,8 +1400,8 @@ def _inspect_rows(entry: Found, policy: Any, items: dict[str, SessionFacts], lon
         rows: list[AuditedSession] = []
         pool = ProcessPoolExecutor(max_workers=min(count, len(spans)), mp_context=multiprocessing.get_context("fork"))
         try:
-            for span_rows in pool.map(_judge_inspect_span, repeat(entry.path), repeat(log.fd), repeat(log.version), spans,
-                                   repeat(context), repeat(policy), repeat(items), repeat(keep_logs)):
+            for span_rows in pool.map(_judge_inspect_span, repeat(entry.path), repeat(log.fd), repeat(log.version),
+                                      spans, repeat(context), repeat(policy), repeat(items), repeat(keep_logs)):
                 rows.extend(span_rows)
                 if judged is not None:
                     judged(len(rows))
