@@ -1379,6 +1379,12 @@ def _judged(session: ExternalSession, policy: Any, items: dict[str, SessionFacts
     return AuditedSession(row, session.fmt, session.source, session.task_score, session.merged)
 
 
+# where a process opens its own descriptors anew (Linux): a new open file description of the same file, with its own
+# offset. Elsewhere (macOS's /dev/fd/N duplicates the descriptor, offset shared across the forked workers) one log's
+# samples are judged in one process.
+PROC_FD = Path("/proc/self/fd")
+
+
 def _inspect_rows(entry: Found, policy: Any, items: dict[str, SessionFacts], lone: SessionFacts | None,
                   keep_logs: bool, jobs: int, judged: Callable[[int], None] | None = None) -> list[AuditedSession]:
     """An Inspect log's sessions judged with its samples shared among `workers(jobs, samples)` processes, in order.
@@ -1391,7 +1397,7 @@ def _inspect_rows(entry: Found, policy: Any, items: dict[str, SessionFacts], lon
     with opened_inspect_log(entry.path) as log:
         context = _inspect_context(log)
         count = workers(jobs, len(log.keys))
-        if log.entries is None or log.fd is None or count <= 1 or len(log.keys) < 2:
+        if log.entries is None or log.fd is None or count <= 1 or len(log.keys) < 2 or not PROC_FD.is_dir():
             return _rows_of((_inspect_session(entry.path, sample, *context) for sample in log.samples),
                             policy, items, lone, keep_logs, judged)
         entries = log.entries
@@ -1414,7 +1420,7 @@ def _judge_inspect_span(path: Path, fd: int, version: int, span: list[tuple[str,
                         context: tuple[bool, bool, str], policy: Any, items: dict[str, SessionFacts],
                         keep_logs: bool) -> list[AuditedSession]:
     """A worker's share of `_inspect_rows`: its span of sample entries read from the admitted file it inherited."""
-    with collector_paused(), open(f"/proc/self/fd/{fd}", "rb") as fh, zipfile.ZipFile(fh) as archive:
+    with collector_paused(), open(PROC_FD / str(fd), "rb") as fh, zipfile.ZipFile(fh) as archive:
         try:
             return [_judged(_inspect_session(path, sample_alone(archive, path, name, (text, epoch), version), *context),
                             policy, items, None, keep_logs) for name, text, epoch in span]

@@ -178,3 +178,14 @@ def test_one_log_s_sessions_are_told_as_they_are_judged(tmp_path, jobs):
     assert len(rows) == 60 and told[-1] == (1, 1, 60)
     during = [judged for done, total, judged in told if done == 0]
     assert len(during) >= 4 and during == sorted(during) and 0 < during[0] < 60 and during[-1] == 60, told
+
+
+def test_without_proc_fd_one_log_is_judged_in_one_process(tmp_path, monkeypatch):
+    """Where a process cannot open its own descriptor anew (no /proc/self/fd: macOS's /dev/fd/N shares the offset
+    between forked workers), `--jobs 2` judges the log's samples in one process, the same rows."""
+    path = _log(tmp_path / "log.eval", list(range(1, 61)), 1)
+    policy = load_policy("default")
+    expected = [r.row.verdict.verdict for r in external.audit_path(path, policy, jobs=1)]
+    monkeypatch.setattr(external, "PROC_FD", tmp_path / "no-such-proc")
+    monkeypatch.setattr(external, "ProcessPoolExecutor", None)  # a pool would be an error now
+    assert [r.row.verdict.verdict for r in external.audit_path(path, policy, jobs=2)] == expected
