@@ -10,7 +10,10 @@ root element never got the attribute and no payload element exists, and that eve
 in some view (so a view that silently dropped a field would not pass for a safe one).
 
 A hunt on 2026-12-01 found no hole here (every view escapes): this is the guard that keeps it so, and it fails when
-the page's `vis()` or the server-side escape is bypassed (checked by hand: `vis = s => String(s)` fails it).
+the page's `vis()` or the server-side escape is bypassed (checked by hand: `vis = s => String(s)` fails it). The
+second wall is each page's policy (`statebox/page_policy.py`): markup put into a page unescaped, as a missed escape
+would put it, must not run while the page's own script does; before it, it ran in the report, the split report and
+the audit page (whose policy allowed inline scripts).
 """
 
 from __future__ import annotations
