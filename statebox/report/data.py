@@ -60,7 +60,6 @@ CURVE_BINS = 6
 REPORT_ORDER = "agent, dataset, epoch, item_id, query_index"
 COLUMNS = tuple(ResultRow.model_fields)
 assert COLUMNS[0] == "attempt_id"  # LiteRow names a row by its first value
-_JSON_COLUMNS = ("findings", "metrics")
 VERDICT_ORDER = ("clean", "suspicious", "contaminated")
 
 
@@ -98,6 +97,7 @@ def _dumps(payload: Any, default: Any = None) -> bytes:
 
 
 _DECODED: dict[str, Any] = {}  # JSON column text -> its value (runs repeat the same metrics text)
+_STORE = f"the result store ({RESULTS_FILE})"  # what a bad cell's line names
 
 
 def _decode(text: str, attempt_id: object) -> Any:
@@ -109,9 +109,6 @@ def _decode(text: str, attempt_id: object) -> Any:
             _DECODED.clear()
         found = _DECODED[text] = decode_stored("metrics", text, attempt_id, _loads, _STORE)
     return found
-
-
-_STORE = f"the result store ({RESULTS_FILE})"
 
 
 class LiteRow:
