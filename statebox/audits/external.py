@@ -971,11 +971,16 @@ def read_inspect_log(path: Path) -> "EvalLog":
     (`inspect_admission`: an `.eval`'s zip checked entry by entry, decompressed within its declared sizes; the JSON
     within its budget; the references inside it within theirs). `--write-scores` reads it so, to write a copy;
     the audit reads an `.eval` a sample at a time (`opened_inspect_log`)."""
-    read_eval_log, _ = _inspect_reader()
-    eval_zip = path.suffix == ".eval"
     with open_regular(path) as fh:
-        _admit(fh, path, eval_zip)
-        return _inspect_read(path, lambda: read_eval_log(fh, resolve_attachments=True, format="eval" if eval_zip else "json"))
+        _admit(fh, path, path.suffix == ".eval")
+        return _read_whole(fh, path)
+
+
+def _read_whole(fh: BinaryIO, path: Path) -> "EvalLog":
+    """An admitted log, every sample, through inspect_ai's reader (attachments resolved)."""
+    read_eval_log, _ = _inspect_reader()
+    return _inspect_read(path, lambda: read_eval_log(fh, resolve_attachments=True,
+                                                     format="eval" if path.suffix == ".eval" else "json"))
 
 
 def _admit(fh: BinaryIO, path: Path, eval_zip: bool) -> None:
@@ -994,18 +999,25 @@ def _inspect_read(path: Path, read: Callable[[], T]) -> T:
 
 
 @dataclass
+class EvalStream:
+    """An `.eval` read a sample at a time: its open, admitted file (a forked worker reads the same file through it),
+    its sample entries (name, id as text, epoch) in order, and its format version."""
+
+    fd: int
+    entries: list[tuple[str, str, int]]
+    version: int
+
+
+@dataclass
 class InspectSamples:
     """An admitted Inspect log: its header (no samples), the (id as text, epoch) of each of its samples in the order
-    they come, and the samples themselves, read as they are asked for."""
+    they come, and the samples themselves, read as they are asked for (`stream`: how, where a sample at a time;
+    None for a log read whole)."""
 
     header: "EvalLog"  # without its samples
     keys: list[tuple[str, int]]
     samples: Iterator["EvalSample"]
-    # an `.eval` read a sample at a time: its open, admitted file (a forked worker reads the same file through it),
-    # its sample entries (name, id as text, epoch) in order, and its format version; None / None / 0 for a whole read
-    fd: int | None = None
-    entries: list[tuple[str, str, int]] | None = None
-    version: int = 0
+    stream: EvalStream | None = None
 
 
 SAMPLE_ALONE_EVAL = {"created": "2000-01-01T00:00:00+00:00", "task": "sample", "dataset": {}, "model": "none", "config": {}}
@@ -1034,14 +1046,14 @@ def opened_inspect_log(path: Path) -> Iterator[InspectSamples]:
             archive = _inspect_read(path, lambda: zipfile.ZipFile(fh))
             entries = _sample_entries(archive.namelist(), header)
         if entries is None:
-            log = _inspect_read(path, lambda: read_eval_log(fh, resolve_attachments=True, format="eval" if eval_zip else "json"))
+            log = _read_whole(fh, path)
             samples = list(log.samples or [])
             log.samples = None
             yield InspectSamples(log, [(str(s.id), s.epoch) for s in samples], iter(samples))
             return
         yield InspectSamples(header, [(i, e) for _, i, e in entries],
                              (sample_alone(archive, path, name, (i, e), header.version) for name, i, e in entries),
-                             fd=fh.fileno(), entries=entries, version=header.version)
+                             EvalStream(fh.fileno(), entries, header.version))
 
 
 def sample_alone(archive: zipfile.ZipFile, path: Path, name: str, key: tuple[str, int], version: int) -> "EvalSample":
@@ -1397,16 +1409,17 @@ def _inspect_rows(entry: Found, policy: Any, items: dict[str, SessionFacts], lon
     with opened_inspect_log(entry.path) as log:
         context = _inspect_context(log)
         count = workers(jobs, len(log.keys))
-        if log.entries is None or log.fd is None or count <= 1 or len(log.keys) < 2 or not PROC_FD.is_dir():
+        stream = log.stream
+        if stream is None or count <= 1 or len(log.keys) < 2 or not PROC_FD.is_dir():
             return _rows_of((_inspect_session(entry.path, sample, *context) for sample in log.samples),
                             policy, items, lone, keep_logs, judged)
-        entries = log.entries
+        entries = stream.entries
         size = max(1, -(-len(entries) // (count * 4)))  # a few spans per worker: one slow span does not hold the rest
         spans = [entries[i:i + size] for i in range(0, len(entries), size)]
         rows: list[AuditedSession] = []
         pool = ProcessPoolExecutor(max_workers=min(count, len(spans)), mp_context=multiprocessing.get_context("fork"))
         try:
-            for span_rows in pool.map(_judge_inspect_span, repeat(entry.path), repeat(log.fd), repeat(log.version),
+            for span_rows in pool.map(_judge_inspect_span, repeat(entry.path), repeat(stream.fd), repeat(stream.version),
                                       spans, repeat(context), repeat(policy), repeat(items), repeat(keep_logs)):
                 rows.extend(span_rows)
                 if judged is not None:
