@@ -50,7 +50,7 @@ def refused_container(stderr: str) -> str | None:
 def refusal(path: Path | str, container: str) -> str:
     """The one line for a refused container."""
     return (f"{path}: a {container} file, not a video container statebox opens "
-            f"({', '.join(CONTAINERS)}): a playlist or list of other files is refused")
+            f"({', '.join(CONTAINERS)}): a playlist, a list of other files or an image is refused")
 
 
 def opencv_capture(path: Path | str) -> "cv2.VideoCapture":

@@ -112,3 +112,18 @@ def test_frames_past_8k_are_refused_before_any_host_decoder_sees_them(tmp_path):
     subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "color=blue:size=7680x4320:rate=1", "-frames:v", "2",
                     "-c:v", "mjpeg", "-pix_fmt", "yuvj420p", str(at_8k)], check=True)
     assert inspect_video(at_8k).duration_s == pytest.approx(2, abs=0.1)
+
+
+def test_an_image_named_as_a_video_is_refused_with_its_demuxer_named(tmp_path):
+    """An attack of the 2026-12-01 review: a PNG saved as `img%03d.mp4` (a name image2 would read as a numbered
+    sequence of other files). The image demuxers are not on the allow-list: refused at the probe and the copy, in one
+    line naming what it is, nothing written."""
+    png = tmp_path / "img%03d.mp4"
+    subprocess.run(["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "color=red:s=64x64", "-frames:v", "1", "-f", "image2",
+                    "-update", "1", str(tmp_path / "frame.png")], check=True)
+    png.write_bytes((tmp_path / "frame.png").read_bytes())
+    with pytest.raises(VideoError, match=r"a png_pipe file, not a video container statebox opens .* or an image is refused"):
+        inspect_video(png)
+    with pytest.raises(UserError, match=r"a png_pipe file, not a video container"):
+        clean_copy(png, tmp_path / "out.mp4", cut_at=None, reencode=False)
+    assert not (tmp_path / "out.mp4").exists()
