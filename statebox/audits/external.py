@@ -60,7 +60,6 @@ from statebox.audits import inspect_admission, session_limits
 from statebox.audits import session_file_prefilter
 from statebox.audits.events import AttemptFacts, AuditLog, FactNotText, Prefilter, new_event, session_log, sniff_object
 from statebox.audits.fastmatch import Literals
-from statebox.audits.findings_shown import shown_indexes
 from statebox.audits.rules import run_rules
 from statebox.audits.session_limits import cut_to_lines, past_bytes, past_steps
 from statebox.audits.verdict import AuditedAttempt, audit_run, default_prefilter, verdict_from
@@ -68,7 +67,6 @@ from statebox.audits.workers import workers
 from statebox.collector import collector_paused
 from statebox.errors import DataError, UserError, file_kind
 from statebox.json_text import decoded_lines, json_value, jsonl_lines, line_loads
-from statebox.replace_file import inspect_log_holding, refuse_unless_replaceable, replacing_by_name
 from statebox.schema import Event, EventKind, Finding, FindingCategory, Severity
 from statebox.sessions import EventDraft, claude_stream, codex_jsonl
 from statebox.sessions import atif_trajectory, claude_session, codex_rollout, inspect_sample
@@ -959,17 +957,17 @@ def _trial_result(trial_dir: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _inspect_reader() -> tuple[Callable[..., Any], Callable[..., Any]]:
+def _inspect_reader() -> Callable[..., Any]:
     # inspect_ai is heavy (~1 s to import, a large tree): loaded only when an Inspect log is audited
-    from inspect_ai.log import read_eval_log, write_eval_log
+    from inspect_ai.log import read_eval_log
 
-    return read_eval_log, write_eval_log
+    return read_eval_log
 
 
 def read_inspect_log(path: Path) -> "EvalLog":
     """The whole log through inspect_ai's own reader, from a handle opened as a hostile file and admitted first
     (`inspect_admission`: an `.eval`'s zip checked entry by entry, decompressed within its declared sizes; the JSON
-    within its budget; the references inside it within theirs). `--write-scores` reads it so, to write a copy;
+    within its budget; the references inside it within theirs). `--write-scores` reads it so, to write a `.json` copy;
     the audit reads an `.eval` a sample at a time (`opened_inspect_log`)."""
     with open_regular(path) as fh:
         _admit(fh, path, path.suffix == ".eval")
@@ -978,7 +976,7 @@ def read_inspect_log(path: Path) -> "EvalLog":
 
 def _read_whole(fh: BinaryIO, path: Path) -> "EvalLog":
     """An admitted log, every sample, through inspect_ai's reader (attachments resolved)."""
-    read_eval_log, _ = _inspect_reader()
+    read_eval_log = _inspect_reader()
     return _inspect_read(path, lambda: read_eval_log(fh, resolve_attachments=True,
                                                      format="eval" if path.suffix == ".eval" else "json"))
 
@@ -1036,7 +1034,7 @@ def opened_inspect_log(path: Path) -> Iterator[InspectSamples]:
     order inspect_ai sorts them (epoch, then id; an integer id as it zero-fills it), told from the entry names and
     the header's typed sample ids. A `.json` log is one JSON text: read whole, as before; so is an `.eval` whose
     sample entries are not named as inspect_ai names them (a log it did not write)."""
-    read_eval_log, _ = _inspect_reader()
+    read_eval_log = _inspect_reader()
     eval_zip = path.suffix == ".eval"
     with open_regular(path) as fh:
         _admit(fh, path, eval_zip)
@@ -1060,7 +1058,7 @@ def sample_alone(archive: zipfile.ZipFile, path: Path, name: str, key: tuple[str
     """One sample entry of an admitted `.eval`, read by inspect_ai's public reader from a zip of its own (the entry and
     a least header: the least an EvalLog is, since a sample is validated without it; not the log's own `eval`, which
     a crafted log can make megabytes long to be parsed again with each of its samples)."""
-    read_eval_log, _ = _inspect_reader()
+    read_eval_log = _inspect_reader()
     alone = io.BytesIO()
     with zipfile.ZipFile(alone, "w", zipfile.ZIP_STORED) as out:
         out.writestr("header.json", json.dumps({"version": version, "eval": SAMPLE_ALONE_EVAL}))
@@ -1091,7 +1089,7 @@ def _sample_entries(names: list[str], header: Any) -> list[tuple[str, str, int]]
     return [(name, text, epoch) for _, name, text, epoch in found]
 
 
-def _sample_name(sample: Any, unique_ids: bool) -> str:
+def inspect_sample_name(sample: Any, unique_ids: bool) -> str:
     return str(sample.id) if unique_ids else f"{sample.id}@epoch{sample.epoch}"
 
 
@@ -1126,7 +1124,7 @@ def _inspect_context(log: InspectSamples) -> tuple[bool, bool, str]:
 
 def _inspect_session(path: Path, sample: "EvalSample", unique: bool, is_export: bool, default_agent: str) -> ExternalSession:
     meta = sample.metadata or {}
-    name = _sample_name(sample, unique)
+    name = inspect_sample_name(sample, unique)
     facts = AttemptFacts(attempt_id=name, agent=str(meta.get("agent") or default_agent),
                          item_id=str(meta.get("item_id") or sample.id),
                          original_name=str(meta.get("original_name") or ""),
@@ -1439,72 +1437,3 @@ def _judge_inspect_span(path: Path, fd: int, version: int, span: list[tuple[str,
                             policy, items, None, keep_logs) for name, text, epoch in span]
         except FactNotText as exc:
             raise DataError(path, None, str(exc)) from None
-
-
-# ---------------------------------------------------------------------------
-# --write-scores: the verdicts into a copy of an Inspect log
-# ---------------------------------------------------------------------------
-
-
-def check_scores_out(target: Path, out: Path) -> None:
-    """Refuse, before any work, a `--write-scores` that could not give a copy of one Inspect log."""
-    if target.is_dir() or file_format(target) != "inspect":
-        raise UserError(f"{target}: --write-scores needs one Inspect log (.eval or .json) as PATH")
-    if out.suffix not in (".eval", ".json"):
-        raise UserError(f"{out}: --write-scores writes an Inspect log: give a name ending in .eval or .json")
-    if out.exists() and (out.is_dir() or out.resolve() == target.resolve()):
-        raise UserError(f"{out}: --write-scores writes a copy; give a new file, not the log itself or a folder")
-    if not out.parent.is_dir():
-        raise UserError(f"{out}: folder {out.parent} does not exist")
-    refuse_unless_replaceable(out, inspect_log_holding(out))  # before the audit; the write asks again
-
-
-def write_scores(target: Path, rows: list[AuditedSession], out: Path) -> int:
-    """A copy of the Inspect log with a `statebox_audit` score per sample (value: the verdict; explanation:
-    each finding; metadata: verdict, action, findings) and a matching entry in the log's results, so
-    `inspect view` shows the verdict beside the task's score. Returns the samples scored."""
-    from inspect_ai.log import EvalMetric, EvalResults, EvalScore  # heavy (see _inspect_reader)
-    from inspect_ai.scorer import Score
-
-    _, write_eval_log = _inspect_reader()
-    log = read_inspect_log(target)
-    samples = list(log.samples or [])
-    ids = [str(s.id) for s in samples]
-    unique = len(set(ids)) == len(ids)
-    by_name = {r.row.attempt: r.row for r in rows}
-    counts = {"clean": 0, "suspicious": 0, "contaminated": 0}
-    for sample in samples:
-        row = by_name.get(_sample_name(sample, unique))
-        if row is None:
-            continue
-        v = row.verdict
-        findings = [f.model_dump() for f in v.findings]
-        sample.scores = {**(sample.scores or {}), AUDIT_SCORER: Score(
-            value=v.verdict, explanation=explanation(v.verdict, v.action, findings),
-            metadata={"verdict": v.verdict, "action": v.action, "findings": findings})}
-        counts[v.verdict] += 1
-    scored = sum(counts.values())
-    if scored:
-        if log.results is None:
-            log.results = EvalResults(total_samples=len(samples), completed_samples=len(samples))
-        log.results.scores = [s for s in log.results.scores if s.name != AUDIT_SCORER] + [EvalScore(
-            name=AUDIT_SCORER, scorer=AUDIT_SCORER, scored_samples=scored,
-            metrics={k: EvalMetric(name=k, value=n / scored) for k, n in counts.items()})]
-    with replacing_by_name(out, inspect_log_holding(out)) as tmp:
-        write_eval_log(log, tmp, format="eval" if out.suffix == ".eval" else "json")
-    return scored
-
-
-def explanation(verdict: str, action: str, findings: list[dict[str, Any]]) -> str:
-    """The verdict as one paragraph: label, action, each finding with its event."""
-    head = f"statebox audit: {verdict} (action: {action})"
-    if not findings:
-        return head + "; no findings"
-    lines = [head + ";"]
-    shown = shown_indexes([(str(f.get("category")), str(f.get("severity"))) for f in findings])
-    for f in (findings[i] for i in shown):
-        where = f" [event {f['event']}]" if f.get("event") is not None else ""
-        lines.append(f"- {f.get('category')} / {f.get('severity')} ({f.get('rule')}){where}: {str(f.get('quote') or '')[:200]!r}")
-    if len(findings) > len(shown):  # the score's metadata keeps them all (findings_shown says why)
-        lines.append(f"- and {len(findings) - len(shown):,} more finding(s), less severe or later")
-    return "\n".join(lines)

@@ -27,7 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from statebox.attempt_folder import ATTEMPTS_DIR, RUN_CONFIG_FILE
-from statebox.audits import external
+from statebox.audits import external, inspect_scores
 from statebox.audits.audit_report import write_audit_report
 from statebox.audits.events import FORMATS as SESSION_FORMATS, AttemptFacts
 from statebox.audits.verdict import AuditedAttempt, audit_file, audit_run
@@ -90,7 +90,8 @@ def register(app: typer.Typer) -> None:
                 display.add("files", total=None)
                 rows, sessions = _audit_other(target, policy, fmt, items_file, scores_out, flags, keep_logs, jobs, full,
                                               lambda done, total, judged: display.update(
-                                                  "files", done=done, total=total, note=f"{judged} sessions judged"))
+                                                  "files", done=done, total=total, note=f"{judged} sessions judged"),
+                                              _copy_shown(display))
         elif target.is_dir() and no_write:
             with _progress() as display:
                 display.add("attempt folders", total=None)
@@ -151,13 +152,23 @@ def _progress() -> ProgressDisplay:
     return ProgressDisplay("audit", Console(stderr=True), columns, quiet_if_quick=True)
 
 
+def _copy_shown(display: ProgressDisplay) -> inspect_scores.Copied:
+    """The `--write-scores` copy's progress as a task of its own, shown from the copy's start."""
+    def copied(done: int, total: int) -> None:
+        if done == 0:
+            display.add("samples copied", total=total)
+        display.update("samples copied", done=done, total=total)
+
+    return copied
+
+
 def _audit_other(target: Path, policy, fmt: Optional[str], items_file: Optional[Path], scores_out: Optional[Path],
-                 flags: dict, keep_logs: bool, jobs: int, full: bool,
-                 progress: external.Progress) -> tuple[list[AuditedAttempt], list[external.AuditedSession]]:
+                 flags: dict, keep_logs: bool, jobs: int, full: bool, progress: external.Progress,
+                 copied: inspect_scores.Copied) -> tuple[list[AuditedAttempt], list[external.AuditedSession]]:
     """Another harness's run: bad flags refused before any work, then every session judged, nothing written
     but the `--write-scores` copy."""
     if scores_out is not None:
-        external.check_scores_out(target, scores_out)
+        inspect_scores.check_scores_out(target, scores_out)
     items = external.read_items(items_file) if items_file is not None else {}
     given = external.SessionFacts(id="flags", question=flags["question"] or "", original_name=flags["original_name"] or "",
                                   item_id=flags["item_id"] or "", honeytoken_values=list(flags["honeytoken_value"] or []),
@@ -168,7 +179,7 @@ def _audit_other(target: Path, policy, fmt: Optional[str], items_file: Optional[
     for what in passed_over:
         typer.echo(f"note: not read: {what}", err=True)
     if scores_out is not None:
-        n = external.write_scores(target, sessions, scores_out)
+        n = inspect_scores.write_scores(target, sessions, scores_out, copied)
         typer.echo(f"note: {n} samples scored as {external.AUDIT_SCORER} in {scores_out}", err=True)
     return [s.row for s in sessions], sessions
 

@@ -132,7 +132,7 @@ def test_each_sample_is_read_with_a_least_header_not_the_log_s_own(tmp_path, mon
                   samples=samples, status="success")
     path = tmp_path / "padded.eval"
     write_eval_log(log, str(path))
-    read_eval_log, write = external._inspect_reader()
+    read_eval_log = external._inspect_reader()
     sizes: list[int] = []
 
     def recording(source, **kwargs):
@@ -140,7 +140,7 @@ def test_each_sample_is_read_with_a_least_header_not_the_log_s_own(tmp_path, mon
             sizes.append(source.getbuffer().nbytes)
         return read_eval_log(source, **kwargs)
 
-    monkeypatch.setattr(external, "_inspect_reader", lambda: (recording, write))
+    monkeypatch.setattr(external, "_inspect_reader", lambda: recording)
     streamed = list(external.inspect_sessions(path))
     assert [s.name for s in streamed] == ["1", "2", "3", "4", "5"]
     with zipfile.ZipFile(path) as archive:
