@@ -155,3 +155,23 @@ def test_the_copy_reports_its_progress(tmp_path, suffix, monkeypatch):
     copied(0, 3000)
     copied(1200, 3000)
     assert "samples copied 1200/3000" in display.line() and "1201/3001 done" in display.line()
+
+
+def test_an_unfinished_log_copies_as_the_whole_write_does(tmp_path):
+    """A log whose eval was stopped has no header.json (inspect_ai reads its journal's start): still `started`,
+    without results, and the copy is the whole write's."""
+    import zipfile
+
+    full = _scored_log(tmp_path / "full.eval", [1, 2, 3], 1)
+    src = tmp_path / "src.eval"
+    with zipfile.ZipFile(full) as archive, zipfile.ZipFile(src, "w") as out:
+        for name in archive.namelist():
+            if name not in ("header.json", "summaries.json", "reductions.json"):
+                out.writestr(name, archive.read(name))
+    rows = external.audit_path(src, load_policy("default"))
+    streamed, whole = tmp_path / "streamed.eval", tmp_path / "whole.eval"
+    assert inspect_scores.write_scores(src, rows, streamed) == 3
+    _whole_write(src, rows, whole)
+    assert _comparable(streamed) == _comparable(whole)
+    log = read_eval_log(str(streamed))
+    assert log.status == "started" and [s.name for s in log.results.scores] == ["statebox_audit"]
