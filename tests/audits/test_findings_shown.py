@@ -8,7 +8,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from statebox.audits.audit_report import audit_report_html
-from statebox.audits.external import AuditedSession, explanation
+from statebox.audits.external import AuditedSession
+from statebox.audits.inspect_scores import explanation
 from statebox.audits.findings_shown import FINDINGS_SHOWN, shown_indexes
 from statebox.audits.events import AttemptFacts, AuditLog
 from statebox.audits.verdict import AuditedAttempt
