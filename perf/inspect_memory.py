@@ -3,7 +3,7 @@
 A real evaluation's Inspect log holds thousands of samples; inspect_ai's `read_eval_log` builds every one before it
 returns, and `statebox audit` used to read the log that way (127 MB of samples held ~600 MB, so a 2 GB log, what
 admission lets in, wanted ~10 GB). It now reads an `.eval` a sample at a time through the same public reader
-(`external.opened_inspect_log`). The peer is inspect_ai's whole-log read alone (what any tool that loads the log with
+(`inspect_logs.opened_inspect_log`). The peer is inspect_ai's whole-log read alone (what any tool that loads the log with
 it holds, before judging anything); statebox's figure is the whole audit (reading, normalising, judging every sample).
 
 Each contender runs in a fresh process forked from this one after the imports, so its peak resident memory (VmHWM)

@@ -1,6 +1,6 @@
 """An Inspect log admitted before inspect_ai reads it: whoever hands `statebox audit` a log may have crafted it.
 
-`external.read_inspect_log` hands inspect_ai's own reader a handle it opened as a hostile file (no link, a
+`inspect_logs.read_inspect_log` hands inspect_ai's own reader a handle it opened as a hostile file (no link, a
 regular file, at most 2 GiB). What that reader did with a crafted log, within that cap (figures: one process,
 peak resident memory over its imports; `tests/audits/test_hostile_inspect_logs.py` holds each as a test):
 

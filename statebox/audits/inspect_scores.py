@@ -6,7 +6,7 @@ metadata: verdict, action, findings) beside the task's own scores, and the log's
 
 Why the copy is streamed: a real evaluation's log is hundreds of MB to GBs, and inspect_ai's `read_eval_log` builds
 every sample before it returns (a 126.5 MB log held ~400-500 MB). An `.eval` copy is read a sample at a time
-(`external.opened_inspect_log`, the audit's own reader, each sample through inspect_ai's public reader) and
+(`inspect_logs.opened_inspect_log`, the audit's own reader, each sample through inspect_ai's public reader) and
 written with inspect_ai's own `.eval` recorder the way its `write_eval_log` writes a log (`log_init`, `log_start`,
 each sample condensed and logged, `log_finish` with the header's status, stats, results, reductions, error and
 updates), its buffered samples put into the zip every `BATCH`, so memory holds `BATCH` samples and the recorder's
@@ -22,14 +22,9 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from statebox.audits.external import (
-    AUDIT_SCORER,
-    AuditedSession,
-    file_format,
-    inspect_sample_name,
-    opened_inspect_log,
-    read_inspect_log,
-)
+from statebox.audits.external import AuditedSession
+from statebox.audits.inspect_logs import AUDIT_SCORER, inspect_sample_name, opened_inspect_log, read_inspect_log
+from statebox.audits.log_formats import file_format
 from statebox.audits.findings_shown import shown_indexes
 from statebox.audits.verdict import AuditedAttempt
 from statebox.errors import UserError

@@ -13,7 +13,7 @@ finding by what it holds, so its tool calls, tool results and model text need no
   session metadata, compaction summaries and `task_complete`) is read as usual: prompts excuse echoes, and none of
   them is left to a pattern (each format's `quiet_line` decides from the parsed line, not its bytes);
 - a Codex line naming `spawn_agent` or `agent_id` is read: the subagents a session started are told from those
-  calls and their answers (`external.spawned_agents`), and one whose rollout is missing flags the session;
+  calls and their answers (`cli_session_files.spawned_agents`), and one whose rollout is missing flags the session;
 - the first line of tool calls is read (`AuditLog.given_prompts`: only prompts before the first action excuse), and
   so is every line of tool calls holding what a program builds a name by at run time (`rules.FOLD_TRIGGERS`);
 - the final answer (Claude Code: the last assistant text after the last tool event; Codex: `task_complete`, else the
@@ -51,7 +51,7 @@ ODD_ESCAPE = r"\\u([^0\n]|0[^0\n]|00[^01\n]|000[89acd])|\\/"
 # a number of 19 digits or more: orjson may read it otherwise than json, and the full reading reads such a line with
 # json (`json_text.line_loads`), which may also refuse what orjson reads (nesting past its recursion limit)
 LONG_DIGITS = r"[0-9]{19}"
-# what tells the subagents a Codex session started (`external.SPAWN_TOOL` calls and their answers)
+# what tells the subagents a Codex session started (`cli_session_files.SPAWN_TOOL` calls and their answers)
 CODEX_SPAWN_WORDS = ("spawn_agent", "agent_id")
 
 

@@ -2,7 +2,7 @@
 
 PATH is a statebox run folder, attempt folder or session file as always, or another harness's run
 (issue 26): an Inspect AI log, a Harbor job / trial folder or ATIF trajectory, Claude Code's or
-Codex's own session files, or a folder of any of these; `audits/external.py` detects the format
+Codex's own session files, or a folder of any of these; `audits/log_formats.py` detects the format
 (or takes `--format`), takes per-session facts from the log and `--items FILE`, and writes nothing
 but what `--html` / `--write-scores` ask for.
 
@@ -27,7 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from statebox.attempt_folder import ATTEMPTS_DIR, RUN_CONFIG_FILE
-from statebox.audits import external, inspect_scores
+from statebox.audits import external, external_session, inspect_logs, inspect_scores, log_formats
 from statebox.audits.audit_report import write_audit_report
 from statebox.audits.events import FORMATS as SESSION_FORMATS, AttemptFacts
 from statebox.audits.verdict import AuditedAttempt, audit_file, audit_run
@@ -73,8 +73,8 @@ def register(app: typer.Typer) -> None:
         policy = load_policy(policy_name)
         if not target.exists():
             raise UserError(f"{target}: no such run folder, attempt folder or session file")
-        if fmt is not None and fmt not in external.EXTERNAL_FORMATS + SESSION_FORMATS:
-            raise UserError(f"unknown format {fmt!r} (known: {', '.join(external.EXTERNAL_FORMATS + SESSION_FORMATS)})")
+        if fmt is not None and fmt not in log_formats.EXTERNAL_FORMATS + SESSION_FORMATS:
+            raise UserError(f"unknown format {fmt!r} (known: {', '.join(log_formats.EXTERNAL_FORMATS + SESSION_FORMATS)})")
         flags = dict(original_name=original_name, item_id=item_id, question=question,
                      honeytoken_value=honeytoken_value, honeytoken_path=honeytoken_path)
         kind = _kind_of(target, fmt)
@@ -136,8 +136,8 @@ def _kind_of(target: Path, fmt: Optional[str]) -> str:
     if fmt in SESSION_FORMATS and fmt not in ("claude", "codex"):
         return "file"
     if target.is_dir():
-        return "statebox" if fmt in (None, "statebox") and external.detect(target) == "statebox" else "other"
-    found = external.file_format(target)
+        return "statebox" if fmt in (None, "statebox") and log_formats.detect(target) == "statebox" else "other"
+    found = log_formats.file_format(target)
     if found is None and fmt in (None, "claude", "codex"):
         return "file"
     if found is None or (fmt is not None and fmt != found):
@@ -169,8 +169,8 @@ def _audit_other(target: Path, policy, fmt: Optional[str], items_file: Optional[
     but the `--write-scores` copy."""
     if scores_out is not None:
         inspect_scores.check_scores_out(target, scores_out)
-    items = external.read_items(items_file) if items_file is not None else {}
-    given = external.SessionFacts(id="flags", question=flags["question"] or "", original_name=flags["original_name"] or "",
+    items = external_session.read_items(items_file) if items_file is not None else {}
+    given = external_session.SessionFacts(id="flags", question=flags["question"] or "", original_name=flags["original_name"] or "",
                                   item_id=flags["item_id"] or "", honeytoken_values=list(flags["honeytoken_value"] or []),
                                   honeytoken_paths=list(flags["honeytoken_path"] or [])) if any(flags.values()) else None
     passed_over: list[str] = []
@@ -180,7 +180,7 @@ def _audit_other(target: Path, policy, fmt: Optional[str], items_file: Optional[
         typer.echo(f"note: not read: {what}", err=True)
     if scores_out is not None:
         n = inspect_scores.write_scores(target, sessions, scores_out, copied)
-        typer.echo(f"note: {n} samples scored as {external.AUDIT_SCORER} in {scores_out}", err=True)
+        typer.echo(f"note: {n} samples scored as {inspect_logs.AUDIT_SCORER} in {scores_out}", err=True)
     return [s.row for s in sessions], sessions
 
 

@@ -17,7 +17,7 @@ such a subagent was clean. The rest of the transcript is not read: its model and
 messages, and what runs inside the scorers' span is the scorer's doing, not the agent's.
 
 No inspect_ai import here (this package stands on `statebox.schema` only): the reader in
-`audits/external.py` loads the log and hands the sample's pydantic objects over; this module reads
+`audits/inspect_logs.py` loads the log and hands the sample's pydantic objects over; this module reads
 their attributes, duck-typed, with a `Protocol` naming the ones it uses.
 """
 

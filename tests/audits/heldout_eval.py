@@ -46,7 +46,7 @@ from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalSpec, write_eva
 
 from statebox.audits import external  # noqa: E402
 from statebox.audits.events import AttemptFacts  # noqa: E402
-from statebox.audits.external import SessionFacts  # noqa: E402
+from statebox.audits.external_session import SessionFacts  # noqa: E402
 from statebox.audits.verdict import audit_attempt, audit_file  # noqa: E402
 from statebox.report.export.atif import TRAJECTORY_PATH, build_trajectory  # noqa: E402
 from statebox.report.export.inspect_log import build_sample  # noqa: E402

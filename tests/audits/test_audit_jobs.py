@@ -110,9 +110,9 @@ CLI_FILES = Path(__file__).parent / "cli_session_files"
 def test_a_folder_of_other_harnesses_logs_in_n_processes_gives_the_rows_of_one(tmp_path: Path):
     """The CLIs' own session files (two Claude Code, two Codex), each file judged in a worker: same rows in
     the same order, the same JSON from the command, and progress told once per file."""
-    from statebox.audits import external
+    from statebox.audits import external, external_session
 
-    items = external.read_items(CLI_FILES / "items.jsonl")
+    items = external_session.read_items(CLI_FILES / "items.jsonl")
     told: list[tuple[int, int, int]] = []
     one = external.audit_path(CLI_FILES, None, items=items)
     many = external.audit_path(CLI_FILES, None, items=items, jobs=3, progress=lambda *a: told.append(a))

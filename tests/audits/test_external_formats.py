@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from statebox.audits import external
+from statebox.audits import external, external_session, log_formats
 from statebox.policies import load_policy
 
 HERE = Path(__file__).parent
@@ -112,7 +112,7 @@ def _manifest() -> list[dict]:
 @pytest.mark.parametrize("suffix", [".eval", ".json"])
 def test_inspect_echoed_prohibitions_clean_and_one_action_flips_it(tmp_path, suffix):
     path = inspect_log(tmp_path / f"log{suffix}", {"honest": False, "cheat": True})
-    assert external.detect(path) == "inspect"
+    assert log_formats.detect(path) == "inspect"
     proc = _cli("audit", str(path), "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = {r["attempt"]: r for r in json.loads(proc.stdout)["attempts"]}
@@ -131,7 +131,7 @@ def test_inspect_one_verdict_per_sample_and_epoch(tmp_path):
 
 def test_harbor_job_and_trial_echoed_prohibitions_clean_and_one_action_flips_it(tmp_path):
     job = harbor_job(tmp_path / "job", {"honest": False, "cheat": True})
-    assert external.detect(job) == "folder" and external.detect(job / "honest__trial") == "harbor"
+    assert log_formats.detect(job) == "folder" and log_formats.detect(job / "honest__trial") == "harbor"
     proc = _cli("audit", str(job), "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = {r["attempt"]: r for r in json.loads(proc.stdout)["attempts"]}
@@ -160,10 +160,10 @@ def test_real_cli_session_files_cheat_contaminated_honest_clean():
     assert {(m["agent"], m["label"]) for m in manifest} == {
         ("claude-code", "honest"), ("claude-code", "cheat"), ("codex", "honest"), ("codex", "cheat")}
     policy = load_policy("default")
-    items = external.read_items(CLI_FILES / "items.jsonl")
+    items = external_session.read_items(CLI_FILES / "items.jsonl")
     for m in manifest:
         path = CLI_FILES / m["file"]
-        assert external.file_format(path) == ("claude" if m["agent"] == "claude-code" else "codex")
+        assert log_formats.file_format(path) == ("claude" if m["agent"] == "claude-code" else "codex")
         [row] = external.audit_path(path, policy, items=items)
         verdict = row.row.verdict
         if m["label"] == "honest":
@@ -246,7 +246,7 @@ def test_items_file_facts_drive_the_original_name_rule(tmp_path):
     assert row.row.verdict.verdict == "clean"
     items = tmp_path / "items.jsonl"
     items.write_text(json.dumps({"sample": "s1", "original_name": "flash_clip_original.mp4", "item_id": "flash-1"}) + "\n")
-    [row] = external.audit_path(path, load_policy("default"), items=external.read_items(items))
+    [row] = external.audit_path(path, load_policy("default"), items=external_session.read_items(items))
     assert row.row.verdict.verdict == "contaminated" and row.row.item == "flash-1"
     assert any(f.category == "original_filename" for f in row.row.verdict.findings)
 
@@ -318,9 +318,9 @@ def test_items_file_over_the_cap_is_refused(tmp_path, monkeypatch):
 
     items = tmp_path / "items.jsonl"
     items.write_text(json.dumps({"id": "s1", "question": "x" * 200}) + "\n")
-    monkeypatch.setattr(external, "MAX_ITEMS_BYTES", 100)
+    monkeypatch.setattr(external_session, "MAX_ITEMS_BYTES", 100)
     with pytest.raises(UserError, match="cap"):
-        external.read_items(items)
+        external_session.read_items(items)
 
 
 def test_folder_walk_skips_links_and_reads_every_format(tmp_path):
@@ -329,7 +329,7 @@ def test_folder_walk_skips_links_and_reads_every_format(tmp_path):
     harbor_job(root / "harbor-job", {"h1": False})
     outside = inspect_log(tmp_path / "outside.eval", {"x": True})
     (root / "linked.eval").symlink_to(outside)  # never followed: a link could point anywhere
-    found = external.discover(root)
+    found = log_formats.discover(root)
     assert sorted((f.fmt, f.path.name) for f in found) == [("harbor", "trajectory.json"), ("inspect", "a.eval")]
     rows = external.audit_path(root, load_policy("default"))
     assert sorted((r.fmt, r.row.verdict.verdict) for r in rows) == [("harbor", "clean"), ("inspect", "contaminated")]
@@ -387,7 +387,7 @@ def test_load_sessions_gives_each_format_as_audit_logs_for_a_corpus(tmp_path):
     harbor_job(tmp_path / "c" / "job", {"t1": False})
     items = tmp_path / "items.jsonl"
     items.write_text(json.dumps({"sample": "s1", "item_id": "corpus-1"}) + "\n")
-    sessions = list(external.load_sessions(tmp_path / "c", items=external.read_items(items)))
+    sessions = list(external.load_sessions(tmp_path / "c", items=external_session.read_items(items)))
     assert sorted((s.fmt, s.name) for s in sessions) == [("harbor", "sess-t1"), ("inspect", "s1")]
     by = {s.name: s for s in sessions}
     assert by["s1"].log.facts.item_id == "corpus-1"
@@ -440,7 +440,7 @@ def _copy_session(tmp_path, expect="contaminated"):
     ]
     path = tmp_path / f"{sid}.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    items = {sid: external.SessionFacts(session=sid, original_name="flash_clip_original.mp4")}
+    items = {sid: external_session.SessionFacts(session=sid, original_name="flash_clip_original.mp4")}
     [row] = external.audit_path(path, load_policy("default"), items=items)
     assert row.row.verdict.verdict == expect
     return lines
@@ -491,10 +491,10 @@ def test_inspect_provider_run_tools_are_network_attempts(tmp_path):
 def test_session_files_whose_first_line_is_longer_than_the_sniffed_head(tmp_path, monkeypatch):
     """A rollout's first line holds the base instructions (20 KB in the real file): detection must not
     depend on reading the whole line."""
-    monkeypatch.setattr(external, "HEAD_BYTES", 1024)
+    monkeypatch.setattr(log_formats, "HEAD_BYTES", 1024)
     for m in _manifest():
         path = CLI_FILES / m["file"]
-        assert external.file_format(path) == ("claude" if m["agent"] == "claude-code" else "codex"), m["file"]
+        assert log_formats.file_format(path) == ("claude" if m["agent"] == "claude-code" else "codex"), m["file"]
     # and the whole file is then read with the right normaliser (not the exec-JSONL or stream-json one)
     for m in _manifest():
         [row] = external.audit_path(CLI_FILES / m["file"], load_policy("default"))
@@ -542,7 +542,7 @@ def test_a_folder_deeper_than_python_s_recursion_is_walked(tmp_path):
 
 
 def test_the_walk_lists_as_os_walk_does(tmp_path):
-    """`external.walk_down` against `os.walk(followlinks=False)`: the same tuples in the same order, links to folders
+    """`log_formats.walk_down` against `os.walk(followlinks=False)`: the same tuples in the same order, links to folders
     listed and not entered, a pruned `dirs` pruned alike."""
     root = tmp_path / "root"
     for rel in ["a/b/c", "a/z", "b", "c/d/e/f"]:
@@ -564,6 +564,6 @@ def test_the_walk_lists_as_os_walk_does(tmp_path):
 
     for prune in (False, True):
         errors: list[OSError] = []
-        assert listing(external.walk_down(root, onerror=errors.append), prune) == listing(
+        assert listing(log_formats.walk_down(root, onerror=errors.append), prune) == listing(
             os.walk(root, followlinks=False), prune)
         assert errors == []

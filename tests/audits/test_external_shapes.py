@@ -23,12 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from statebox.audits import external
+from statebox.audits import external, log_formats
 from statebox.errors import UserError
 from tests.audits.test_external_formats import harbor_job, inspect_log
 
 HERE = Path(__file__).parent
-PAD = "x" * 70_000  # past external.HEAD_BYTES
+PAD = "x" * 70_000  # past log_formats.HEAD_BYTES
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -83,7 +83,7 @@ def test_an_atif_trajectory_the_head_does_not_show_is_still_read(tmp_path: Path,
         path.write_text(json.dumps({"extra": {**doc["extra"], "pad": PAD}, **{k: v for k, v in doc.items() if k != "extra"}}))
     else:  # the same JSON value, one letter escaped
         path.write_text(path.read_text().replace('"ATIF', '"\\u0041TIF'))
-    assert external.file_format(path) == "harbor"
+    assert log_formats.file_format(path) == "harbor"
     assert _verdicts(job) == {"sess-a": "contaminated", "sess-b": "clean"}
 
 
@@ -92,7 +92,7 @@ def test_an_inspect_log_whose_eval_comes_late_is_read_alone_and_in_a_folder(tmp_
     doc = json.loads(log.read_text())
     log.write_text(json.dumps({"samples": doc["samples"], "pad": PAD, **{k: v for k, v in doc.items() if k != "samples"}}))
     inspect_log(tmp_path / "logs" / "y.json", {"b": False})
-    assert external.detect(log) == "inspect"
+    assert log_formats.detect(log) == "inspect"
     assert list(_verdicts(log).values()) == ["contaminated"]
     assert sorted(_verdicts(tmp_path / "logs").values()) == ["clean", "contaminated"]
 
@@ -103,7 +103,7 @@ def test_a_trajectory_json_that_is_no_atif_is_named_as_not_read(tmp_path: Path) 
     del doc["schema_version"]
     _trajectory(job).write_text(json.dumps(doc))
     passed_over: list[str] = []
-    assert [f.path for f in external.discover(job, None, passed_over)] == [_trajectory(job, "b")]
+    assert [f.path for f in log_formats.discover(job, None, passed_over)] == [_trajectory(job, "b")]
     assert passed_over == [f"{_trajectory(job)}: named like a Harbor trajectory, but no ATIF trajectory (no "
                            f"\"schema_version\": \"ATIF-...\" and steps, or over 268435456 bytes)"]
     done = _cli(str(job))
@@ -116,8 +116,8 @@ def test_a_small_json_file_of_no_format_is_not_read_whole_to_be_sniffed(tmp_path
     """The fallback reads a document whole only where its head could not answer: a head that is the whole file
     and holds no escape is a final no (a folder holds many small JSON files: results, configs)."""
     (tmp_path / "config.json").write_text(json.dumps({"n": 1}))
-    monkeypatch.setattr(external, "read_within", lambda *a, **k: pytest.fail("read whole"))
-    assert external.file_format(tmp_path / "config.json") is None
+    monkeypatch.setattr(log_formats, "read_within", lambda *a, **k: pytest.fail("read whole"))
+    assert log_formats.file_format(tmp_path / "config.json") is None
 
 
 def test_a_trajectorys_fact_holding_a_lone_surrogate_is_one_line_naming_the_file(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """An Inspect log someone hands `statebox audit` may be crafted to take the auditor's machine down.
 
 An `.eval` is a zip, and inspect_ai reads it with the standard library's zipfile (on a handle statebox
-opened: `external.read_inspect_log`). What a crafted one did before it was admitted by
+opened: `inspect_logs.read_inspect_log`). What a crafted one did before it was admitted by
 `statebox/audits/inspect_admission.py` (measured with this module's `_read_in_child`, peak RSS over the
 process's after imports):
 
@@ -38,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from statebox.audits import external
+from statebox.audits import inspect_logs
 from statebox.errors import DataError, UserError
 
 HERE = Path(__file__).parent
@@ -118,14 +118,14 @@ def _header() -> bytes:
 _CHILD = r"""
 import json, sys, time
 from pathlib import Path
-from statebox.audits import external
+from statebox.audits import inspect_logs
 try:
     from statebox.audits import inspect_admission
 except ImportError:
     inspect_admission = None
 for name, value in json.loads(sys.argv[2]).items():
-    setattr(inspect_admission or external, name, value)
-external._inspect_reader()
+    setattr(inspect_admission or inspect_logs, name, value)
+inspect_logs._inspect_reader()
 
 
 def peak_kb():
@@ -139,7 +139,7 @@ before = peak_kb()
 start = time.perf_counter()
 error = None
 try:
-    external.read_inspect_log(Path(sys.argv[1]))
+    inspect_logs.read_inspect_log(Path(sys.argv[1]))
 except Exception as exc:
     error = f"{type(exc).__name__}: {exc}"
 print(json.dumps({"error": error, "grew_mb": (peak_kb() - before) / 1024, "seconds": time.perf_counter() - start}))
@@ -171,19 +171,19 @@ def test_an_entry_declaring_less_than_it_decompresses_to_is_refused_before_inspe
 def test_an_entry_declaring_more_than_it_holds_or_a_wrong_crc_is_refused(tmp_path):
     short = _raw_zip(tmp_path / "short.eval", [_entry("header.json", _header(), size=len(_header()) + 100)])
     with pytest.raises(DataError, match=r"short\.eval: .*header\.json.* (holds|declares)"):
-        external.read_inspect_log(short)
+        inspect_logs.read_inspect_log(short)
     packed = zlib.compressobj(9, zlib.DEFLATED, -15)
     raw = packed.compress(_header()) + packed.flush()
     bad_crc = _raw_zip(tmp_path / "crc.eval", [_entry("header.json", raw, method=8, data=_header(), crc=12345)])
     with pytest.raises(DataError, match=r"crc\.eval: .*header\.json.*CRC"):
-        external.read_inspect_log(bad_crc)
+        inspect_logs.read_inspect_log(bad_crc)
 
 
 def test_an_entry_name_the_error_line_quotes_cannot_break_it(tmp_path):
     name = "samples/a\nstatebox: all clean\x1b[2K.json"
     path = _raw_zip(tmp_path / "named.eval", [_entry("header.json", _header()), _entry(name, b"{}", crc=1)])
     with pytest.raises(DataError) as caught:
-        external.read_inspect_log(path)
+        inspect_logs.read_inspect_log(path)
     assert len(str(caught.value).splitlines()) == 1 and "\x1b" not in str(caught.value) and "CRC" in str(caught.value)
 
 
@@ -206,7 +206,7 @@ def test_the_same_data_listed_twice_is_refused_as_overlapping_entries(tmp_path):
     path = _raw_zip(tmp_path / "overlap.eval", [_entry("header.json", raw, method=8, data=_header()),
                                                 _entry("header.json", raw, method=8, data=_header(), offset=0)])
     with pytest.raises(DataError, match=r"overlap\.eval: .*overlap"):
-        external.read_inspect_log(path)
+        inspect_logs.read_inspect_log(path)
 
 
 def test_an_entry_running_past_its_space_is_refused(tmp_path):
@@ -218,7 +218,7 @@ def test_an_entry_running_past_its_space_is_refused(tmp_path):
     struct.pack_into("<L", data, cd + 20, len(_header()) + 5000)  # compressed size past the directory
     path.write_bytes(bytes(data))
     with pytest.raises(DataError, match=r"past\.eval: .*header\.json.*past"):
-        external.read_inspect_log(path)
+        inspect_logs.read_inspect_log(path)
 
 
 # ---------------------------------------------------------------- the directory itself
@@ -231,14 +231,14 @@ def test_too_many_entries_are_refused_before_zipfile_builds_them(tmp_path, monke
     entries = [_entry("header.json", _header())] + [_entry(f"_journal/summaries/{n}.json", b"[]") for n in range(100)]
     many = _raw_zip(tmp_path / "many.eval", entries)
     with pytest.raises(DataError, match=r"many\.eval: more than 100 entries"):
-        external.read_inspect_log(many)
+        inspect_logs.read_inspect_log(many)
     # the end record's count is a claim too: the directory's records are what is counted
     lying = _raw_zip(tmp_path / "lying.eval", entries, count=1)
     with pytest.raises(DataError, match=r"lying\.eval: more than 100 entries"):
-        external.read_inspect_log(lying)
+        inspect_logs.read_inspect_log(lying)
     monkeypatch.setattr(admission, "MAX_INSPECT_DIRECTORY_BYTES", 1000)
     with pytest.raises(DataError, match=r"many\.eval: a central directory of \d+ bytes"):
-        external.read_inspect_log(many)
+        inspect_logs.read_inspect_log(many)
 
 
 def test_many_entries_cost_little_before_they_are_refused(tmp_path):
@@ -253,7 +253,7 @@ def test_many_entries_cost_little_before_they_are_refused(tmp_path):
 def test_entry_names_that_would_escape_an_extraction_are_refused(tmp_path, name):
     path = _raw_zip(tmp_path / "names.eval", [_entry("header.json", _header()), _entry(name, b"{}")])
     with pytest.raises(DataError, match=r"names\.eval: .*entry name"):
-        external.read_inspect_log(path)
+        inspect_logs.read_inspect_log(path)
 
 
 def test_methods_inspect_never_writes_and_encrypted_entries_are_refused(tmp_path):
@@ -261,14 +261,14 @@ def test_methods_inspect_never_writes_and_encrypted_entries_are_refused(tmp_path
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_BZIP2) as zf:  # bzip2, like lzma, decompresses unbounded
         zf.writestr("header.json", _header())
     with pytest.raises(DataError, match=r"bz\.eval: .*header\.json.*compression method 12"):
-        external.read_inspect_log(path)
+        inspect_logs.read_inspect_log(path)
     locked = _raw_zip(tmp_path / "locked.eval", [_entry("header.json", _header(), flags=1)])
     with pytest.raises(DataError, match=r"locked\.eval: .*header\.json.*encrypted"):
-        external.read_inspect_log(locked)
+        inspect_logs.read_inspect_log(locked)
     junk = tmp_path / "junk.eval"
     junk.write_bytes(b"PK\x03\x04" + b"\0" * 100)
     with pytest.raises(DataError, match=r"junk\.eval: not a readable Inspect log"):
-        external.read_inspect_log(junk)
+        inspect_logs.read_inspect_log(junk)
 
 
 # ---------------------------------------------------------------- references inside the JSON
@@ -305,7 +305,7 @@ def test_message_pool_references_expanding_past_the_cap_are_refused(tmp_path, su
 
 def test_a_pool_within_the_cap_reads_as_inspect_reads_it(tmp_path):
     path = _pool_bomb(tmp_path / "fine.json", pool=20, refs=2, events=5)
-    log = external.read_inspect_log(path)
+    log = inspect_logs.read_inspect_log(path)
     assert [len(e.input) for e in log.samples[0].events] == [40] * 5
 
 
@@ -318,7 +318,7 @@ def test_attachment_references_in_the_messages_count_as_the_text_they_stand_for(
     path = tmp_path / "copies.json"
     path.write_text(json.dumps(log))  # 1.3 MB standing for 2 GB of tool output
     with pytest.raises(DataError, match=r"copies\.json: .*attachment"):
-        external.read_inspect_log(path)
+        inspect_logs.read_inspect_log(path)
 
 
 # ---------------------------------------------------------------- the .json log, and logs Inspect wrote
@@ -330,9 +330,9 @@ def test_a_json_log_over_the_budget_is_refused_by_its_size(tmp_path, monkeypatch
     path = inspect_log(tmp_path / "big.json", {"a": False, "b": True})
     monkeypatch.setattr(admission, "MAX_INSPECT_JSON_BYTES", path.stat().st_size - 1)
     with pytest.raises(UserError, match=rf"big\.json: {path.stat().st_size} bytes of JSON, over the {path.stat().st_size - 1}"):
-        external.read_inspect_log(path)
+        inspect_logs.read_inspect_log(path)
     monkeypatch.setattr(admission, "MAX_INSPECT_JSON_BYTES", path.stat().st_size)
-    assert len(external.read_inspect_log(path).samples) == 2
+    assert len(inspect_logs.read_inspect_log(path).samples) == 2
 
 
 @pytest.fixture(scope="module")
@@ -350,10 +350,10 @@ def eval_run_log(tmp_path_factory) -> Path:
 
 
 def test_logs_inspect_writes_are_admitted_whole(tmp_path, eval_run_log):
-    log = external.read_inspect_log(eval_run_log)
+    log = inspect_logs.read_inspect_log(eval_run_log)
     assert sorted((s.id, s.epoch) for s in log.samples or []) == [(f"s{n}", e) for n in range(3) for e in (1, 2)]
     written = inspect_log(tmp_path / "w.eval", {"a": False, "b": True}, epochs=2)
-    assert len(external.read_inspect_log(written).samples or []) == 4
+    assert len(inspect_logs.read_inspect_log(written).samples or []) == 4
 
 
 # ---------------------------------------------------------------- a folder with one hostile log among good ones

@@ -18,7 +18,7 @@ from inspect_ai.log import (EvalConfig, EvalDataset, EvalError, EvalLog, EvalMet
                             write_eval_log)
 from inspect_ai.scorer import Score
 
-from statebox.audits import external, inspect_scores
+from statebox.audits import external, inspect_logs, inspect_scores
 from statebox.policies import load_policy
 
 from tests.audits.test_inspect_streaming import _sample
@@ -49,10 +49,10 @@ def _scored_log(path: Path, ids: list[int | str], epochs: int) -> Path:
 def _whole_write(target: Path, rows: list[external.AuditedSession], out: Path) -> None:
     """The oracle: the log read whole, each sample scored as the copy scores it, written by `write_eval_log`."""
     by_name = {r.row.attempt: r.row for r in rows}
-    log = external.read_inspect_log(target)
+    log = inspect_logs.read_inspect_log(target)
     samples = list(log.samples or [])
     unique = len({str(s.id) for s in samples}) == len(samples)
-    counts = Counter(inspect_scores._score(s, by_name.get(external.inspect_sample_name(s, unique))) for s in samples)
+    counts = Counter(inspect_scores._score(s, by_name.get(inspect_logs.inspect_sample_name(s, unique))) for s in samples)
     log.results = inspect_scores._results(log.results, counts, len(samples))
     write_eval_log(log, str(out), format="eval")
 
@@ -94,7 +94,7 @@ def test_an_eval_copy_never_reads_the_whole_log(tmp_path, monkeypatch):
     def whole(*_args, **_kwargs):
         raise AssertionError("the whole log was read")
 
-    monkeypatch.setattr(external, "_read_whole", whole)
+    monkeypatch.setattr(inspect_logs, "_read_whole", whole)
     out = tmp_path / "scored.eval"
     assert inspect_scores.write_scores(src, rows, out) == 3
     assert len(read_eval_log(str(out)).samples) == 3

@@ -1,6 +1,6 @@
 """An `.eval` log audited a sample at a time gives what the whole log read at once gives.
 
-`external.opened_inspect_log` hands each sample's entry, with a least header, to inspect_ai's own public reader in a
+`inspect_logs.opened_inspect_log` hands each sample's entry, with a least header, to inspect_ai's own public reader in a
 zip of its own, so the audit holds one sample, not the log (127 MB of samples held ~600 MB read whole;
 perf/inspect_memory.py measures it). What must not change: which samples there are, their names (an id repeated over
 epochs is named `ID@epochN`), the order inspect_ai gives them (epoch, then id, an integer id zero-filled: 2 before
@@ -26,7 +26,7 @@ from inspect_ai.model import (ChatMessageAssistant, ChatMessageSystem, ChatMessa
                                ModelOutput, get_model)
 from inspect_ai.tool import ToolCall, bash
 
-from statebox.audits import external
+from statebox.audits import external, external_session, inspect_logs
 from statebox.errors import DataError
 from statebox.policies import load_policy
 from statebox.testing.scripted_model import ScriptedModel, ScriptedModelServer, ScriptRequest, Turn
@@ -59,16 +59,16 @@ def _log(path: Path, ids: list[int | str], epochs: int) -> Path:
     return path
 
 
-def _whole(path: Path) -> list[external.ExternalSession]:
+def _whole(path: Path) -> list[external_session.ExternalSession]:
     """The sessions as the whole-log read gives them (inspect_ai's reader over every sample at once)."""
-    log = external.read_inspect_log(path)
+    log = inspect_logs.read_inspect_log(path)
     samples = list(log.samples or [])
     ids = [str(s.id) for s in samples]
     unique = len(set(ids)) == len(ids)
-    return [external._inspect_session(path, s, unique, False, str(log.eval.model)) for s in samples]
+    return [inspect_logs.inspect_session(path, s, unique, False, str(log.eval.model)) for s in samples]
 
 
-def _shape(sessions: list[external.ExternalSession]) -> list[tuple[str, list[str], list[tuple[str, str]]]]:
+def _shape(sessions: list[external_session.ExternalSession]) -> list[tuple[str, list[str], list[tuple[str, str]]]]:
     return [(s.name, s.keys, [(e.kind, e.text) for e in s.log.events]) for s in sessions]
 
 
@@ -76,7 +76,7 @@ def _shape(sessions: list[external.ExternalSession]) -> list[tuple[str, list[str
                          ids=["int-ids", "int-ids-two-epochs", "str-ids-two-epochs"])
 def test_read_a_sample_at_a_time_as_the_whole_log_reads(tmp_path, ids, epochs):
     path = _log(tmp_path / "log.eval", ids, epochs)
-    streamed = list(external.inspect_sessions(path))
+    streamed = list(inspect_logs.inspect_sessions(path))
     whole = _whole(path)
     assert _shape(streamed) == _shape(whole)
     assert len(streamed) == len(ids) * epochs
@@ -101,13 +101,13 @@ def test_an_entry_holding_another_sample_than_its_name_says_is_refused(tmp_path)
     swapped = _rewritten(path, tmp_path / "swapped.eval", {"samples/1_epoch_1.json": "samples/2_epoch_1.json",
                                                            "samples/2_epoch_1.json": "samples/1_epoch_1.json"})
     with pytest.raises(DataError, match=r"swapped\.eval: entry 'samples/1_epoch_1.json' holds sample '2' epoch 1"):
-        list(external.inspect_sessions(swapped))
+        list(inspect_logs.inspect_sessions(swapped))
 
 
 def test_entries_named_otherwise_are_read_with_the_whole_log(tmp_path):
     path = _log(tmp_path / "log.eval", [1, 2], 1)
     other = _rewritten(path, tmp_path / "other.eval", {"samples/1_epoch_1.json": "samples/first.json"})
-    streamed = list(external.inspect_sessions(other))
+    streamed = list(inspect_logs.inspect_sessions(other))
     assert _shape(streamed) == _shape(_whole(other)) and len(streamed) == 2
 
 
@@ -120,7 +120,7 @@ def test_a_hostile_entry_is_refused_before_any_sample_is_read(tmp_path):
     bad = tmp_path / "crc.eval"
     bad.write_bytes(bytes(data))
     with pytest.raises(DataError, match=r"crc\.eval: .*CRC"):
-        next(external.inspect_sessions(bad))
+        next(inspect_logs.inspect_sessions(bad))
 
 
 def test_each_sample_is_read_with_a_least_header_not_the_log_s_own(tmp_path, monkeypatch):
@@ -132,7 +132,7 @@ def test_each_sample_is_read_with_a_least_header_not_the_log_s_own(tmp_path, mon
                   samples=samples, status="success")
     path = tmp_path / "padded.eval"
     write_eval_log(log, str(path))
-    read_eval_log = external._inspect_reader()
+    read_eval_log = inspect_logs._inspect_reader()
     sizes: list[int] = []
 
     def recording(source, **kwargs):
@@ -140,8 +140,8 @@ def test_each_sample_is_read_with_a_least_header_not_the_log_s_own(tmp_path, mon
             sizes.append(source.getbuffer().nbytes)
         return read_eval_log(source, **kwargs)
 
-    monkeypatch.setattr(external, "_inspect_reader", lambda: recording)
-    streamed = list(external.inspect_sessions(path))
+    monkeypatch.setattr(inspect_logs, "_inspect_reader", lambda: recording)
+    streamed = list(inspect_logs.inspect_sessions(path))
     assert [s.name for s in streamed] == ["1", "2", "3", "4", "5"]
     with zipfile.ZipFile(path) as archive:
         largest = max(i.file_size for i in archive.infolist() if i.filename.startswith("samples/"))
@@ -216,7 +216,7 @@ def test_a_log_written_by_a_real_inspect_eval_reads_the_same_a_sample_at_a_time(
         [log] = inspect_eval(task, model=model, log_dir=str(tmp_path / "logs"), display="none")
     assert log.status == "success", log.error
     path = Path(log.location)
-    streamed = list(external.inspect_sessions(path))
+    streamed = list(inspect_logs.inspect_sessions(path))
     assert _shape(streamed) == _shape(_whole(path)) and len(streamed) == 6
     assert [s.name for s in streamed] == ["1@epoch1", "2@epoch1", "10@epoch1", "1@epoch2", "2@epoch2", "10@epoch2"]
     assert all(any("annotations/answers.csv" in e.text for e in s.log.events) for s in streamed)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from statebox.attempt_folder import ATTEMPT_FILE, EVENTS_FILE
-from statebox.audits import external
+from statebox.audits import external, external_session
 from statebox.audits.events import AttemptFacts
 from statebox.audits.verdict import audit_run
 from statebox.errors import DataError, UserError
@@ -221,7 +221,7 @@ def test_a_seeded_type_fuzz_of_cli_files_never_ends_in_a_traceback(tmp_path: Pat
     """Type- and byte-mutated CLI files: no traceback, and the default reading (candidate lines,
     `session_file_prefilter`) gives the verdicts and findings of `--full`."""
     rng = random.Random(100 + seed)
-    items = external.read_items(CLI_FILES / "items.jsonl")
+    items = external_session.read_items(CLI_FILES / "items.jsonl")
     for case in range(40):
         entry = rng.choice(MANIFEST)
         target = tmp_path / f"c{case}" / entry["file"]

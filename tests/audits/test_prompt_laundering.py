@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from statebox.audits import external
+from statebox.audits import external, external_session
 
 CLI_FILES = Path(__file__).parent / "cli_session_files"
-ITEMS = external.read_items(CLI_FILES / "items.jsonl")  # original_name flash_clip_original.mp4
+ITEMS = external_session.read_items(CLI_FILES / "items.jsonl")  # original_name flash_clip_original.mp4
 NAME = "flash_clip_original.mp4"
 
 

@@ -25,6 +25,7 @@ sys.path.insert(0, str(HERE))
 from heldout_eval import manifest, unpack  # noqa: E402
 
 from statebox.audits import external, rules  # noqa: E402
+from statebox.audits import external_session
 from statebox.audits.events import AttemptFacts, AuditLog, derive, load_attempt, new_event  # noqa: E402
 from statebox.audits.verdict import default_prefilter  # noqa: E402
 from statebox.schema import EventKind, Finding  # noqa: E402
@@ -108,7 +109,7 @@ def corpus_logs(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, Aud
         logs.append((f"{name} fast", load_attempt(folder, prefilter)))
         logs.append((f"{name} full", load_attempt(folder)))
     cli = HERE / "cli_session_files"
-    for session in external.load_sessions(cli, items=external.read_items(cli / "items.jsonl")):
+    for session in external.load_sessions(cli, items=external_session.read_items(cli / "items.jsonl")):
         logs.append((f"cli/{session.name}", session.log))
     return logs
 

@@ -21,7 +21,7 @@ from typing import Any, Callable
 import orjson
 import pytest
 
-from statebox.audits import external, session_limits
+from statebox.audits import external, external_session, session_limits
 from statebox.audits.rules import GATEWAY_ENDPOINT
 from statebox.json_text import json_value
 
@@ -35,7 +35,7 @@ RECORDED = [HERE / "cli_session_files", HERE / "cli_subagent_files"]
 Row = tuple[str, str, tuple[tuple[str, str, str], ...]]
 
 
-def judged(target: Path, items: dict[str, external.SessionFacts], full: bool) -> list[Row] | str:
+def judged(target: Path, items: dict[str, external_session.SessionFacts], full: bool) -> list[Row] | str:
     """(attempt, verdict, sorted (category, severity, rule)) per row; an exception is a result of its own."""
     try:
         rows = external.audit_path(target, None, items=items, jobs=1, full=full)
@@ -45,17 +45,17 @@ def judged(target: Path, items: dict[str, external.SessionFacts], full: bool) ->
              tuple(sorted((f.category, f.severity, f.rule) for f in r.row.verdict.findings))) for r in rows]
 
 
-def both(target: Path, items: dict[str, external.SessionFacts]) -> tuple[list[Row] | str, list[Row] | str]:
+def both(target: Path, items: dict[str, external_session.SessionFacts]) -> tuple[list[Row] | str, list[Row] | str]:
     return judged(target, items, False), judged(target, items, True)
 
 
-def assert_same(target: Path, items: dict[str, external.SessionFacts], what: Any = "") -> list[Row] | str:
+def assert_same(target: Path, items: dict[str, external_session.SessionFacts], what: Any = "") -> list[Row] | str:
     fast, full = both(target, items)
     assert fast == full, f"{what}\nfast {fast}\nfull {full}"
     return full
 
 
-def assert_flagged_and_same(target: Path, items: dict[str, external.SessionFacts], category: str | None = None) -> None:
+def assert_flagged_and_same(target: Path, items: dict[str, external_session.SessionFacts], category: str | None = None) -> None:
     """The FULL path flags the session (so the case tests something), and the fast path says the same."""
     fast, full = both(target, items)
     assert isinstance(full, list) and full, full
@@ -71,7 +71,7 @@ def assert_flagged_and_same(target: Path, items: dict[str, external.SessionFacts
 
 @pytest.mark.parametrize("root", RECORDED, ids=lambda p: p.name)
 def test_recorded_cli_files_fast_equals_full(root: Path):
-    items = external.read_items(root / "items.jsonl")
+    items = external_session.read_items(root / "items.jsonl")
     targets = [root] + sorted(p for p in root.rglob("*.jsonl") if p.name != "items.jsonl")  # a transcript alone too
     flagged = 0
     for target in targets:
@@ -169,10 +169,10 @@ def items_line(key: str, decoys: bool = True) -> dict:
     return line
 
 
-def write_items(root: Path, lines: list[dict]) -> dict[str, external.SessionFacts]:
+def write_items(root: Path, lines: list[dict]) -> dict[str, external_session.SessionFacts]:
     path = root / "items.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return external.read_items(path)
+    return external_session.read_items(path)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -517,7 +517,7 @@ ESCAPES = ("odd", "control")
 class Generated:
     root: Path
     target: Path
-    items: dict[str, external.SessionFacts]
+    items: dict[str, external_session.SessionFacts]
     knobs: dict[str, Any] = field(default_factory=dict)
     cheats: list[str] = field(default_factory=list)  # what was placed that the full path must flag
 
@@ -895,7 +895,7 @@ Edit = Callable[[list[bytes]], list[bytes]]
 
 def claude_file(tmp_path: Path, rows_of: Callable[[Claude], list[dict]], *, edit: Edit | None = None,
                 provider_usage: bool = False, decoys: bool = True,
-                subagent: Callable[[Claude], list[dict]] | None = None) -> tuple[Path, dict[str, external.SessionFacts]]:
+                subagent: Callable[[Claude], list[dict]] | None = None) -> tuple[Path, dict[str, external_session.SessionFacts]]:
     """A Claude Code project folder holding one session file: the prompt, then `rows_of`'s lines (the file's line
     bytes through `edit`), and a subagent transcript of `subagent`'s lines. Returns (the session file, the items)."""
     c = Claude(SID, provider_usage=provider_usage)
@@ -916,7 +916,7 @@ def claude_file(tmp_path: Path, rows_of: Callable[[Claude], list[dict]], *, edit
 
 def codex_file(tmp_path: Path, rows_of: Callable[[Codex], list[dict]], *, edit: Edit | None = None, decoys: bool = True,
                answer: str | None = "ANSWER: 4", child: Callable[[Codex], list[dict]] | None = None
-               ) -> tuple[Path, dict[str, external.SessionFacts]]:
+               ) -> tuple[Path, dict[str, external_session.SessionFacts]]:
     """A Codex day folder holding one rollout: its head, `rows_of`'s lines, the answer (None: `rows_of` ends it), the
     line bytes through `edit`, and the rollout of a subagent `child` writes. Returns (the rollout, the items)."""
     c = Codex(THREAD)
@@ -936,7 +936,7 @@ def answered(c: Claude, text: str = "ANSWER: 4") -> list[dict]:
     return [c.assistant([c.thinking("Done.")]), c.assistant([c.text(text)])]
 
 
-def later_command_file(tmp_path: Path, fmt: str, command: str) -> tuple[Path, dict[str, external.SessionFacts]]:
+def later_command_file(tmp_path: Path, fmt: str, command: str) -> tuple[Path, dict[str, external_session.SessionFacts]]:
     """A Claude Code file (`fmt` "claude") or a Codex rollout whose shell `command` runs after a first call (always read)."""
     if fmt == "claude":
         return claude_file(tmp_path, lambda c: c.bash("ls -la", "a.txt") + c.bash(command, "done") + answered(c))
@@ -1257,7 +1257,7 @@ def test_attack_codex_provider_and_bookkeeping_lines(tmp_path):
 def test_attack_flags_given_on_the_command_line(tmp_path):
     """A lone file with the session's facts given as `flags` (the command line), not `--items`."""
     session, _ = claude_file(tmp_path, lambda c: c.bash("ls -la", "a.txt") + c.bash(f"ls {STEM}*", "none") + answered(c))
-    flags = external.SessionFacts(session=SID, original_name=ORIGINAL, item_id=ITEM_ID)
+    flags = external_session.SessionFacts(session=SID, original_name=ORIGINAL, item_id=ITEM_ID)
     fast, full = (external.audit_path(session, None, flags=flags, jobs=1, full=f) for f in (False, True))
     rows = [[(r.row.verdict.verdict, sorted((x.category, x.severity, x.rule) for x in r.row.verdict.findings)) for r in rs]
             for rs in (fast, full)]

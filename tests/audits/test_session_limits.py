@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from statebox.audits import session_limits
 from statebox.audits.events import derived_access, line_spans, load_attempt, load_session_file, spans_within
-from statebox.audits import external
+from statebox.audits import log_files
 from statebox.audits.external import audit_path
 from statebox.audits.session_limits import first_lines
 from statebox.audits.verdict import audit_attempt, audit_run
@@ -291,7 +291,7 @@ def test_a_cli_session_file_over_the_log_cap_is_flagged_unread_and_the_folders_o
     [big] = sorted((tmp_path / "claude-code-honest").glob("*.jsonl"))
     with big.open("r+b") as fh:
         fh.truncate(3 << 30)  # sparse: the session's own lines, then zeros to 3 GiB
-    monkeypatch.setattr(external, "MAX_LOG_BYTES", 1 << 20)
+    monkeypatch.setattr(log_files, "MAX_LOG_BYTES", 1 << 20)
     rows = {r.fmt: r.row.verdict for r in audit_path(tmp_path, None)}
     assert rows["codex"].verdict == "clean"
     assert rows["claude"].verdict == "suspicious"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from statebox.audits import external, session_limits
+from statebox.audits import cli_session_files, external, external_session, session_limits
 from statebox.audits.events import is_agent_text, is_prompt
 from statebox.policies import load_policy
 from statebox.schema import EventKind
@@ -38,7 +38,7 @@ ROLLOUT = FILES / CODEX["file"]
 
 
 def _audit(target: Path, **kw):
-    items = external.read_items(FILES / "items.jsonl")
+    items = external_session.read_items(FILES / "items.jsonl")
     return external.audit_path(target, load_policy("default"), items=items, **kw)
 
 
@@ -165,7 +165,7 @@ def test_subagent_transcripts_the_auditor_cannot_take_as_ours_flag_the_session(t
 
 
 def test_past_the_most_transcripts_the_rest_is_unread_and_said(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(external, "MAX_SUBAGENT_FILES", 2)
+    monkeypatch.setattr(cli_session_files, "MAX_SUBAGENT_FILES", 2)
     project, session = _project_copy(tmp_path)
     sub = project / SESSION.stem / "subagents"
     [transcript] = sub.glob("agent-*.jsonl")
@@ -185,8 +185,8 @@ def test_transcripts_past_the_event_limit_are_not_read(tmp_path: Path, monkeypat
     for n in range(5):
         shutil.copyfile(transcript, sub / f"agent-0{n}.jsonl")
     opened: list[str] = []
-    real = external.session_lines
-    monkeypatch.setattr(external, "session_lines", lambda p: (opened.append(p.name), real(p))[1])
+    real = cli_session_files.session_lines
+    monkeypatch.setattr(cli_session_files, "session_lines", lambda p: (opened.append(p.name), real(p))[1])
     [row] = _audit(session)
     assert row.row.verdict.verdict != "clean" and _limited(row)
     assert len(opened) < 1 + 6, opened  # the session file and fewer than all six transcripts
@@ -199,7 +199,7 @@ def test_the_recorded_codex_subagent_ran_the_cheat_in_its_own_rollout():
     """The fixture is the attack: the session's rollout holds the spawn and the answer, the subagent's the cheat,
     and the subagent's `session_meta` names the session's thread as its parent."""
     assert "find /data" in CHILD.read_text() and "find /data" not in ROLLOUT.read_text()
-    parent, child = external.rollout_head(ROLLOUT), external.rollout_head(CHILD)
+    parent, child = cli_session_files.rollout_head(ROLLOUT), cli_session_files.rollout_head(CHILD)
     assert parent is not None and child is not None
     assert parent.parent is None and child.parent == parent.thread
 

@@ -31,6 +31,7 @@ from audit_throughput import make_corpus  # noqa: E402
 from heldout_eval import manifest, unpack  # noqa: E402
 
 from statebox.audits import external  # noqa: E402
+from statebox.audits import external_session
 from statebox.audits.verdict import audit_attempt, audit_run  # noqa: E402
 
 HELDOUT_BATCHES = ("attacks", "heldout-1", "heldout-2", "heldout-3")
@@ -55,7 +56,7 @@ def snapshot(perf_mb: float) -> dict[str, Any]:
                     out[f"{corpus}/{case['attempt']}/fast={fast}"] = _dump(
                         audit_attempt(HERE / corpus / case["attempt"], fast=fast, write=False))
         cli = HERE / "cli_session_files"
-        items = external.read_items(cli / "items.jsonl")
+        items = external_session.read_items(cli / "items.jsonl")
         for session in external.audit_path(cli, None, items=items):
             out[f"cli_session_files/{session.row.attempt}"] = _dump(session.row.verdict)
         make_corpus(scratch / "perf", perf_mb)
