@@ -53,8 +53,9 @@ def check_scores_out(target: Path, out: Path) -> None:
 def write_scores(target: Path, rows: list[AuditedSession], out: Path, progress: Copied | None = None) -> int:
     """Write the copy (`.eval`: streamed; `.json`: whole); returns the samples scored. `progress` hears how many
     samples are copied (a 3,000-sample log takes ~20 s to copy, after its audit)."""
-    import asyncio  # here, not at the top: imported by every `statebox audit`, asyncio (and the ssl it loads) cost a
-    # run folder's audit ~0.02 s of CPU per 100 MB in one process and ~0.07 s with --jobs 2 (perf/audit_throughput.py)
+    import asyncio  # here, not at the top: imported by every `statebox audit`, asyncio (and the ssl it loads) went
+    # with a run folder's `--jobs 2` audit taking 0.55-0.57 s of CPU per 100 MB instead of 0.48-0.52 (six perf runs
+    # each way, perf/audit_throughput.py; one process: within the noise)
 
     by_name = {r.row.attempt: r.row for r in rows}
     with replacing_by_name(out, inspect_log_holding(out)) as tmp:
