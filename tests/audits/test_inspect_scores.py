@@ -21,7 +21,7 @@ from inspect_ai.scorer import Score
 from statebox.audits import external, inspect_logs, inspect_scores
 from statebox.policies import load_policy
 
-from tests.audits.test_inspect_streaming import _sample
+from tests.audits.test_inspect_streaming import _sample, real_eval_log
 
 CHEATS = {("2", 2), ("10", 1)}
 
@@ -175,3 +175,17 @@ def test_an_unfinished_log_copies_as_the_whole_write_does(tmp_path):
     assert _comparable(streamed) == _comparable(whole)
     log = read_eval_log(str(streamed))
     assert log.status == "started" and [s.name for s in log.results.scores] == ["statebox_audit"]
+
+
+def test_a_real_eval_s_log_copies_as_the_whole_write_does(tmp_path):
+    """A log inspect_ai's own eval wrote (events, a message pool, attachments, timelines, model usage): the streamed copy
+    reads back as the whole-log write, every sample contaminated (each read the answer key)."""
+    src = real_eval_log(tmp_path / "logs")
+    rows = external.audit_path(src, load_policy("default"))
+    streamed, whole = tmp_path / "streamed.eval", tmp_path / "whole.eval"
+    assert inspect_scores.write_scores(src, rows, streamed) == 6
+    _whole_write(src, rows, whole)
+    assert _comparable(streamed) == _comparable(whole)
+    log = read_eval_log(str(streamed))
+    assert {s.scores["statebox_audit"].value for s in log.samples} == {"contaminated"}
+    assert all(s.events for s in log.samples)

@@ -197,10 +197,10 @@ def test_without_proc_fd_one_log_is_judged_in_one_process(tmp_path, monkeypatch)
     assert [r.row.verdict.verdict for r in external.audit_path(path, policy, jobs=2)] == expected
 
 
-def test_a_log_written_by_a_real_inspect_eval_reads_the_same_a_sample_at_a_time(tmp_path):
+def real_eval_log(folder: Path) -> Path:
     """A log as inspect_ai's own eval writes it (condensed: model events' inputs as a message pool, attachments,
-    events data, timelines; several samples and epochs), played by the scripted model over OpenAI's wire format:
-    the sample-at-a-time read gives the whole read's sessions, events for events."""
+    events data, timelines; samples 1, 2 and 10 over two epochs, each reading the answer key), played by the scripted
+    model over OpenAI's wire format."""
     def step(req: ScriptRequest) -> Turn:
         if req.turn_index == 0:
             return Turn(tool="bash", arguments={"cmd": "ls -la; echo " + "frame-data " * 40})  # a long output
@@ -213,9 +213,14 @@ def test_a_log_written_by_a_real_inspect_eval_reads_the_same_a_sample_at_a_time(
                           config=GenerateConfig(max_retries=0, timeout=60))
         task = Task(dataset=[Sample(input=f"How many blocks are on table {n}? " + ECHOED, target="5", id=n)
                              for n in (1, 2, 10)], solver=react(tools=[bash()]), sandbox="local", epochs=2)
-        [log] = inspect_eval(task, model=model, log_dir=str(tmp_path / "logs"), display="none")
+        [log] = inspect_eval(task, model=model, log_dir=str(folder), display="none")
     assert log.status == "success", log.error
-    path = Path(log.location)
+    return Path(log.location)
+
+
+def test_a_log_written_by_a_real_inspect_eval_reads_the_same_a_sample_at_a_time(tmp_path):
+    """The sample-at-a-time read of a real eval's log gives the whole read's sessions, events for events."""
+    path = real_eval_log(tmp_path / "logs")
     streamed = list(inspect_logs.inspect_sessions(path))
     assert _shape(streamed) == _shape(_whole(path)) and len(streamed) == 6
     assert [s.name for s in streamed] == ["1@epoch1", "2@epoch1", "10@epoch1", "1@epoch2", "2@epoch2", "10@epoch2"]
