@@ -16,24 +16,19 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Callable, Iterator
 
-
-from statebox.audits import session_limits
-from statebox.audits import session_file_prefilter
+from statebox.audits import log_files, log_formats, session_file_prefilter, session_limits
 from statebox.audits.events import AttemptFacts, Prefilter, new_event, session_log
-from statebox.audits.fastmatch import Literals
 from statebox.audits.external_session import ExternalSession, SessionFacts, events_of, merge_facts
-from statebox.audits import log_files, log_formats
+from statebox.audits.fastmatch import Literals
 from statebox.audits.log_files import open_regular, read_within
 from statebox.audits.log_formats import SUBAGENTS_DIR, Found, first_object
 from statebox.audits.session_limits import cut_to_lines
 from statebox.errors import UserError
 from statebox.json_text import decoded_lines, json_value, line_loads
 from statebox.schema import Event, EventKind
-from statebox.sessions import EventDraft, claude_stream, codex_jsonl
-from statebox.sessions import claude_session, codex_rollout
+from statebox.sessions import EventDraft, claude_session, claude_stream, codex_jsonl, codex_rollout
 from statebox.sessions.shapes import object_at
 from statebox.userfiles import read_upto
-
 
 
 def session_lines(path: Path) -> tuple[bytes, list[str]]:

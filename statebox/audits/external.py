@@ -48,12 +48,17 @@ from itertools import chain, islice, repeat
 from pathlib import Path
 from typing import Any, Callable, Iterator, get_args
 
-
-from statebox.audits.events import FactNotText
 from statebox.audits.cli_session_files import FULL, Reading, claude_sessions, codex_sessions, rollout_families
+from statebox.audits.events import FactNotText
 from statebox.audits.external_session import ExternalSession, SessionFacts, merge_facts
 from statebox.audits.harbor_trials import harbor_sessions, same_file_key
-from statebox.audits.inspect_logs import inspect_context, inspect_session, inspect_sessions, opened_inspect_log, sample_alone
+from statebox.audits.inspect_logs import (
+    inspect_context,
+    inspect_session,
+    inspect_sessions,
+    opened_inspect_log,
+    sample_alone,
+)
 from statebox.audits.log_formats import Found, discover
 from statebox.audits.rules import run_rules
 from statebox.audits.verdict import AuditedAttempt, audit_run, default_prefilter, verdict_from
@@ -61,7 +66,6 @@ from statebox.audits.workers import workers
 from statebox.collector import collector_paused
 from statebox.errors import DataError, UserError
 from statebox.schema import Finding, FindingCategory, Severity
-
 
 CARRIED_PREFIX = "recorded by the run"
 

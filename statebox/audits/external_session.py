@@ -21,8 +21,6 @@ from statebox.json_text import jsonl_lines
 from statebox.schema import Event
 from statebox.sessions import EventDraft
 
-
-
 MAX_ITEMS_BYTES = 64 * 1024**2
 
 

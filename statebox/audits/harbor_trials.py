@@ -14,9 +14,8 @@ from typing import Any, Iterator
 
 from pydantic import ValidationError
 
-from statebox.audits import session_limits
+from statebox.audits import external_session, session_limits
 from statebox.audits.events import AttemptFacts, session_log
-from statebox.audits import external_session
 from statebox.audits.external_session import ExternalSession, events_of
 from statebox.audits.log_files import read_capped, read_within
 from statebox.audits.log_formats import discover
@@ -26,7 +25,6 @@ from statebox.json_text import json_value
 from statebox.schema import Event
 from statebox.sessions import atif_trajectory
 from statebox.sessions.shapes import list_of
-
 
 
 def harbor_sessions(path: Path) -> Iterator[ExternalSession]:

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Iterator, TypeVar
 
-
 from statebox.audits import inspect_admission
 from statebox.audits.events import AttemptFacts, session_log
 from statebox.audits.external_session import ExternalSession, events_of
@@ -25,14 +24,13 @@ from statebox.errors import DataError
 from statebox.sessions import inspect_sample
 from statebox.sessions.shapes import list_of
 
-
 if TYPE_CHECKING:  # inspect_ai is heavy: imported where an Inspect log is read (see _inspect_reader)
     from inspect_ai.log import EvalLog, EvalSample
 
 
 T = TypeVar("T")
 
-AUDIT_SCORER = "statebox_audit"
+AUDIT_SCORER = "statebox_audit"  # the score `--write-scores` adds; never read back as the task's own (`inspect_session`)
 
 
 def _inspect_reader() -> Callable[..., Any]:

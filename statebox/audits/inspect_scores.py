@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from statebox.audits.external import AuditedSession
+from statebox.audits.findings_shown import shown_indexes
 from statebox.audits.inspect_logs import AUDIT_SCORER, inspect_sample_name, opened_inspect_log, read_inspect_log
 from statebox.audits.log_formats import file_format
-from statebox.audits.findings_shown import shown_indexes
 from statebox.audits.verdict import AuditedAttempt
 from statebox.errors import UserError
 from statebox.replace_file import inspect_log_holding, refuse_unless_replaceable, replacing_by_name

@@ -14,12 +14,9 @@ import sys
 from pathlib import Path
 from typing import BinaryIO
 
-
 from statebox.audits.session_limits import past_bytes
 from statebox.errors import UserError, file_kind
 from statebox.userfiles import read_upto
-
-
 
 MAX_LOG_BYTES = 2 * 1024**3  # one log file; an Inspect log of a large eval is big, a session file far smaller
 

@@ -17,16 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-
-from statebox.attempt_folder import ATTEMPTS_DIR, ATTEMPT_FILE, EVENTS_FILE, RUN_CONFIG_FILE
+from statebox.attempt_folder import ATTEMPT_FILE, ATTEMPTS_DIR, EVENTS_FILE, RUN_CONFIG_FILE
 from statebox.audits import session_limits
 from statebox.audits.events import sniff_object
 from statebox.audits.log_files import open_regular, read_within
 from statebox.errors import UserError
 from statebox.json_text import json_value
 from statebox.sessions import atif_trajectory, claude_session, codex_rollout
-
-
 
 EXTERNAL_FORMATS = ("inspect", "harbor", "claude", "codex", "statebox")
 MAX_FILES = 200_000  # files looked at in one folder walk

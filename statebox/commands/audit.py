@@ -170,9 +170,10 @@ def _audit_other(target: Path, policy, fmt: Optional[str], items_file: Optional[
     if scores_out is not None:
         inspect_scores.check_scores_out(target, scores_out)
     items = external_session.read_items(items_file) if items_file is not None else {}
-    given = external_session.SessionFacts(id="flags", question=flags["question"] or "", original_name=flags["original_name"] or "",
-                                  item_id=flags["item_id"] or "", honeytoken_values=list(flags["honeytoken_value"] or []),
-                                  honeytoken_paths=list(flags["honeytoken_path"] or [])) if any(flags.values()) else None
+    given = external_session.SessionFacts(
+        id="flags", question=flags["question"] or "", original_name=flags["original_name"] or "",
+        item_id=flags["item_id"] or "", honeytoken_values=list(flags["honeytoken_value"] or []),
+        honeytoken_paths=list(flags["honeytoken_path"] or [])) if any(flags.values()) else None
     passed_over: list[str] = []
     sessions = external.audit_path(target, policy, fmt=fmt, items=items, flags=given, keep_logs=keep_logs, jobs=jobs,
                                    progress=progress, passed_over=passed_over, full=full)
