@@ -346,21 +346,32 @@ class _EpochMean:
         return out
 
 
-_CHANCE_CACHE: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
+_CHANCE_CACHE: dict[tuple[str, tuple[str, ...]], tuple[list[Item], dict[str, Any]]] = {}
+
+
+def _same_items(held: list[Item], items: list[Item]) -> bool:
+    """Whether `items` are the very Item objects a cache entry was built from (a new list of them is fine).
+
+    Why identity and not the ids: two datasets may share item ids and differ in labels, choices or targets (a suite
+    copied and relabelled, an annotation file edited between two reports of one process); keyed by the ids alone, the
+    second got the first's label groups and chance baselines. The report loads each dataset's items once and hands
+    the same objects to every agent and view, so the entries still serve what they are for."""
+    return held is items or (len(held) == len(items) and all(a is b for a, b in zip(held, items)))
 
 
 def _chance(bench: str, items: list[Item]) -> dict[str, Any]:
     """The scorer's chance baselines for these items: they depend on the items only, so every
     agent (and the voided view) that answered the same items shares one computation."""
     key = (bench, tuple(i.id for i in items))
-    found = _CHANCE_CACHE.get(key)
-    if found is None:
-        rules = rules_for(bench)
-        with collector_paused():
-            found = {kind: chance_baseline_metrics(bench, rules, items, kind, 0) for kind in KINDS}
-        if len(_CHANCE_CACHE) > 256:
-            _CHANCE_CACHE.clear()
-        _CHANCE_CACHE[key] = found
+    entry = _CHANCE_CACHE.get(key)
+    if entry is not None and _same_items(entry[0], items):
+        return entry[1]
+    rules = rules_for(bench)
+    with collector_paused():
+        found = {kind: chance_baseline_metrics(bench, rules, items, kind, 0) for kind in KINDS}
+    if len(_CHANCE_CACHE) > 256:
+        _CHANCE_CACHE.clear()
+    _CHANCE_CACHE[key] = (list(items), found)
     return found
 
 
@@ -368,10 +379,10 @@ _INDEX_CACHE: dict[tuple[str, ...], Any] = {}
 
 
 def _item_index(items: list[Item]) -> Any:
-    """The dataset's `ItemIndex` (label groups, cluster codes, positions), shared by every agent."""
+    """The dataset's `ItemIndex` (label groups, cluster codes, positions), shared by every agent (`_same_items`)."""
     key = tuple(i.id for i in items)
     found = _INDEX_CACHE.get(key)
-    if found is None or found.items is not items and [i.id for i in found.items] != list(key):
+    if found is None or not _same_items(found.items, items):
         found = ItemIndex(items)
         if len(_INDEX_CACHE) > 64:
             _INDEX_CACHE.clear()
