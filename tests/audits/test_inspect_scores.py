@@ -65,6 +65,16 @@ def _comparable(path: Path) -> tuple[dict, list[dict], list[dict]]:
     return header, samples, summaries
 
 
+def _copied_both_ways(src: Path, folder: Path, samples: int) -> EvalLog:
+    """`src` copied with scores streamed and by the whole-log write: the two read back the same; the streamed copy."""
+    rows = external.audit_path(src, load_policy("default"))
+    streamed, whole = folder / "streamed.eval", folder / "whole.eval"
+    assert inspect_scores.write_scores(src, rows, streamed) == samples
+    _whole_write(src, rows, whole)
+    assert _comparable(streamed) == _comparable(whole)
+    return read_eval_log(str(streamed))
+
+
 @pytest.mark.parametrize("ids, epochs", [([1, 2, 10], 2), (["a", "b"], 1)])
 def test_the_streamed_copy_is_the_whole_log_write(tmp_path, ids, epochs, monkeypatch):
     monkeypatch.setattr(inspect_scores, "BATCH", 2)  # several batches put into the zip, and a last partial one
@@ -168,12 +178,7 @@ def test_an_unfinished_log_copies_as_the_whole_write_does(tmp_path):
         for name in archive.namelist():
             if name not in ("header.json", "summaries.json", "reductions.json"):
                 out.writestr(name, archive.read(name))
-    rows = external.audit_path(src, load_policy("default"))
-    streamed, whole = tmp_path / "streamed.eval", tmp_path / "whole.eval"
-    assert inspect_scores.write_scores(src, rows, streamed) == 3
-    _whole_write(src, rows, whole)
-    assert _comparable(streamed) == _comparable(whole)
-    log = read_eval_log(str(streamed))
+    log = _copied_both_ways(src, tmp_path, 3)
     assert log.status == "started" and [s.name for s in log.results.scores] == ["statebox_audit"]
 
 
@@ -181,11 +186,6 @@ def test_a_real_eval_s_log_copies_as_the_whole_write_does(tmp_path):
     """A log inspect_ai's own eval wrote (events, a message pool, attachments, timelines, model usage): the streamed copy
     reads back as the whole-log write, every sample contaminated (each read the answer key)."""
     src = real_eval_log(tmp_path / "logs")
-    rows = external.audit_path(src, load_policy("default"))
-    streamed, whole = tmp_path / "streamed.eval", tmp_path / "whole.eval"
-    assert inspect_scores.write_scores(src, rows, streamed) == 6
-    _whole_write(src, rows, whole)
-    assert _comparable(streamed) == _comparable(whole)
-    log = read_eval_log(str(streamed))
+    log = _copied_both_ways(src, tmp_path, 6)
     assert {s.scores["statebox_audit"].value for s in log.samples} == {"contaminated"}
     assert all(s.events for s in log.samples)
