@@ -6,6 +6,12 @@ deprecated_models.py`: model id -> the retirement day, as "November 30th, 2026")
 It is read as data (`ast.literal_eval` of the file the installed package holds), not imported: importing the SDK
 costs about a second, and `statebox run` starts without it.
 
+The SDK's list is a window, not a record: once a model's day has passed a later release drops it (anthropic 2.15.0
+no longer lists `claude-sonnet-4-5`, retired 2026-11-30, which 2.14.0 listed), so a user naming a retired model would
+get no note just when the note matters. `ANTHROPIC_RETIRED` keeps every day an SDK release has
+listed (read from the wheels of anthropic 0.125.0 and 2.14.0, the SDK's own text kept), and the SDK installed answers
+over it where both name a model.
+
 OpenAI's SDK ships no such list (its `/v1/models` endpoint gives a `shutdown_date`, but only to a caller with a key,
 and `statebox run` must warn before it starts anything). `OPENAI_SHUTDOWNS` is statebox's copy of OpenAI's deprecations
 page (developers.openai.com/api/docs/deprecations, read 2026-11-30 through independent copies that agree, one of
@@ -57,10 +63,29 @@ OPENAI_SHUTDOWNS: dict[str, date] = {
 }
 
 
-@lru_cache(maxsize=1)
+# model id -> the retirement day as an anthropic SDK release wrote it, for the models later releases dropped
+ANTHROPIC_RETIRED: dict[str, str] = {
+    **dict.fromkeys(("claude-1.3", "claude-1.3-100k", "claude-instant-1.1", "claude-instant-1.1-100k",
+                     "claude-instant-1.2"), "November 6th, 2024"),
+    **dict.fromkeys(("claude-2.0", "claude-2.1", "claude-3-sonnet-20240229"), "July 21st, 2025"),
+    "claude-3-opus-20240229": "January 5th, 2026",
+    **dict.fromkeys(("claude-3-7-sonnet-latest", "claude-3-7-sonnet-20250219", "claude-3-5-haiku-latest",
+                     "claude-3-5-haiku-20241022"), "February 19th, 2026"),
+    **dict.fromkeys(("claude-opus-4-0", "claude-opus-4-20250514", "claude-sonnet-4-0", "claude-sonnet-4-20250514"),
+                    "June 15th, 2026"),
+    **dict.fromkeys(("claude-sonnet-4-5", "claude-sonnet-4-5-20250929"), "November 30th, 2026"),
+}
+
+
 def anthropic_retirements() -> dict[str, str]:
-    """{model id: retirement day as the SDK writes it}; empty where the SDK or its list is not installed or not a
-    dict of strings (a warning is then not given: nothing else depends on it)."""
+    """{model id: retirement day as the SDK writes it}: the installed SDK's list over `ANTHROPIC_RETIRED`."""
+    return {**ANTHROPIC_RETIRED, **sdk_retirements()}
+
+
+@lru_cache(maxsize=1)
+def sdk_retirements() -> dict[str, str]:
+    """{model id: retirement day as the SDK writes it}, the installed SDK's own list; empty where the SDK or its list
+    is not installed or not a dict of strings (`ANTHROPIC_RETIRED` then answers alone)."""
     spec = importlib.util.find_spec("anthropic")  # finds the package without running its __init__
     if spec is None or not spec.submodule_search_locations:
         return {}

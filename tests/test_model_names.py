@@ -1,8 +1,9 @@
 """The models statebox asks by default still answer, and each caller takes them from `statebox.model_names`.
 
-Why: the shared Anthropic default reached its retirement (2026-11-30) while four modules still named it. The SDK the
-lockfile installs lists every model Anthropic has announced a retirement for; a default on that list fails here,
-months before the day it would fail a user's run. OpenAI's defaults (`gpt-5`, shut down 2026-12-11; `gpt-4.1`,
+Why: the shared Anthropic default reached its retirement (2026-11-30) while four modules still named it. The SDK
+`make setup` installs (its newest release) lists the models Anthropic has announced a retirement for; a default on that
+list, or on statebox's record of the days the SDK has dropped since (`ANTHROPIC_RETIRED`), fails here, months before the
+day it would fail a user's run. OpenAI's defaults (`gpt-5`, shut down 2026-12-11; `gpt-4.1`,
 2027-01-14) are held the same way against `model_retirement.OPENAI_SHUTDOWNS`, statebox's copy of OpenAI's page."""
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ from statebox.agents import react, vision_client
 from statebox.audits import llm_pass
 from statebox.commands import demo
 from statebox.commands.run import warn_of_retired_models
+from statebox import model_retirement
 from statebox.model_retirement import (
+    ANTHROPIC_RETIRED,
     OPENAI_SHUTDOWNS,
     anthropic_retirements,
     retirement_day,
     retirement_note,
     retirement_notes,
+    sdk_retirements,
 )
 from statebox.sandbox.gateway.accounting import Rate, price_lookup, rate_lookup
 from statebox.sandbox.images import PACKAGE_ROOT
@@ -39,15 +43,23 @@ DEFAULTS = {
 }
 
 
-def test_the_sdk_list_is_read_and_names_the_retired_default() -> None:
-    # the list this check stands on holds the model that prompted it: an empty or renamed list would pass anything
-    assert "claude-sonnet-4-5" in DEPRECATED_MODELS
+def test_the_sdk_list_is_read_and_every_day_in_it_is_read() -> None:
+    # the list this check stands on is there and in the shape read: an empty or renamed list would pass anything. The
+    # SDK drops a model once its day has passed (2.15.0 dropped the default that prompted this check), so which
+    # models it names moves with each release; that each names a day this module reads does not
+    assert DEPRECATED_MODELS and all(retirement_day(day) is not None for day in DEPRECATED_MODELS.values())
+
+
+def test_the_record_keeps_the_retired_default_and_reads_every_day() -> None:
+    assert ANTHROPIC_RETIRED["claude-sonnet-4-5"] == "November 30th, 2026"
+    assert all(retirement_day(day) is not None for day in ANTHROPIC_RETIRED.values())
 
 
 @pytest.mark.parametrize("caller", sorted(DEFAULTS))
 def test_no_default_is_announced_for_retirement(caller: str) -> None:
     model = DEFAULTS[caller]
     assert model not in DEPRECATED_MODELS, f"{caller}: {model} retires {DEPRECATED_MODELS.get(model)}"
+    assert model not in ANTHROPIC_RETIRED, f"{caller}: {model} retired {ANTHROPIC_RETIRED.get(model)}"
     assert model not in OPENAI_SHUTDOWNS, f"{caller}: {model} shuts down {OPENAI_SHUTDOWNS.get(model)}"
     assert retirement_note(model, date(2030, 1, 1)) is None
 
@@ -122,7 +134,18 @@ def test_a_long_context_request_pays_the_long_context_rate() -> None:
 
 def test_the_list_read_as_data_is_the_sdks_own() -> None:
     # read without importing the SDK, it must be the very dict the SDK holds
-    assert anthropic_retirements() == DEPRECATED_MODELS
+    assert sdk_retirements() == DEPRECATED_MODELS
+
+
+def test_the_sdk_answers_over_the_record_and_the_record_outlives_the_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(model_retirement, "sdk_retirements",
+                        lambda: {"claude-sonnet-4-5": "December 1st, 2026", "claude-next": "March 3rd, 2027"})
+    merged = anthropic_retirements()
+    assert merged["claude-sonnet-4-5"] == "December 1st, 2026" and merged["claude-next"] == "March 3rd, 2027"
+    assert merged["claude-3-opus-20240229"] == "January 5th, 2026"
+    monkeypatch.setattr(model_retirement, "sdk_retirements", dict)  # no SDK installed, or a release that dropped all
+    note = retirement_note("claude-sonnet-4-5-20250929", date(2026, 12, 1))
+    assert note is not None and "retired this model on November 30th, 2026" in note
 
 
 @pytest.mark.parametrize("text, day", [
