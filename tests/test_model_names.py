@@ -1,9 +1,9 @@
 """The models statebox asks by default still answer, and each caller takes them from `statebox.model_names`.
 
 Why: the shared Anthropic default reached its retirement (2026-11-30) while four modules still named it. The SDK
-`make setup` installs (its newest release) lists the models Anthropic has announced a retirement for; a default on that
-list, or on statebox's record of the days the SDK has dropped since (`ANTHROPIC_RETIRED`), fails here, months before the
-day it would fail a user's run. OpenAI's defaults (`gpt-5`, shut down 2026-12-11; `gpt-4.1`,
+`make setup` installs (constraints.txt's pin) lists the models Anthropic has announced a retirement for; a default on
+that list, or on statebox's record of the days the SDK has dropped since (`ANTHROPIC_RETIRED`), fails here, months
+before the day it would fail a user's run (once scripts/update-constraints.sh moves the pin). OpenAI's defaults (`gpt-5`, shut down 2026-12-11; `gpt-4.1`,
 2027-01-14) are held the same way against `model_retirement.OPENAI_SHUTDOWNS`, statebox's copy of OpenAI's page."""
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Create .venv with statebox installed editable (idempotent: reinstalls only when pyproject changes).
+# Create .venv with statebox installed editable, every library at the version constraints.txt names
+# (written by scripts/update-constraints.sh: unpinned, a fresh machine took each library's newest release and
+# a release moved under the tests). Idempotent: reinstalls only when pyproject or constraints.txt changes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PYTHON=${PYTHON:-python3}
@@ -7,10 +9,10 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 stamp=.venv/.statebox-installed
-want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e '.[dev,cluster]'
+  .venv/bin/python -m pip install -q -c constraints.txt --upgrade pip
+  .venv/bin/python -m pip install -q -c constraints.txt -e '.[dev,cluster]'
   # trackeval declares the GUI opencv-python, which shares the cv2 folder with the headless build
   # statebox uses (and needs libGL): keep only the headless one, its files restored
   if .venv/bin/python -m pip show -q opencv-python >/dev/null 2>&1; then
