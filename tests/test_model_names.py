@@ -14,12 +14,11 @@ from types import SimpleNamespace
 import pytest
 from anthropic._data import DEPRECATED_MODELS  # the SDK's own list; if it moves, this import fails loudly
 
-from statebox import model_names
+from statebox import model_names, model_retirement
 from statebox.agents import react, vision_client
 from statebox.audits import llm_pass
 from statebox.commands import demo
 from statebox.commands.run import warn_of_retired_models
-from statebox import model_retirement
 from statebox.model_retirement import (
     ANTHROPIC_RETIRED,
     OPENAI_SHUTDOWNS,

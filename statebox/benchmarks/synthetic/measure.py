@@ -28,12 +28,23 @@ _DECODE = {code: letter for letter, code in MORSE.items()}
 
 
 @lru_cache(maxsize=64)
-def _tracks(family_dir: str, stem: str) -> tuple[gt.TrackRow, ...]:
+def _tracks(family_dir: str, stem: str, version: tuple[int, int, int]) -> tuple[gt.TrackRow, ...]:
     return tuple(gt.read_tracks(Path(family_dir), stem))
 
 
+def _file_version(path: Path) -> tuple[int, int, int]:
+    """(inode, size, mtime_ns): a suite regenerated in place (same folder, same stems) is read again, not answered
+    from what the cache held for the files it replaced; (0, 0, 0) for a missing file, whose read raises."""
+    try:
+        st = path.stat()
+    except OSError:
+        return (0, 0, 0)
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def tracks_for(family_dir: Path, item: Item) -> list[gt.TrackRow]:
-    return list(_tracks(str(family_dir), Path(item.video).stem))
+    stem = Path(item.video).stem
+    return list(_tracks(str(family_dir), stem, _file_version(gt.tracks_path(family_dir, stem))))
 
 
 def by_frame(rows: list[gt.TrackRow]) -> list[list[gt.TrackRow]]:
