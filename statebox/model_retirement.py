@@ -8,9 +8,9 @@ costs about a second, and `statebox run` starts without it.
 
 The SDK's list is a window, not a record: once a model's day has passed a later release drops it (anthropic 2.15.0
 no longer lists `claude-sonnet-4-5`, retired 2026-11-30, which 2.14.0 listed), so a user naming a retired model would
-get no note just when the note matters. `ANTHROPIC_RETIRED` keeps every day an SDK release has
-listed (read from the wheels of anthropic 0.125.0 and 2.14.0, the SDK's own text kept), and the SDK installed answers
-over it where both name a model.
+get no note just when the note matters. `ANTHROPIC_RETIRED` keeps every day an SDK release has listed (read from the
+wheels of anthropic 0.125.0 and 2.14.0, the SDK's own text kept), and the SDK installed answers over it where both
+name a model.
 
 OpenAI's SDK ships no such list (its `/v1/models` endpoint gives a `shutdown_date`, but only to a caller with a key,
 and `statebox run` must warn before it starts anything). `OPENAI_SHUTDOWNS` is statebox's copy of OpenAI's deprecations
