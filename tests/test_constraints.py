@@ -17,6 +17,8 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 SANDBOX_PINS = ROOT / "statebox/sandbox/image/requirements-sandbox.txt"
+TRACKER_LOCK = ROOT / "statebox/sandbox/image/requirements-tracker.txt"
+TRACKER_DOCKERFILE = ROOT / "statebox/sandbox/image/Dockerfile.tracker"
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;#]+)\s*$")
 # trackeval declares the GUI build, which setup removes for the headless one (scripts/setup/10-venv.sh)
 REMOVED_BY_SETUP = {"opencv-python"}
@@ -66,3 +68,18 @@ def test_the_sandbox_decodes_with_the_hosts_versions() -> None:
     locked = pins(ROOT / "constraints.txt")
     sandbox = pins(SANDBOX_PINS)
     assert sandbox and {name: locked.get(name) for name in sandbox} == sandbox
+
+
+def test_the_tracker_lock_agrees_with_the_sandbox_and_with_the_dockerfiles_own_pins() -> None:
+    """The tracker image installs under both files at once: a package pinned differently in each would fail its
+    build on a fresh machine only (a warm engine answers from its layer cache)."""
+    tracker = pins(TRACKER_LOCK)
+    sandbox = pins(SANDBOX_PINS)
+    assert len(tracker) > 50  # the whole venv, not the six packages the Dockerfile names
+    assert {name: tracker[name] for name in sandbox if name in tracker} == {
+        name: version for name, version in sandbox.items() if name in tracker}
+    named = dict(re.findall(r"\b([a-z][a-z0-9_-]*)==([0-9][^\s;\\]*)", TRACKER_DOCKERFILE.read_text(encoding="utf-8")))
+    assert {"torch", "ultralytics", "supervision", "trackers"} <= set(named)
+    for name, version in named.items():
+        if canonicalize_name(name) in tracker:
+            assert tracker[canonicalize_name(name)] == version, f"{name}: Dockerfile {version}, lock {tracker[name]}"
